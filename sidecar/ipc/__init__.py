@@ -1,0 +1,1 @@
+"""JSON-RPC 2.0 over newline-delimited stdio. Knows no domain."""
