@@ -1,0 +1,31 @@
+"""``python -m sidecar`` / ``metona-sidecar``: argv → Settings, logs → stderr, serve stdio."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> None:
+    from .settings import parse_args
+
+    settings = parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub (ARCHITECTURE.md §8)
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, settings.log_level, logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from .app import run
+
+    code = run(settings)
+    logging.shutdown()
+    sys.stderr.flush()
+    # Worker threads may still sit in a blocking read of the host's pipe: leave without joining them.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Test and conformance methods, served only with ``--dev-methods`` (env ``METONA_DEV_METHODS=1``).
+
+* The JSON-RPC 2.0 specification's example methods (``subtract``, ``sum``, ``update``,
+  ``notify_hello``, ``get_data``) so the spec's examples run verbatim against the real process.
+* ``dev/*`` probes for the end-to-end tests and benchmarks: a cancellable sleep, a stream of
+  MetonaStreamEvent lines, a child process, a stray ``print``, an echo.
+
+They never appear in ``ipc_schema/`` or in ``initialize``'s method list.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+import anyio
+from pydantic import ConfigDict, Field
+
+from .common import Params
+from .ipc.context import RequestContext
+from .ipc.jsonrpc import RawMethod, success
+from .ipc.router import Method
+from .supervisor import ChildSupervisor
+
+
+# -- the JSON-RPC 2.0 specification's example methods -------------------------------------------
+async def _subtract(ctx: Any, /, *args: Any, **kwargs: Any) -> Any:
+    if args:
+        minuend, subtrahend = args
+    else:
+        minuend, subtrahend = kwargs["minuend"], kwargs["subtrahend"]
+    return success(minuend - subtrahend)
+
+
+async def _sum(ctx: Any, /, *args: Any) -> Any:
+    return success(sum(args))
+
+
+async def _update(ctx: Any, /, *args: Any) -> Any:
+    return success(None)
+
+
+async def _notify_hello(ctx: Any, /, *args: Any) -> Any:
+    return success(None)
+
+
+async def _get_data(ctx: Any, /) -> Any:
+    return success(["hello", 5])
+
+
+SPEC_METHODS: dict[str, RawMethod] = {
+    "subtract": _subtract,
+    "sum": _sum,
+    "update": _update,
+    "notify_hello": _notify_hello,
+    "get_data": _get_data,
+}
+
+
+# -- dev/* probes ---------------------------------------------------------------------------------
+class SleepParams(Params):
+    ms: int = Field(ge=0, le=600_000)
+
+
+class StreamParams(Params):
+    count: int = Field(ge=0, le=10_000_000)
+    delay_ms: float = Field(0, ge=0)
+    text: str = "x"
+    request_id: str = "r_dev"
+    session_id: str = "s_dev"
+
+
+class SpawnParams(Params):
+    seconds: int = Field(300, ge=1, le=3600)
+
+
+class PrintParams(Params):
+    text: str
+
+
+class EchoParams(Params):
+    model_config = ConfigDict(extra="allow")
+
+
+def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
+    async def sleep(ctx: RequestContext, p: SleepParams) -> dict[str, Any]:
+        await anyio.sleep(p.ms / 1000)
+        return {"slept_ms": p.ms}
+
+    async def stream(ctx: RequestContext, p: StreamParams) -> dict[str, Any]:
+        # Hand-built to keep this probe independent of the IR serialiser under test elsewhere.
+        head = f'{{"type":"text_delta","requestId":{json.dumps(p.request_id)},"sessionId":{json.dumps(p.session_id)},"iteration":1,"seq":'
+        delta = json.dumps(p.text, ensure_ascii=False)
+        for seq in range(p.count):
+            line = f'{head}{seq},"timestamp":{int(time.time() * 1000)},"delta":{delta}}}'
+            await ctx.send_line(line.encode("utf-8"))
+            if p.delay_ms:
+                await anyio.sleep(p.delay_ms / 1000)
+        done = f'{head}{p.count},"timestamp":{int(time.time() * 1000)}}}'.replace('"text_delta"', '"done"', 1)
+        await ctx.send_line(done.encode("utf-8"))
+        return {"count": p.count}
+
+    async def spawn(ctx: RequestContext, p: SpawnParams) -> dict[str, Any]:
+        proc = await children.spawn(["sleep", str(p.seconds)], name="dev-sleep")
+        return {"pid": proc.pid}
+
+    async def stray_print(ctx: RequestContext, p: PrintParams) -> dict[str, Any]:
+        print(p.text)  # noqa: T201 - the point: this must land on stderr, not the wire
+        sys.stdout.flush()
+        return {"printed": True}
+
+    async def echo(ctx: RequestContext, p: EchoParams) -> dict[str, Any]:
+        return dict(p.model_extra or {})
+
+    return [
+        Method("dev/sleep", SleepParams, dict[str, Any], sleep, dev=True),
+        Method("dev/stream", StreamParams, dict[str, Any], stream, dev=True),
+        Method("dev/spawn", SpawnParams, dict[str, Any], spawn, dev=True),
+        Method("dev/print", PrintParams, dict[str, Any], stray_print, dev=True),
+        Method("dev/echo", EchoParams, dict[str, Any], echo, dev=True),
+    ]

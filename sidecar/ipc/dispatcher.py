@@ -1,0 +1,377 @@
+"""The receive loop: one task per request, each in its own cancel scope; one writer owns the wire.
+
+Control never waits behind work: ``exit`` and ``$/cancelRequest`` are handled on the read loop
+itself, ``ping`` and ``shutdown`` are tiny tasks, and every other request runs in its own task.
+``initialize`` runs inline (the loop waits for it), as in LSP, so nothing overtakes it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+from anyio.abc import ObjectReceiveStream, TaskGroup
+from pydantic import ValidationError
+
+from ..errors import SidecarError
+from . import codes
+from .context import RequestContext, RequestId
+from .jsonrpc import RawMethod, dispatch_one, error_response, failure, success
+from .router import Method, Router
+from .stdio import Incoming, LineWriter, OversizedLine
+
+logger = logging.getLogger(__name__)
+
+UNINITIALIZED, READY, SHUTTING_DOWN = "uninitialized", "ready", "shutting_down"
+_PRE_INIT_ALLOWED = frozenset({"initialize", "ping", "exit"})
+_AFTER_SHUTDOWN_ALLOWED = frozenset({"ping", "exit", "shutdown", "$/cancelRequest"})
+_LATE_START_GRACE_S = 0.1
+_CONTROL = frozenset({"ping", "shutdown"})
+_NOTIFICATION = object()
+
+ShutdownHook = Callable[[], Awaitable[None]]
+
+
+def encode(obj: Any) -> bytes:
+    """One compact JSON line (no newline). Lone surrogates from the input fall back to \\u escapes."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _id_key(value: Any) -> tuple[str, Any] | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return ("n", value)
+    if isinstance(value, str):
+        return ("s", value)
+    return None
+
+
+def validation_details(exc: ValidationError) -> dict[str, Any]:
+    """Field paths and error types only: the offending input (maybe a secret) is never echoed."""
+    return {"errors": [{"loc": list(e["loc"]), "type": e["type"], "msg": e["msg"]} for e in exc.errors()]}
+
+
+def wrap_method(method: Method[Any, Any]) -> RawMethod:
+    """Adapt a typed :class:`Method` to jsonrpcserver's calling convention (context first)."""
+
+    async def entry(ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            return failure(
+                codes.INVALID_PARAMS,
+                "Invalid params",
+                {
+                    "code": "VALIDATION_ERROR",
+                    "details": {"errors": [{"loc": [], "type": "object_type", "msg": "params must be a JSON object"}]},
+                },
+            )
+        try:
+            params = method.params.model_validate(kwargs)
+        except ValidationError as exc:
+            return failure(
+                codes.INVALID_PARAMS, "Invalid params", {"code": "VALIDATION_ERROR", "details": validation_details(exc)}
+            )
+        try:
+            result = await method.handler(ctx, params)
+            return success(method.dump_result(result))
+        except SidecarError as exc:
+            return failure(exc.status, exc.message, exc.to_data())
+        except ValidationError as exc:  # a service validating its own inputs deeper down
+            return failure(
+                codes.INVALID_PARAMS, "Invalid params", {"code": "VALIDATION_ERROR", "details": validation_details(exc)}
+            )
+        except Exception:
+            logger.exception("unhandled error in %s", method.name)
+            return failure(codes.INTERNAL_ERROR, "Internal error", {"code": "INTERNAL_ERROR", "details": {}})
+
+    entry.__name__ = method.name
+    return entry
+
+
+class Dispatcher:
+    def __init__(self, router: Router, writer: LineWriter, raw_methods: Mapping[str, RawMethod] | None = None) -> None:
+        self.router = router
+        self.writer = writer
+        self.state = UNINITIALIZED
+        self.exit_code: int | None = None
+        self.shutdown_requested = False
+        self._methods: dict[str, RawMethod] = {m.name: wrap_method(m) for m in router}
+        for name, fn in (raw_methods or {}).items():
+            if name in self._methods:
+                raise ValueError(f"method {name!r} registered twice")
+            self._methods[name] = fn
+        self._inflight: dict[tuple[str, Any], tuple[anyio.CancelScope, str]] = {}
+        self._active = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._exiting = False
+        self._exit_notified = False
+        self._shutdown_hooks: list[ShutdownHook] = []
+        self._read_scope = anyio.CancelScope()
+        self._tg: TaskGroup | None = None
+
+    def add_methods(self, methods: list[Method[Any, Any]]) -> None:
+        """Register methods built after the dispatcher (lifecycle needs the dispatcher itself)."""
+        self.router.add(*methods)
+        for m in methods:
+            self._methods[m.name] = wrap_method(m)
+
+    # -- outbox (what handlers see through RequestContext) ------------------------------------
+    async def send_notification(self, method: str, params: Any) -> None:
+        await self.writer.send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
+
+    async def send_line(self, line: bytes) -> None:
+        await self.writer.send(line)
+
+    # -- lifecycle hooks -----------------------------------------------------------------------
+    def on_shutdown(self, hook: ShutdownHook) -> None:
+        """Register teardown work (cancel jobs, stop children...). Hooks run newest first."""
+        self._shutdown_hooks.append(hook)
+
+    def mark_initialized(self) -> None:
+        self.state = READY
+
+    def request_exit(self, code: int | None = None) -> None:
+        """Stop reading and leave (``code`` None: decide from whether ``shutdown`` came first)."""
+        if code is not None and self.exit_code is None:
+            self.exit_code = code
+        self._exiting = True
+        self._read_scope.cancel()
+
+    def cancel_inflight(
+        self, keep: RequestId | object = _NOTIFICATION, keep_control: bool = False, after_s: float = 0.0
+    ) -> int:
+        """Cancel in-flight requests (now, or after ``after_s`` so quick ones still finish)."""
+        keep_key = _id_key(keep)
+        n = 0
+        deadline = anyio.current_time() + after_s
+        for key, (scope, method) in list(self._inflight.items()):
+            if key == keep_key or (keep_control and method in _CONTROL):
+                continue
+            if after_s > 0:
+                scope.deadline = min(scope.deadline, deadline)
+            else:
+                scope.cancel()
+            n += 1
+        return n
+
+    async def run_shutdown_hooks(self, grace_s: float) -> None:
+        hooks, self._shutdown_hooks = list(reversed(self._shutdown_hooks)), []
+        with anyio.move_on_after(grace_s, shield=True):
+            for hook in hooks:
+                try:
+                    await hook()
+                except Exception:
+                    logger.exception("shutdown hook failed")
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def serve(self, incoming: ObjectReceiveStream[Incoming], grace_s: float = 2.0) -> int:
+        """Serve until ``exit``, EOF, or :meth:`request_exit`; returns the process exit code.
+
+        On the way out every request already read is still answered (cancelled ones with -32800),
+        the shutdown hooks run, and every wait is bounded by ``grace_s``.
+        """
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            with self._read_scope:
+                async with incoming:
+                    async for item in incoming:
+                        await self._on_item(item, tg)
+                        if self._exiting:
+                            break
+            self._exiting = True
+            with anyio.CancelScope(shield=True):
+                self.cancel_inflight(keep_control=True, after_s=_LATE_START_GRACE_S)
+                with anyio.move_on_after(grace_s):
+                    await self._idle.wait()
+                await self.run_shutdown_hooks(grace_s)
+            tg.cancel_scope.cancel()
+        if self.exit_code is None:
+            # `exit` answers 0 only after `shutdown` (LSP); EOF or a dead parent also end cleanly.
+            self.exit_code = 0 if (self.shutdown_requested or not self._exit_notified) else 1
+        return self.exit_code
+
+    async def _on_item(self, item: Incoming, tg: TaskGroup) -> None:
+        if isinstance(item, OversizedLine):
+            await self.writer.send(
+                encode(
+                    error_response(
+                        codes.INVALID_REQUEST,
+                        "Invalid Request: line exceeds the size limit",
+                        "REQUEST_TOO_LARGE",
+                        {"size_bytes": item.size},
+                    )
+                )
+            )
+            return
+        if not item.strip():
+            return  # blank lines between messages are tolerated
+        try:
+            text = item.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            await self._reply_parse_error(f"invalid UTF-8 at byte {exc.start}")
+            return
+        try:
+            message = json.loads(text)
+        except RecursionError:
+            await self._reply_parse_error("JSON nested too deeply")
+            return
+        except ValueError as exc:
+            await self._reply_parse_error(
+                f"invalid JSON at line {getattr(exc, 'lineno', '?')} column {getattr(exc, 'colno', '?')}"
+            )
+            return
+        if isinstance(message, list):
+            if not message:
+                await self.writer.send(
+                    encode(
+                        error_response(
+                            codes.INVALID_REQUEST, "Invalid Request", "INVALID_REQUEST", {"reason": "empty batch"}
+                        )
+                    )
+                )
+                return
+            self._start(tg, self._run_batch, message)
+            return
+        if isinstance(message, dict):
+            method = message.get("method")
+            if method == "exit":
+                self._handle_exit(message)
+                return
+            if method == "$/cancelRequest":
+                await self._handle_cancel(message)
+                return
+            if method == "initialize":
+                await self._run_single(message)  # inline: nothing overtakes initialize
+                return
+        self._start(tg, self._run_single, message)
+
+    async def _reply_parse_error(self, reason: str) -> None:
+        await self.writer.send(
+            encode(error_response(codes.PARSE_ERROR, "Parse error", "PARSE_ERROR", {"reason": reason}))
+        )
+
+    def _handle_exit(self, message: dict[str, Any]) -> None:
+        self._exit_notified = True
+        self.request_exit()
+
+    def _start(self, tg: TaskGroup, fn: Callable[[Any], Awaitable[None]], message: Any) -> None:
+        self._active += 1
+        self._idle = anyio.Event() if self._idle.is_set() else self._idle
+        tg.start_soon(self._tracked, fn, message)
+
+    async def _tracked(self, fn: Callable[[Any], Awaitable[None]], message: Any) -> None:
+        try:
+            await fn(message)
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
+
+    async def _handle_cancel(self, message: dict[str, Any]) -> None:
+        params = message.get("params")
+        target = params.get("id") if isinstance(params, dict) else None
+        key = _id_key(target)
+        scope = self._inflight.get(key) if key is not None else None
+        if scope is not None:
+            scope[0].cancel()
+        if "id" in message:  # sent as a request: answer it
+            await self.writer.send(encode({"jsonrpc": "2.0", "result": None, "id": message["id"]}))
+
+    async def _run_single(self, message: Any) -> None:
+        response, ctx = await self.handle_message(message)
+        if response is not None:
+            await self.writer.send(encode(response))
+        await _after(ctx)
+
+    async def _run_batch(self, batch: list[Any]) -> None:
+        results: list[tuple[dict[str, Any] | None, RequestContext | None]] = [(None, None)] * len(batch)
+
+        async def one(i: int, element: Any) -> None:
+            results[i] = await self.handle_message(element, in_batch=True)
+
+        async with anyio.create_task_group() as tg:
+            for i, element in enumerate(batch):
+                tg.start_soon(one, i, element)
+        answers = [r for r, _ in results if r is not None]
+        if answers:
+            await self.writer.send(encode(answers))
+        for _, ctx in results:
+            await _after(ctx)
+
+    async def handle_message(
+        self, message: Any, in_batch: bool = False
+    ) -> tuple[dict[str, Any] | None, RequestContext | None]:
+        """Answer one non-batch message (also used directly by in-memory tests)."""
+        if not isinstance(message, dict):
+            return error_response(codes.INVALID_REQUEST, "Invalid Request", "INVALID_REQUEST"), None
+        is_notification = "id" not in message
+        method = message.get("method")
+        request_id = message.get("id")
+        if in_batch and method in ("exit", "$/cancelRequest"):
+            if method == "exit":
+                self._handle_exit(message)
+            else:
+                params = message.get("params")
+                key = _id_key(params.get("id") if isinstance(params, dict) else None)
+                if key is not None and key in self._inflight:
+                    self._inflight[key][0].cancel()
+            return (None if is_notification else {"jsonrpc": "2.0", "result": None, "id": request_id}), None
+        if isinstance(method, str) and message.get("jsonrpc") == "2.0":
+            if self.state == UNINITIALIZED and method not in _PRE_INIT_ALLOWED:
+                if is_notification:
+                    return None, None
+                return error_response(
+                    codes.NOT_INITIALIZED, "Server not initialized", "NOT_INITIALIZED", id=request_id
+                ), None
+            if self.state == SHUTTING_DOWN and method not in _AFTER_SHUTDOWN_ALLOWED:
+                if is_notification:
+                    return None, None
+                return error_response(
+                    codes.INVALID_REQUEST, "Server is shutting down", "SHUTTING_DOWN", id=request_id
+                ), None
+        ctx = RequestContext(request_id=request_id, method=str(method), outbox=self)
+        key = None if is_notification else _id_key(request_id)
+        if key is not None and key in self._inflight:
+            return error_response(
+                codes.INVALID_REQUEST, "Invalid Request: id already in flight", "DUPLICATE_REQUEST_ID", id=request_id
+            ), None
+        response: dict[str, Any] | None = None
+        with anyio.CancelScope() as scope:
+            if key is not None:
+                self._inflight[key] = (scope, ctx.method)
+            if self._exiting and ctx.method not in _CONTROL:
+                # Read before the exit but started after it: a quick request still gets its real
+                # answer, a long one is cut short and answers -32800.
+                scope.deadline = anyio.current_time() + _LATE_START_GRACE_S
+            try:
+                response = await dispatch_one(message, self._methods, ctx)
+            finally:
+                if key is not None:
+                    self._inflight.pop(key, None)
+        if scope.cancelled_caught:
+            if is_notification:
+                return None, None
+            return error_response(
+                codes.REQUEST_CANCELLED, "Request cancelled", "REQUEST_CANCELLED", id=request_id
+            ), None
+        return response, ctx
+
+
+async def _after(ctx: RequestContext | None) -> None:
+    if ctx is None:
+        return
+    for fn in ctx._after_response:
+        try:
+            result = fn()
+            if result is not None:
+                await result
+        except Exception:
+            logger.exception("after-response hook failed")
