@@ -80,6 +80,10 @@ class PrintParams(Params):
     text: str
 
 
+class ModulesParams(Params):
+    names: list[str]
+
+
 class EchoParams(Params):
     model_config = ConfigDict(extra="allow")
 
@@ -111,6 +115,9 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
         sys.stdout.flush()
         return {"printed": True}
 
+    async def modules(ctx: RequestContext, p: ModulesParams) -> dict[str, Any]:
+        return {"loaded": sorted(n for n in p.names if n in sys.modules)}
+
     async def echo(ctx: RequestContext, p: EchoParams) -> dict[str, Any]:
         return dict(p.model_extra or {})
 
@@ -119,5 +126,6 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
         Method("dev/stream", StreamParams, dict[str, Any], stream, dev=True),
         Method("dev/spawn", SpawnParams, dict[str, Any], spawn, dev=True),
         Method("dev/print", PrintParams, dict[str, Any], stray_print, dev=True),
+        Method("dev/modules", ModulesParams, dict[str, Any], modules, dev=True),
         Method("dev/echo", EchoParams, dict[str, Any], echo, dev=True),
     ]

@@ -1,0 +1,137 @@
+"""initialize / shutdown / exit, EOF, parent death, children stopped on the way out."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from sidecar import PROTOCOL_VERSION, SERVER_NAME, __version__
+from tests.support.sidecar_proc import Sidecar
+
+pytestmark = pytest.mark.e2e
+
+
+def test_requests_before_initialize_answer_not_initialized(sidecar: Sidecar) -> None:
+    reply = sidecar.call("dev/sleep", {"ms": 0})
+    assert reply["error"]["code"] == -32002
+    assert reply["error"]["data"]["code"] == "NOT_INITIALIZED"
+    # ping is served before initialize; a notification before initialize is dropped silently
+    sidecar.notify("dev/sleep", {"ms": 0})
+    sidecar.assert_alive()
+
+
+def test_initialize_reports_server_and_components(sidecar: Sidecar, data_dir: Path) -> None:
+    result = sidecar.initialize()
+    assert result["server_info"] == {"name": SERVER_NAME, "version": __version__}
+    assert result["protocol_version"] == PROTOCOL_VERSION
+    assert Path(result["data_dir"]) == data_dir.resolve()
+    caps = result["capabilities"]
+    assert {"initialize", "shutdown", "ping"} <= set(caps["methods"])
+    assert not any(m.startswith("dev/") for m in caps["methods"])
+    components = caps["components"]
+    for name in (
+        "lancedb",
+        "mcp",
+        "chromium",
+        "faster_whisper",
+        "pyannote_audio",
+        "diarization_weights",
+        "whisper_model",
+    ):
+        assert isinstance(components[name]["available"], bool), name
+    # the diarization weights are not shipped: reported absent, with where they were looked for
+    assert components["diarization_weights"]["available"] is False
+    assert components["diarization_weights"]["path"].startswith(str(data_dir.resolve()))
+    for sub in ("lancedb", "attachments", "exports", "plugins", "themes", "models", "datasets"):
+        assert (data_dir / sub).is_dir()
+
+
+def test_initialize_twice_is_a_conflict(ready: Sidecar) -> None:
+    reply = ready.call("initialize", {})
+    assert reply["error"]["code"] == 409
+    assert reply["error"]["data"]["code"] == "ALREADY_INITIALIZED"
+
+
+def test_shutdown_then_exit_exits_zero(ready: Sidecar) -> None:
+    assert ready.result("shutdown") is None
+    after = ready.call("dev/sleep", {"ms": 0})
+    assert after["error"]["code"] == -32600
+    assert after["error"]["data"]["code"] == "SHUTTING_DOWN"
+    ready.notify("exit")
+    assert ready.wait() == 0
+
+
+def test_exit_without_shutdown_exits_one(ready: Sidecar) -> None:
+    ready.notify("exit")
+    assert ready.wait() == 1
+
+
+def test_stdin_eof_exits_zero(ready: Sidecar) -> None:
+    ready.close_stdin()
+    assert ready.wait() == 0
+
+
+def test_eof_cancels_running_requests_and_still_answers_them(ready: Sidecar) -> None:
+    rid = ready.request("dev/sleep", {"ms": 60_000})
+    ready.assert_alive()
+    ready.close_stdin()
+    reply = ready.response(rid)
+    assert reply["error"]["code"] == -32800
+    assert ready.wait() == 0
+
+
+def test_children_are_stopped_on_exit(ready: Sidecar) -> None:
+    pid = ready.result("dev/spawn", {"seconds": 120})["pid"]
+    os.kill(pid, 0)  # alive
+    ready.result("shutdown")
+    ready.notify("exit")
+    assert ready.wait() == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_children_are_stopped_on_eof(ready: Sidecar) -> None:
+    pid = ready.result("dev/spawn", {"seconds": 120})["pid"]
+    ready.close_stdin()
+    assert ready.wait() == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_exits_when_the_watched_parent_dies(data_dir: Path) -> None:
+    parent = subprocess.Popen(["sleep", "60"])
+    sc = Sidecar(data_dir, args=["--parent-pid", str(parent.pid)])
+    try:
+        sc.initialize()
+        parent.kill()
+        parent.wait()
+        start = time.monotonic()
+        assert sc.wait(timeout=10) == 0
+        assert time.monotonic() - start < 5
+    finally:
+        sc.close()
+
+
+def test_exits_when_host_pid_from_initialize_dies(data_dir: Path) -> None:
+    host = subprocess.Popen(["sleep", "60"])
+    sc = Sidecar(data_dir)
+    try:
+        sc.result("initialize", {"process_id": host.pid})
+        host.kill()
+        host.wait()
+        assert sc.wait(timeout=10) == 0
+    finally:
+        sc.close()
+
+
+def test_stray_print_goes_to_stderr_not_the_wire(ready: Sidecar) -> None:
+    assert ready.result("dev/print", {"text": "STRAY-PRINT-MARKER"}) == {"printed": True}
+    ready.assert_alive()
+    ready.close_stdin()
+    ready.wait()
+    assert all(b"STRAY-PRINT-MARKER" not in line for line in ready.raw_lines)
+    assert "STRAY-PRINT-MARKER" in ready.stderr_text()
