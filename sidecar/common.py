@@ -17,13 +17,13 @@ T = TypeVar("T")
 class Phase2Model(BaseModel):
     """A phase-2 wire object: snake_case, ``null`` kept where the seed shows it."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
 
 
 class Params(BaseModel):
     """Base of every method's params: unknown keys are refused (a typo must not pass silently)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class EmptyParams(Params):

@@ -288,7 +288,8 @@ class Dispatcher:
     async def _run_single(self, message: Any) -> None:
         response, ctx = await self.handle_message(message)
         if response is not None:
-            await self.writer.send(encode(response))
+            # A ping answer owes no order to any other line: let it overtake queued stream lines.
+            await self.writer.send(encode(response), priority=ctx is not None and ctx.method == "ping")
         await _after(ctx)
 
     async def _run_batch(self, batch: list[Any]) -> None:

@@ -19,7 +19,7 @@ P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Method(Generic[P, R]):
     """One JSON-RPC method: validated params in, a typed result out.
 
@@ -33,15 +33,15 @@ class Method(Generic[P, R]):
     handler: Callable[[RequestContext, P], Awaitable[R]]
     summary: str = ""
     dev: bool = False  # only registered with --dev-methods; never in ipc_schema/
-    _adapter: TypeAdapter[Any] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_adapter", TypeAdapter(self.result))
+    _adapter: list[TypeAdapter[Any]] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def dump_result(self, value: Any) -> Any:
         # IR models drop their own absent optional fields (see sidecar.ir.base); phase-2 models keep
-        # the nulls the seed shows, so no global exclude_none here.
-        return self._adapter.dump_python(value, mode="json", by_alias=True)
+        # the nulls the seed shows, so no global exclude_none here. The adapter is built on first
+        # use: building ~100 of them at start-up would cost a noticeable part of `initialize`.
+        if not self._adapter:
+            self._adapter.append(TypeAdapter(self.result))
+        return self._adapter[0].dump_python(value, mode="json", by_alias=True)
 
 
 @dataclass(frozen=True, slots=True)

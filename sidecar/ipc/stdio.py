@@ -9,10 +9,12 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections import deque
 from dataclasses import dataclass
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+import anyio.lowlevel
+from anyio.abc import ObjectSendStream
 
 CHUNK = 1 << 16
 
@@ -111,59 +113,94 @@ def _read(fd: int) -> bytes:
 class LineWriter:
     """The single writer of the wire. Producers queue finished lines; one task writes them in batches.
 
-    Batching matters for throughput: every queued line that is ready is joined into one ``write``
-    made off the event loop, so a slow reader on the other end never blocks the loop.
+    * Batching: every line that is ready is joined into one ``write`` made off the event loop, so a
+      host that reads slowly never blocks the loop, and throughput is not bound by per-line writes.
+    * Backpressure: ``send`` returns at once while fewer than ``high_water`` lines wait, else it
+      waits for the writer to catch up (a runaway stream cannot eat memory); every ``yield_every``
+      lines it yields to the loop so a fast producer never starves the read loop.
+    * A priority lane for control answers (``ping``): they go out ahead of bulk lines already
+      queued. Only use it for lines whose order relative to others does not matter.
     """
 
-    def __init__(self, fd: int, buffer: int = 1024) -> None:
+    def __init__(self, fd: int, high_water: int = 1024, batch_bytes: int = 256 << 10, yield_every: int = 16) -> None:
         self._fd = fd
-        send, receive = anyio.create_memory_object_stream[bytes](buffer)
-        self._send: ObjectSendStream[bytes] = send
-        self._receive: ObjectReceiveStream[bytes] = receive
+        self._high_water = high_water
+        self._batch_bytes = batch_bytes
+        self._queue: deque[bytes] = deque()
+        self._priority: deque[bytes] = deque()
+        self._wake = anyio.Event()
+        self._space = anyio.Event()
+        self._space.set()
+        self._closed = False
+        self._yield_every = yield_every
+        self._since_yield = 0
+        self._drained = anyio.Event()
         self.lines_written = 0
         self.broken = False
-        self._drained = anyio.Event()
 
-    async def send(self, line: bytes) -> None:
+    async def send(self, line: bytes, *, priority: bool = False) -> None:
         """Queue one line (without its newline)."""
-        if self.broken:
+        if self._closed:
             return
-        try:
-            await self._send.send(line)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self.broken = True
+        while len(self._queue) >= self._high_water and not priority:
+            if self._space.is_set():
+                self._space = anyio.Event()
+            await self._space.wait()
+            if self._closed:
+                return
+        (self._priority if priority else self._queue).append(line)
+        self._wake.set()
+        self._since_yield += 1
+        if self._since_yield >= self._yield_every:
+            # Fairness: a producer streaming as fast as it can must still let the read loop (cancel,
+            # ping) and the writer run; without this it would hold the loop until high water.
+            self._since_yield = 0
+            await anyio.lowlevel.checkpoint()
 
     def close(self) -> None:
         """No more lines; :meth:`run` returns once everything queued is written."""
-        self._send.close()
+        self._closed = True
+        self._wake.set()
+        self._space.set()
+
+    async def wait_drained(self) -> None:
+        """Wait until :meth:`run` has written everything queued before :meth:`close`."""
+        await self._drained.wait()
+
+    def _take_batch(self) -> list[bytes]:
+        batch: list[bytes] = []
+        size = 0
+        for q in (self._priority, self._queue):
+            while q and size < self._batch_bytes:
+                line = q.popleft()
+                batch.append(line)
+                size += len(line) + 1
+        return batch
 
     async def run(self) -> None:
-        receive = self._receive
-        async with receive:
-            async for first in receive:
-                batch = [first]
-                size = len(first)
-                while size < (1 << 20):
-                    try:
-                        line = receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        break
-                    except anyio.EndOfStream:
-                        break
-                    batch.append(line)
-                    size += len(line)
+        try:
+            while True:
+                if not self._queue and not self._priority:
+                    if self._closed:
+                        return
+                    self._wake = anyio.Event()
+                    await self._wake.wait()
+                    continue
+                batch = self._take_batch()
+                if len(self._queue) < self._high_water:
+                    self._space.set()
                 batch.append(b"")
                 data = b"\n".join(batch)
                 if not self.broken:
                     ok = await anyio.to_thread.run_sync(_write_all, self._fd, data)
                     if not ok:
                         self.broken = True  # host closed its end; keep draining so producers never block
+                else:
+                    await anyio.lowlevel.checkpoint()
                 self.lines_written += len(batch) - 1
-        self._drained.set()
-
-    async def wait_drained(self) -> None:
-        """Wait until :meth:`run` has written everything queued before :meth:`close`."""
-        await self._drained.wait()
+        finally:
+            self._space.set()
+            self._drained.set()
 
 
 def _write_all(fd: int, data: bytes) -> bool:

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""``ping`` round trip p50/p99 while another request streams MetonaStreamEvent lines.
+
+    python scripts/bench/bench_ping_under_stream.py [--pings 2000] [--stream-lines 2000000]
+
+Goal (issue 2): ping p99 < 2 ms during a stream. The stream is the dev method ``dev/stream``
+(no delay: it writes as fast as the writer takes lines); pings are sent one at a time and timed
+from write to the matching answer line. A quiet baseline (no stream) is measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Client:
+    def __init__(self, data_dir: str) -> None:
+        env = dict(os.environ, METONA_DATA_DIR=data_dir, METONA_DEV_METHODS="1", METONA_LOG_LEVEL="WARNING")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sidecar"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=ROOT,
+        )
+        self.waiters: dict[int, threading.Event] = {}
+        self.arrived: dict[int, float] = {}
+        self.stream_lines = 0
+        self.stream_done = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout
+        for raw in self.proc.stdout:
+            now = time.perf_counter()
+            if raw.startswith(b'{"jsonrpc"'):
+                msg = json.loads(raw)
+                rid = msg.get("id")
+                if rid == "stream":
+                    self.stream_done.set()
+                elif rid in self.waiters:
+                    self.arrived[rid] = now
+                    self.waiters[rid].set()
+            else:
+                self.stream_lines += 1
+
+    def send(self, obj: dict) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def ping(self, rid: int) -> float:
+        ev = threading.Event()
+        self.waiters[rid] = ev
+        start = time.perf_counter()
+        self.send({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+        if not ev.wait(10):
+            raise TimeoutError("ping not answered")
+        return self.arrived[rid] - start
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p * len(values)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pings", type=int, default=2000)
+    parser.add_argument("--stream-lines", type=int, default=2_000_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        c = Client(tmp)
+        c.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+        c.ping(1)
+        quiet = [c.ping(10 + i) for i in range(args.pings)]
+        rows = [("quiet", quiet, 0, 1.0)]
+        for name, params in (
+            ("paced stream (1 ms/line)", {"count": args.pings * 10, "delay_ms": 1}),
+            ("max-rate stream", {"count": args.stream_lines}),
+        ):
+            c.stream_done.clear()
+            c.stream_lines = 0
+            c.send({"jsonrpc": "2.0", "id": "stream", "method": "dev/stream", "params": {**params, "text": "流式"}})
+            while c.stream_lines < 100:
+                time.sleep(0.001)
+            busy: list[float] = []
+            start_lines = c.stream_lines
+            t0 = time.perf_counter()
+            for i in range(args.pings):
+                if c.stream_done.is_set():
+                    break
+                busy.append(c.ping(100_000 + len(rows) * 10_000 + i))
+            elapsed = time.perf_counter() - t0
+            rows.append((name, busy, c.stream_lines - start_lines, elapsed))
+            c.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "stream"}})
+            c.stream_done.wait(120)
+        c.close()
+    print("ping round trip over real stdio (ms)")
+    print(f"{'condition':<26} {'n':>6} {'p50':>7} {'p99':>7} {'max':>7} {'stream lines/s':>15}")
+    for name, vals, streamed, elapsed in rows:
+        rate = f"{streamed / elapsed:,.0f}" if streamed else "-"
+        print(
+            f"{name:<26} {len(vals):>6} {statistics.median(vals) * 1e3:>7.3f} {pct(vals, 0.99) * 1e3:>7.3f}"
+            f" {max(vals) * 1e3:>7.3f} {rate:>15}"
+        )
+    print("goal: p99 < 2 ms during a stream")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Tools: MetonaToolDef (+ params JSON Schema), MetonaToolCall, MetonaToolResult (IR standard 🔧 / 🔌)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .base import WireModel
+
+MetonaParamType = Literal["string", "number", "boolean", "object", "array"]
+
+
+class MetonaToolCategory(StrEnum):
+    FILESYSTEM = "filesystem"
+    SEARCH = "search"
+    CALCULATION = "calculation"
+    CODE_EXECUTION = "code_execution"
+    NETWORK = "network"
+    DATABASE = "database"
+    MCP = "mcp"
+    CUSTOM = "custom"
+
+
+class MetonaRiskLevel(StrEnum):
+    SAFE = "safe"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+class MetonaParamField(WireModel):
+    type: MetonaParamType
+    description: str
+    enum: list[str] | None = None
+    items: MetonaParamField | None = None
+
+
+class MetonaToolParams(WireModel):
+    type: Literal["object"] = "object"
+    properties: dict[str, MetonaParamField]
+    required: list[str] | None = None
+
+
+class MetonaToolDef(WireModel):
+    name: str
+    description: str
+    parameters: MetonaToolParams
+    category: MetonaToolCategory
+    risk_level: MetonaRiskLevel
+    requires_permission: bool
+    timeout_ms: int = Field(ge=0)
+
+
+class MetonaToolCall(WireModel):
+    id: str
+    name: str
+    args: dict[str, Any]
+    iteration: int = Field(ge=1)
+    timestamp: int = Field(ge=0)
+
+
+class MetonaToolResult(WireModel):
+    tool_call_id: str
+    tool_name: str
+    result: Any
+    """The tool's raw return value (``unknown`` in the seed: JSON ``null`` is a valid value)."""
+    summary: str | None = None
+    success: bool
+    error: str | None = None
+    duration_ms: int = Field(ge=0)
+    timestamp: int = Field(ge=0)
