@@ -10,7 +10,6 @@ They never appear in ``ipc_schema/`` or in ``initialize``'s method list.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from typing import Any
@@ -94,17 +93,23 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
         return {"slept_ms": p.ms}
 
     async def stream(ctx: RequestContext, p: StreamParams) -> dict[str, Any]:
-        # Hand-built to keep this probe independent of the IR serialiser under test elsewhere.
-        head = f'{{"type":"text_delta","requestId":{json.dumps(p.request_id)},"sessionId":{json.dumps(p.session_id)},"iteration":1,"seq":'
-        delta = json.dumps(p.text, ensure_ascii=False)
-        for seq in range(p.count):
-            line = f'{head}{seq},"timestamp":{int(time.time() * 1000)},"delta":{delta}}}'
-            await ctx.send_line(line.encode("utf-8"))
-            if p.delay_ms:
-                await anyio.sleep(p.delay_ms / 1000)
-        done = f'{head}{p.count},"timestamp":{int(time.time() * 1000)}}}'.replace('"text_delta"', '"done"', 1)
-        await ctx.send_line(done.encode("utf-8"))
-        return {"count": p.count}
+        from .ir import MetonaStreamEvent
+
+        sent = 0
+        try:
+            for seq in range(p.count):
+                now = int(time.time() * 1000)
+                event = MetonaStreamEvent.text_delta(p.request_id, p.session_id, 1, seq, now, p.text)
+                await ctx.send_line(event.to_line())
+                sent += 1
+                if p.delay_ms:
+                    await anyio.sleep(p.delay_ms / 1000)
+        finally:
+            # every stream ends with exactly one `done`, cancelled or not
+            with anyio.CancelScope(shield=True):
+                done = MetonaStreamEvent.done(p.request_id, p.session_id, 1, sent, int(time.time() * 1000))
+                await ctx.send_line(done.to_line())
+        return {"count": sent}
 
     async def spawn(ctx: RequestContext, p: SpawnParams) -> dict[str, Any]:
         proc = await children.spawn(["sleep", str(p.seconds)], name="dev-sleep")
