@@ -134,3 +134,68 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
         Method("dev/modules", ModulesParams, dict[str, Any], modules, dev=True),
         Method("dev/echo", EchoParams, dict[str, Any], echo, dev=True),
     ]
+
+
+# -- dev/jobs/*: a demo job kind that drives the JobManager over real stdio -----------------------
+class DemoJobParams(Params):
+    steps: int = Field(3, ge=0, le=100_000)
+    step_ms: float = Field(10, ge=0, le=60_000)
+    fail_code: str | None = None
+    in_thread: bool = False
+
+
+class JobIdParams(Params):
+    job_id: str
+
+
+class JobEventsParams(Params):
+    job_id: str
+    after_sequence: int = Field(0, ge=0)
+    limit: int = Field(200, ge=1, le=1000)
+
+
+def dev_job_methods(jobs: Any) -> list[Method[Any, Any]]:
+    from .errors import UpstreamError
+    from .jobs import Job, JobContext
+
+    jobs.register_kind("dev-demo", concurrency=2)
+
+    async def create(ctx: RequestContext, p: DemoJobParams) -> Job:
+        async def runner(job: JobContext) -> dict[str, Any]:
+            for i in range(p.steps):
+                if p.in_thread:
+                    await anyio.to_thread.run_sync(_sleep_checking, job, p.step_ms / 1000)
+                else:
+                    await anyio.sleep(p.step_ms / 1000)
+                await job.progress("working", i + 1, p.steps, f"step {i + 1} of {p.steps}")
+            if p.fail_code:
+                raise UpstreamError("The demo job failed on purpose.", code=p.fail_code)
+            return {"steps": p.steps}
+
+        return await jobs.submit("dev-demo", p.model_dump(), runner)
+
+    async def get(ctx: RequestContext, p: JobIdParams) -> Job:
+        return await jobs.get(p.job_id, kind="dev-demo")
+
+    async def cancel(ctx: RequestContext, p: JobIdParams) -> Any:
+        return await jobs.cancel(p.job_id, kind="dev-demo")
+
+    async def events(ctx: RequestContext, p: JobEventsParams) -> Any:
+        return await jobs.events(p.job_id, p.after_sequence, p.limit, kind="dev-demo")
+
+    from .common import CursorPage, OperationResponse
+    from .trace.models import StoredEvent
+
+    return [
+        Method("dev/jobs/create", DemoJobParams, Job, create, dev=True),
+        Method("dev/jobs/get", JobIdParams, Job, get, dev=True),
+        Method("dev/jobs/cancel", JobIdParams, OperationResponse, cancel, dev=True),
+        Method("dev/jobs/events", JobEventsParams, CursorPage[StoredEvent], events, dev=True),
+    ]
+
+
+def _sleep_checking(job: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        job.check_cancelled()
+        time.sleep(min(0.005, max(0.0, deadline - time.monotonic())))

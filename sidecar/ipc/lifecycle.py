@@ -58,6 +58,20 @@ class PingResult(BaseModel):
     pass
 
 
+class CancelRequestParams(BaseModel):
+    """``$/cancelRequest``: the id of an in-flight request; it answers -32800 REQUEST_CANCELLED."""
+
+    id: int | str
+
+
+class ExitParams(BaseModel):
+    """``exit`` takes no params. Exit code 0 after ``shutdown``, else 1; stdin EOF also exits 0."""
+
+
+CLIENT_NOTIFICATIONS: dict[str, type[BaseModel]] = {"$/cancelRequest": CancelRequestParams, "exit": ExitParams}
+"""Notifications the host sends (handled on the read loop, not in the method table)."""
+
+
 def methods(
     dispatcher: Dispatcher,
     *,
