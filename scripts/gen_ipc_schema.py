@@ -139,7 +139,7 @@ def build_documents() -> dict[str, str]:
         "$defs": dict(sorted(top.get("$defs", {}).items())),
     }
 
-    ir_keyed, ir_top = TypeAdapter.json_schemas(
+    _ir_keyed, ir_top = TypeAdapter.json_schemas(
         [(model.__name__, "serialization", TypeAdapter(model)) for model in IR_MODELS],
         by_alias=True,
         ref_template="#/$defs/{model}",
@@ -148,7 +148,9 @@ def build_documents() -> dict[str, str]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://metona.local/ipc/defs/ir.json",
         "title": "MetonaIR",
-        "description": "Metona IR v1.0 (metona-ir-standard.md) as the sidecar writes it: camelCase, absent optionals omitted.",
+        "description": (
+            "Metona IR v1.0 (metona-ir-standard.md) as the sidecar writes it: camelCase, absent optionals omitted."
+        ),
         "$defs": dict(sorted(ir_top.get("$defs", {}).items())),
     }
     return {SCHEMA_FILE: _dump(_strip_field_titles(doc)), IR_FILE: _dump(_strip_field_titles(ir_doc))}

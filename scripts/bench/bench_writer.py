@@ -21,8 +21,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from sidecar.ipc.stdio import LineWriter  # noqa: E402
-from sidecar.ir import MetonaStreamEvent  # noqa: E402
+from sidecar.ipc.stdio import LineWriter
+from sidecar.ir import MetonaStreamEvent
 
 
 def drain(fd: int, counter: list[int]) -> None:

@@ -65,7 +65,8 @@ def test_single_examples(ready: Sidecar, line: str, expected: Any) -> None:
     [
         '{"jsonrpc": "2.0", "method": "update", "params": [1,2,3,4,5]}',
         '{"jsonrpc": "2.0", "method": "foobar"}',
-        '[{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]},{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}]',
+        '[{"jsonrpc": "2.0", "method": "notify_sum", "params": [1,2,4]},'
+        '{"jsonrpc": "2.0", "method": "notify_hello", "params": [7]}]',
     ],
 )
 def test_notifications_get_no_answer(ready: Sidecar, line: str) -> None:
