@@ -120,7 +120,7 @@ unsubscribed?: boolean
  */
 export interface InitializeParams {
 /**
- * the host's pid; the sidecar exits when it dies
+ * The host's pid: the sidecar exits when that process dies.
  */
 process_id?: (number | null)
 client_info?: (ClientInfo | null)
@@ -161,13 +161,23 @@ version: string
  * via the `definition` "ServerCapabilities".
  */
 export interface ServerCapabilities {
-methods: string[]
-notifications: string[]
 stream_events?: boolean
 components: {
-[k: string]: unknown
+[k: string]: ComponentStatus
 }
 limits: Limits
+}
+/**
+ * An optional component of this machine (a package, a browser, model weights).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ComponentStatus".
+ */
+export interface ComponentStatus {
+available: boolean
+version?: (string | null)
+path?: (string | null)
+detail?: (string | null)
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

@@ -60,7 +60,7 @@ def _dump(doc: Any) -> str:
 
 def build_documents() -> dict[str, str]:
     from sidecar.app import schema_router
-    from sidecar.ipc.lifecycle import CLIENT_NOTIFICATIONS
+    from sidecar.ipc.lifecycle_models import CLIENT_NOTIFICATIONS
     from sidecar.ir import IR_MODELS, MetonaStreamEvent
 
     router = schema_router()

@@ -1,35 +1,41 @@
-"""Composition root: builds the services, registers every domain's methods, serves stdio.
+"""Composition root: serves stdio at once, loads the domain layer behind ``initialize``.
 
-Only this module imports every domain. Heavy libraries are imported by the domains on first use.
+Start-up in two steps, so the host's first answer does not wait for model machinery:
+1. stdio, the dispatcher and the lifecycle methods (no pydantic models, no domains) — ``initialize``
+   can be answered as soon as the interpreter has imported anyio and jsonrpcserver;
+2. once ``initialize`` has answered, :mod:`sidecar.wiring` is imported in a worker thread, storage is
+   opened, jobs left running by a crash are failed, and every domain's methods are registered.
+   A request for a method that is not registered yet waits for step 2 (a few hundred ms at most);
+   if step 2 fails (e.g. a corrupt database) such requests answer its typed error instead of the
+   process dying before it could say why.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
 
 from . import PROTOCOL_VERSION, SERVER_NAME, __version__
 from .capabilities import detect_components
-from .ipc import lifecycle
+from .errors import SidecarError, UnavailableError
 from .ipc.dispatcher import Dispatcher
-from .ipc.router import Method, Router
+from .ipc.lifecycle import Lifecycle
+from .ipc.router import Router
 from .ipc.stdio import Incoming, LineWriter, claim_stdio, read_lines
-from .jobs import JobManager
 from .settings import Settings
-from .storage.sqlite import Database
 from .supervisor import ChildSupervisor
-from .trace import rpc as trace_rpc
-from .trace.eventlog import EventLog
-from .trace.subscriptions import SubscriptionManager
+
+if TYPE_CHECKING:
+    from .wiring import Services
 
 logger = logging.getLogger("sidecar")
 
@@ -40,44 +46,6 @@ def prepare_data_dir(settings: Settings) -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     for sub in DATA_SUBDIRS:
         (settings.data_dir / sub).mkdir(exist_ok=True)
-
-
-@dataclass
-class Services:
-    db: Database
-    events: EventLog
-    subscriptions: SubscriptionManager
-    jobs: JobManager
-    children: ChildSupervisor
-
-
-async def open_services(
-    settings: Settings, stack: AsyncExitStack, tg: TaskGroup, send_notification: Callable[[str, Any], Any]
-) -> Services:
-    """Open storage and build the domain services (closed by ``stack`` in reverse order)."""
-    db = await Database.open(settings.data_dir)
-    stack.push_async_callback(db.close)
-    events = EventLog(db)
-    await events.migrate()
-    stack.callback(events.close)
-    subscriptions = SubscriptionManager(events, send_notification, tg)
-    jobs = JobManager(db, events, tg)
-    interrupted = await jobs.recover()
-    if interrupted:
-        logger.warning("marked %d job(s) interrupted by the last exit as failed", len(interrupted))
-    return Services(db=db, events=events, subscriptions=subscriptions, jobs=jobs, children=ChildSupervisor())
-
-
-def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Any]]:
-    """Every domain's methods and notifications (the production table, plus dev ones if enabled)."""
-    methods: list[Method[Any, Any]] = [*trace_rpc.methods(services.subscriptions)]
-    notifications = [*trace_rpc.notifications()]
-    if settings.dev_methods:
-        from .devtools import dev_job_methods, dev_methods
-
-        methods += dev_methods(services.children)
-        methods += dev_job_methods(services.jobs)
-    return methods, notifications
 
 
 class Watched:
@@ -108,52 +76,79 @@ async def watch_parent(watched: Watched, on_gone: Callable[[], None], interval_s
             return
 
 
+async def load_domains(
+    settings: Settings, dispatcher: Dispatcher, stack: AsyncExitStack, tg: TaskGroup, children: ChildSupervisor
+) -> Services | None:
+    """Step 2 of start-up: import the domain layer off the loop, open storage, register methods."""
+    try:
+        wiring: Any = await anyio.to_thread.run_sync(importlib.import_module, "sidecar.wiring", abandon_on_cancel=True)
+        services = await wiring.open_services(settings, stack, tg, dispatcher.send_notification, children)
+        methods, notifications = wiring.domain_methods(services, settings)
+        dispatcher.router.add_notifications(*notifications)
+        dispatcher.add_methods(methods)
+        if settings.dev_methods:
+            from .devtools import SPEC_METHODS
+
+            dispatcher.add_raw_methods(SPEC_METHODS)
+        for hook in reversed(wiring.shutdown_hooks(services, settings)):  # hooks run newest first
+            dispatcher.on_shutdown(hook)
+    except SidecarError as exc:
+        logger.error("the domain layer failed to start: %s (%s)", exc.message, exc.code)
+        dispatcher.mark_ready(exc)
+        return None
+    except Exception:
+        logger.exception("the domain layer failed to start")
+        dispatcher.mark_ready(UnavailableError("The sidecar failed to start its services.", code="STARTUP_FAILED"))
+        return None
+    dispatcher.mark_ready()
+    logger.debug("domain layer ready")
+    return services
+
+
 async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
     prepare_data_dir(settings)
     writer = LineWriter(out_fd)
     watched = Watched(settings)
-    router = Router()
-    raw: dict[str, Any] = {}
-    if settings.dev_methods:
-        from .devtools import SPEC_METHODS
-
-        raw.update(SPEC_METHODS)
-    dispatcher = Dispatcher(router, writer, raw)
-
-    def on_initialized(p: lifecycle.InitializeParams) -> None:
-        if p.process_id and p.process_id != os.getpid():
-            watched.pid = p.process_id
+    children = ChildSupervisor()
+    dispatcher = Dispatcher(Router(), writer)
 
     async with AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
         tg.start_soon(writer.run)
-        services = await open_services(settings, stack, tg, dispatcher.send_notification)
-        methods, notifications = domain_methods(services, settings)
-        router.add_notifications(*notifications)
-        dispatcher.add_methods(methods)
-        dispatcher.add_methods(
-            lifecycle.methods(
-                dispatcher,
-                server_info=lifecycle.ServerInfo(name=SERVER_NAME, version=__version__),
-                protocol_version=PROTOCOL_VERSION,
-                data_dir=str(settings.data_dir),
-                max_line_bytes=settings.max_line_bytes,
-                components=lambda: detect_components(settings),
-                on_initialized=on_initialized,
-                grace_s=settings.shutdown_grace_s,
-            )
+        loading = anyio.Event()
+
+        async def start_domains() -> None:
+            try:
+                await load_domains(settings, dispatcher, stack, tg, children)
+            finally:
+                loading.set()
+
+        def on_initialized(process_id: int | None) -> None:
+            if process_id and process_id != os.getpid():
+                watched.pid = process_id
+            tg.start_soon(start_domains)
+
+        lifecycle = Lifecycle(
+            dispatcher,
+            server_name=SERVER_NAME,
+            server_version=__version__,
+            protocol_version=PROTOCOL_VERSION,
+            data_dir=str(settings.data_dir),
+            max_line_bytes=settings.max_line_bytes,
+            components=lambda: detect_components(settings),
+            on_initialized=on_initialized,
+            grace_s=settings.shutdown_grace_s,
         )
-        # Hooks run newest first: stop pushing events, then jobs, then child processes.
-        dispatcher.on_shutdown(lambda: services.children.stop_all(settings.shutdown_grace_s))
-        dispatcher.on_shutdown(lambda: services.jobs.shutdown(settings.shutdown_grace_s))
-        dispatcher.on_shutdown(services.subscriptions.close_all)
+        lifecycle.before_shutdown(loading.wait)
+        dispatcher.add_raw_methods(lifecycle.raw_methods())
+        dispatcher.on_shutdown(lambda: children.stop_all(settings.shutdown_grace_s))
 
         send, receive = anyio.create_memory_object_stream[Incoming](64)
         tg.start_soon(read_lines, in_fd, settings.max_line_bytes, send)
         tg.start_soon(watch_parent, watched, lambda: dispatcher.request_exit(0))
         code = await dispatcher.serve(receive, grace_s=settings.shutdown_grace_s)
         with anyio.CancelScope(shield=True):
-            await services.children.stop_all(settings.shutdown_grace_s)
+            await children.stop_all(settings.shutdown_grace_s)
             writer.close()
             with anyio.move_on_after(settings.shutdown_grace_s):
                 await writer.wait_drained()
@@ -163,6 +158,8 @@ async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
 
 def schema_router() -> Router:
     """The production method table, built against throw-away services (for the schema generator)."""
+    from .ipc.lifecycle_models import schema_methods
+    from .wiring import domain_methods, open_services
 
     async def build() -> Router:
         with tempfile.TemporaryDirectory() as tmp:
@@ -174,21 +171,10 @@ def schema_router() -> Router:
                 async def no_send(method: str, params: Any) -> None:
                     return None
 
-                services = await open_services(settings, stack, tg, no_send)
+                services = await open_services(settings, stack, tg, no_send, ChildSupervisor())
                 methods, notifications = domain_methods(services, settings)
-                router.add(*methods)
+                router.add(*methods, *schema_methods())
                 router.add_notifications(*notifications)
-                dispatcher = Dispatcher(router, LineWriter(-1))
-                router.add(
-                    *lifecycle.methods(
-                        dispatcher,
-                        server_info=lifecycle.ServerInfo(name=SERVER_NAME, version=__version__),
-                        protocol_version=PROTOCOL_VERSION,
-                        data_dir="",
-                        max_line_bytes=settings.max_line_bytes,
-                        components=dict,
-                    )
-                )
                 tg.cancel_scope.cancel()
             return router
 

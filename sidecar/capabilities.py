@@ -1,4 +1,8 @@
-"""What this machine can do, found without importing anything heavy (``initialize`` must be fast)."""
+"""What this machine can do, found without importing anything heavy (``initialize`` must be fast).
+
+Each component is ``{available, version?, path?, detail?}`` (``ComponentStatus`` in
+:mod:`sidecar.ipc.lifecycle_models`). Plain dicts: this runs before pydantic models are loaded.
+"""
 
 from __future__ import annotations
 
@@ -8,27 +12,34 @@ import re
 import shutil
 import sys
 from pathlib import Path
-
-from pydantic import BaseModel
+from typing import Any
 
 from .settings import Settings
 
-
-class ComponentStatus(BaseModel):
-    available: bool
-    version: str | None = None
-    path: str | None = None
-    detail: str | None = None
+Component = dict[str, Any]
 
 
-def _package(module: str, dist: str) -> ComponentStatus:
+def _status(
+    available: bool, *, version: str | None = None, path: str | None = None, detail: str | None = None
+) -> Component:
+    out: Component = {"available": available}
+    if version is not None:
+        out["version"] = version
+    if path is not None:
+        out["path"] = path
+    if detail is not None:
+        out["detail"] = detail
+    return out
+
+
+def _package(module: str, dist: str) -> Component:
     try:
         found = importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         found = False
     if not found:
-        return ComponentStatus(available=False, detail=f"python package {dist!r} is not installed")
-    return ComponentStatus(available=True, version=_installed_versions().get(_normalise(dist)))
+        return _status(False, detail=f"python package {dist!r} is not installed")
+    return _status(True, version=_installed_versions().get(_normalise(dist)))
 
 
 def _normalise(name: str) -> str:
@@ -65,16 +76,14 @@ def find_chromium(settings: Settings) -> str | None:
     return None
 
 
-def _model_dir(path: Path | None, default: Path, marker: str) -> ComponentStatus:
+def _model_dir(path: Path | None, default: Path, marker: str) -> Component:
     candidate = path or default
     if (candidate / marker).exists():
-        return ComponentStatus(available=True, path=str(candidate))
-    return ComponentStatus(
-        available=False, path=str(candidate), detail=f"no {marker} under the configured model directory"
-    )
+        return _status(True, path=str(candidate))
+    return _status(False, path=str(candidate), detail=f"no {marker} under the configured model directory")
 
 
-def detect_components(settings: Settings) -> dict[str, ComponentStatus]:
+def detect_components(settings: Settings) -> dict[str, Component]:
     components = {
         "lancedb": _package("lancedb", "lancedb"),
         "mcp": _package("mcp", "mcp"),
@@ -86,12 +95,12 @@ def detect_components(settings: Settings) -> dict[str, ComponentStatus]:
     }
     chromium = find_chromium(settings)
     components["chromium"] = (
-        ComponentStatus(available=True, path=chromium)
+        _status(True, path=chromium)
         if chromium
-        else ComponentStatus(available=False, detail="no Chromium executable found (set METONA_CHROMIUM_PATH)")
+        else _status(False, detail="no Chromium executable found (set METONA_CHROMIUM_PATH)")
     )
     ffmpeg = shutil.which("ffmpeg")
-    components["ffmpeg"] = ComponentStatus(available=ffmpeg is not None, path=ffmpeg)
+    components["ffmpeg"] = _status(ffmpeg is not None, path=ffmpeg)
     components["whisper_model"] = _model_dir(settings.whisper_model_dir, settings.models_dir / "whisper", "model.bin")
     components["diarization_weights"] = _model_dir(
         settings.diarization_model_dir, settings.models_dir / "diarization", "config.yaml"

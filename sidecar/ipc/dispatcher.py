@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 from anyio.abc import ObjectReceiveStream, TaskGroup
-from pydantic import ValidationError
+from pydantic_core import ValidationError  # the same class as pydantic's, without pydantic's import cost
 
 from ..errors import SidecarError
 from . import codes
@@ -116,12 +116,27 @@ class Dispatcher:
         self._shutdown_hooks: list[ShutdownHook] = []
         self._read_scope = anyio.CancelScope()
         self._tg: TaskGroup | None = None
+        # The domain layer loads after `initialize` answers; requests for methods not yet
+        # registered wait for it (or get its boot error).
+        self.ready = anyio.Event()
+        self.boot_error: SidecarError | None = None
 
     def add_methods(self, methods: list[Method[Any, Any]]) -> None:
-        """Register methods built after the dispatcher (lifecycle needs the dispatcher itself)."""
+        """Register methods built after the dispatcher (the domain layer loads after `initialize`)."""
         self.router.add(*methods)
         for m in methods:
             self._methods[m.name] = wrap_method(m)
+
+    def add_raw_methods(self, methods: Mapping[str, RawMethod]) -> None:
+        for name, fn in methods.items():
+            if name in self._methods:
+                raise ValueError(f"method {name!r} registered twice")
+            self._methods[name] = fn
+
+    def mark_ready(self, error: SidecarError | None = None) -> None:
+        """The domain layer is loaded (or failed to load: its requests then answer ``error``)."""
+        self.boot_error = error
+        self.ready.set()
 
     # -- outbox (what handlers see through RequestContext) ------------------------------------
     async def send_notification(self, method: str, params: Any) -> None:
@@ -353,7 +368,17 @@ class Dispatcher:
                 # answer, a long one is cut short and answers -32800.
                 scope.deadline = anyio.current_time() + _LATE_START_GRACE_S
             try:
-                response = await dispatch_one(message, self._methods, ctx)
+                if isinstance(method, str) and method not in self._methods and not self.ready.is_set():
+                    await self.ready.wait()  # inside the scope: a cancel or exit still reaches it
+                err = self.boot_error
+                if err is not None and isinstance(method, str) and method not in self._methods:
+                    response = (
+                        None
+                        if is_notification
+                        else error_response(err.status, err.message, err.code, err.details, id=request_id)
+                    )
+                else:
+                    response = await dispatch_one(message, self._methods, ctx)
             finally:
                 if key is not None:
                     self._inflight.pop(key, None)

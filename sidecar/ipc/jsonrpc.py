@@ -39,7 +39,7 @@ def _identity(obj: Any) -> Any:
 
 async def dispatch_one(message: Any, methods: Mapping[str, RawMethod], context: Any) -> dict[str, Any] | None:
     """Dispatch one already-parsed, non-batch message. Returns the response object, or None."""
-    response = await dispatch_to_serializable(message, methods=dict(methods), context=context, deserializer=_identity)
+    response = await dispatch_to_serializable(message, methods=methods, context=context, deserializer=_identity)
     if response is None:
         return None
     if isinstance(response, list):  # cannot happen for a non-list message; keep the contract total

@@ -1,125 +1,147 @@
-"""``initialize``, ``shutdown``, ``ping`` (``exit`` and ``$/cancelRequest`` live on the read loop)."""
+"""``initialize``, ``shutdown``, ``ping`` (``exit`` and ``$/cancelRequest`` live on the read loop).
+
+These handlers import no pydantic model machinery on purpose: ``initialize`` answers while the domain
+layer is still loading (see ``sidecar.app``). Their params/results are described by the models in
+:mod:`.lifecycle_models`; a contract test keeps the two in step.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..common import EmptyParams, Params
-from ..errors import ConflictError
+from . import codes
 from .context import RequestContext
 from .dispatcher import SHUTTING_DOWN, UNINITIALIZED, Dispatcher
-from .router import Method
+from .jsonrpc import RawMethod, failure, success
+
+_INIT_FIELDS = {"process_id", "client_info", "protocol_version", "capabilities"}
 
 
-class ClientInfo(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    name: str
-    version: str | None = None
+def _invalid(errors: list[dict[str, Any]]) -> Any:
+    return failure(codes.INVALID_PARAMS, "Invalid params", {"code": "VALIDATION_ERROR", "details": {"errors": errors}})
 
 
-class InitializeParams(Params):
-    model_config = ConfigDict(extra="ignore")  # hosts may send more than we read (LSP habit)
-    process_id: int | None = Field(None, description="the host's pid; the sidecar exits when it dies")
-    client_info: ClientInfo | None = None
-    protocol_version: str | None = None
-    capabilities: dict[str, Any] = Field(default_factory=dict)
+def _err(loc: list[Any], type_: str, msg: str) -> dict[str, Any]:
+    return {"loc": loc, "type": type_, "msg": msg}
 
 
-class ServerInfo(BaseModel):
-    name: str
-    version: str
+def check_initialize_params(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Validate like ``InitializeParams`` (unknown keys ignored); returns the errors (never the input)."""
+    if args:
+        return [_err([], "object_type", "params must be a JSON object")]
+    errors: list[dict[str, Any]] = []
+    pid = kwargs.get("process_id")
+    if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int)):
+        errors.append(_err(["process_id"], "int_type", "Input should be a valid integer"))
+    info = kwargs.get("client_info")
+    if info is not None:
+        if not isinstance(info, dict):
+            errors.append(_err(["client_info"], "model_type", "Input should be an object"))
+        else:
+            if not isinstance(info.get("name"), str):
+                kind = "missing" if "name" not in info else "string_type"
+                errors.append(
+                    _err(
+                        ["client_info", "name"],
+                        kind,
+                        "Field required" if kind == "missing" else "Input should be a valid string",
+                    )
+                )
+            version = info.get("version")
+            if version is not None and not isinstance(version, str):
+                errors.append(_err(["client_info", "version"], "string_type", "Input should be a valid string"))
+    proto = kwargs.get("protocol_version")
+    if proto is not None and not isinstance(proto, str):
+        errors.append(_err(["protocol_version"], "string_type", "Input should be a valid string"))
+    caps = kwargs.get("capabilities", {})
+    if not isinstance(caps, dict):
+        errors.append(_err(["capabilities"], "dict_type", "Input should be a valid dictionary"))
+    return errors
 
 
-class Limits(BaseModel):
-    max_line_bytes: int
+def _check_empty(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    if args:
+        return [_err([], "object_type", "params must be a JSON object")]
+    return [_err([key], "extra_forbidden", "Extra inputs are not permitted") for key in kwargs]
 
 
-class ServerCapabilities(BaseModel):
-    methods: list[str]
-    notifications: list[str]
-    stream_events: bool = True
-    components: dict[str, Any]
-    limits: Limits
+class Lifecycle:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        server_name: str,
+        server_version: str,
+        protocol_version: str,
+        data_dir: str,
+        max_line_bytes: int,
+        components: Callable[[], dict[str, dict[str, Any]]],
+        on_initialized: Callable[[int | None], None] | None = None,
+        grace_s: float = 2.0,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.server_name = server_name
+        self.server_version = server_version
+        self.protocol_version = protocol_version
+        self.data_dir = data_dir
+        self.max_line_bytes = max_line_bytes
+        self.components = components
+        self.on_initialized = on_initialized
+        self.grace_s = grace_s
+        self._before_shutdown: list[Callable[[], Awaitable[None]]] = []
 
+    def before_shutdown(self, fn: Callable[[], Awaitable[None]]) -> None:
+        """Awaited (bounded) before the shutdown hooks run, e.g. to let the domain layer finish loading."""
+        self._before_shutdown.append(fn)
 
-class InitializeResult(BaseModel):
-    server_info: ServerInfo
-    protocol_version: str
-    data_dir: str
-    pid: int
-    capabilities: ServerCapabilities
+    def raw_methods(self) -> dict[str, RawMethod]:
+        return {"initialize": self.initialize, "shutdown": self.shutdown, "ping": self.ping}
 
+    async def initialize(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
+        errors = check_initialize_params(args, kwargs)
+        if errors:
+            return _invalid(errors)
+        if self.dispatcher.state != UNINITIALIZED:
+            return failure(409, "The sidecar is already initialized.", {"code": "ALREADY_INITIALIZED", "details": {}})
+        pid = kwargs.get("process_id")
+        if self.on_initialized is not None:
+            self.on_initialized(pid)
+        result = {
+            "server_info": {"name": self.server_name, "version": self.server_version},
+            "protocol_version": self.protocol_version,
+            "data_dir": self.data_dir,
+            "pid": os.getpid(),
+            "capabilities": {
+                "stream_events": True,
+                "components": self.components(),
+                "limits": {"max_line_bytes": self.max_line_bytes},
+            },
+        }
+        self.dispatcher.mark_initialized()
+        return success(result)
 
-class PingResult(BaseModel):
-    pass
+    async def shutdown(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
+        errors = _check_empty(args, kwargs)
+        if errors:
+            return _invalid(errors)
+        d = self.dispatcher
+        if d.state == SHUTTING_DOWN:
+            return success(None)
+        d.state = SHUTTING_DOWN
+        d.shutdown_requested = True
+        d.cancel_inflight(keep=ctx.request_id)
+        import anyio
 
+        with anyio.move_on_after(self.grace_s, shield=True):
+            for fn in self._before_shutdown:
+                await fn()
+        await d.run_shutdown_hooks(self.grace_s)
+        return success(None)
 
-class CancelRequestParams(BaseModel):
-    """``$/cancelRequest``: the id of an in-flight request; it answers -32800 REQUEST_CANCELLED."""
-
-    id: int | str
-
-
-class ExitParams(BaseModel):
-    """``exit`` takes no params. Exit code 0 after ``shutdown``, else 1; stdin EOF also exits 0."""
-
-
-CLIENT_NOTIFICATIONS: dict[str, type[BaseModel]] = {"$/cancelRequest": CancelRequestParams, "exit": ExitParams}
-"""Notifications the host sends (handled on the read loop, not in the method table)."""
-
-
-def methods(
-    dispatcher: Dispatcher,
-    *,
-    server_info: ServerInfo,
-    protocol_version: str,
-    data_dir: str,
-    max_line_bytes: int,
-    components: Callable[[], dict[str, Any]],
-    on_initialized: Callable[[InitializeParams], None] | None = None,
-    grace_s: float = 2.0,
-) -> list[Method[Any, Any]]:
-    async def initialize(ctx: RequestContext, p: InitializeParams) -> InitializeResult:
-        if dispatcher.state != UNINITIALIZED:
-            raise ConflictError("The sidecar is already initialized.", code="ALREADY_INITIALIZED")
-        if on_initialized is not None:
-            on_initialized(p)
-        result = InitializeResult(
-            server_info=server_info,
-            protocol_version=protocol_version,
-            data_dir=data_dir,
-            pid=os.getpid(),
-            capabilities=ServerCapabilities(
-                methods=[m.name for m in dispatcher.router if not m.dev],
-                notifications=[n.method for n in dispatcher.router.notifications],
-                components={
-                    k: v.model_dump(exclude_none=True) if isinstance(v, BaseModel) else v
-                    for k, v in components().items()
-                },
-                limits=Limits(max_line_bytes=max_line_bytes),
-            ),
-        )
-        dispatcher.mark_initialized()
-        return result
-
-    async def shutdown(ctx: RequestContext, p: EmptyParams) -> None:
-        if dispatcher.state == SHUTTING_DOWN:
-            return None
-        dispatcher.state = SHUTTING_DOWN
-        dispatcher.shutdown_requested = True
-        dispatcher.cancel_inflight(keep=ctx.request_id)
-        await dispatcher.run_shutdown_hooks(grace_s)
-        return None
-
-    async def ping(ctx: RequestContext, p: EmptyParams) -> PingResult:
-        return PingResult()
-
-    return [
-        Method("initialize", InitializeParams, InitializeResult, initialize, "Handshake; must come first."),
-        Method("shutdown", EmptyParams, None, shutdown, "Cancel work, stop children, flush; then send `exit`."),
-        Method("ping", EmptyParams, PingResult, ping, "Liveness; served at any time."),
-    ]
+    async def ping(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
+        errors = _check_empty(args, kwargs)
+        if errors:
+            return _invalid(errors)
+        return success({})

@@ -10,12 +10,12 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, TypeAdapter
-
 if TYPE_CHECKING:
+    from pydantic import BaseModel, TypeAdapter
+
     from .context import RequestContext
 
-P = TypeVar("P", bound=BaseModel)
+P = TypeVar("P", bound="BaseModel")
 R = TypeVar("R")
 
 
@@ -40,6 +40,8 @@ class Method(Generic[P, R]):
         # the nulls the seed shows, so no global exclude_none here. The adapter is built on first
         # use: building ~100 of them at start-up would cost a noticeable part of `initialize`.
         if not self._adapter:
+            from pydantic import TypeAdapter
+
             self._adapter.append(TypeAdapter(self.result))
         return self._adapter[0].dump_python(value, mode="json", by_alias=True)
 

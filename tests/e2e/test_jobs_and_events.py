@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -119,8 +118,7 @@ def test_kill_9_then_restart_keeps_events_and_fails_the_interrupted_job(data_dir
             and msg["params"]["subscription_id"] == sub2["subscription_id"]
         ):
             seen += 1
-    sc.proc.send_signal(signal.SIGKILL)
-    sc.wait()
+    sc.kill_9()
     sc.close()
 
     again = Sidecar(data_dir)

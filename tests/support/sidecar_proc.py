@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -40,7 +41,7 @@ class Sidecar:
             full_env["METONA_DEV_METHODS"] = "1"
         full_env.update(env or {})
         self.stderr_path = data_dir.parent / f"stderr-{os.getpid()}-{id(self)}.log"
-        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in close()
+        self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(
             [*sidecar_cmd(), *(args or [])],
             stdin=subprocess.PIPE,
@@ -48,6 +49,9 @@ class Sidecar:
             stderr=self._stderr,
             env=full_env,
             cwd=ROOT,
+            # its own process group, so a test can SIGKILL all of it: a one-file binary is two
+            # processes (the unpacking bootloader and the Python child)
+            start_new_session=True,
             **(popen_kwargs or {}),
         )
         self.lines: queue.Queue[Any] = queue.Queue()
@@ -134,6 +138,11 @@ class Sidecar:
         self.assert_alive()
 
     # -- ending -----------------------------------------------------------------------------------
+    def kill_9(self) -> None:
+        """SIGKILL the whole sidecar (both processes of a one-file binary), as a crash would."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
     def wait(self, timeout: float = 10.0) -> int:
         return self.proc.wait(timeout=timeout)
 

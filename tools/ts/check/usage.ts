@@ -47,7 +47,7 @@ const err: MetonaError = { code: "rate_limited", message: "slow down", retryable
 
 const init: Params<"initialize"> = { client_info: { name: "metona-desktop", version: "1.0.0" }, process_id: 42 };
 function useInit(r: Result<"initialize">): string {
-  return `${r.server_info.name} ${r.server_info.version} ${r.protocol_version} ${r.capabilities.methods.length}`;
+  return `${r.server_info.name} ${r.server_info.version} ${r.protocol_version} ${Object.keys(r.capabilities.components).length} ${r.capabilities.limits.max_line_bytes}`;
 }
 const sub: Params<"events/subscribe"> = { resource_id: "job_1", after_sequence: 0 };
 const shut: Result<"shutdown"> = null;

@@ -1,0 +1,81 @@
+"""The domain layer: storage, event log, jobs, every domain's methods. Loaded after ``initialize``.
+
+Importing this module brings in pydantic's model machinery and every domain's models, which is why
+``sidecar.app`` loads it in a worker thread once ``initialize`` has answered (heavy third-party
+libraries stay lazy inside the domains themselves).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from anyio.abc import TaskGroup
+
+from .ipc.router import Method, Notification
+from .jobs import JobManager
+from .settings import Settings
+from .storage.sqlite import Database
+from .supervisor import ChildSupervisor
+from .trace import rpc as trace_rpc
+from .trace.eventlog import EventLog
+from .trace.subscriptions import SubscriptionManager
+
+logger = logging.getLogger("sidecar")
+
+SendNotification = Callable[[str, Any], Awaitable[None]]
+
+
+@dataclass
+class Services:
+    db: Database
+    events: EventLog
+    subscriptions: SubscriptionManager
+    jobs: JobManager
+    children: ChildSupervisor
+
+
+async def open_services(
+    settings: Settings,
+    stack: AsyncExitStack,
+    tg: TaskGroup,
+    send_notification: SendNotification,
+    children: ChildSupervisor,
+) -> Services:
+    """Open storage and build the domain services (closed by ``stack`` in reverse order)."""
+    db = await Database.open(settings.data_dir)
+    stack.push_async_callback(db.close)
+    events = EventLog(db)
+    await events.migrate()
+    stack.callback(events.close)
+    subscriptions = SubscriptionManager(events, send_notification, tg)
+    jobs = JobManager(db, events, tg)
+    interrupted = await jobs.recover()
+    if interrupted:
+        logger.warning("marked %d job(s) interrupted by the last exit as failed", len(interrupted))
+    return Services(db=db, events=events, subscriptions=subscriptions, jobs=jobs, children=children)
+
+
+def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Notification]]:
+    """Every domain's methods and notifications (the production table, plus dev ones if enabled)."""
+    methods: list[Method[Any, Any]] = [*trace_rpc.methods(services.subscriptions)]
+    notifications = [*trace_rpc.notifications()]
+    if settings.dev_methods:
+        from .devtools import dev_job_methods, dev_methods
+
+        methods += dev_methods(services.children)
+        methods += dev_job_methods(services.jobs)
+    return methods, notifications
+
+
+def shutdown_hooks(services: Services, settings: Settings) -> list[Callable[[], Awaitable[None]]]:
+    """Teardown in order: stop pushing events, cancel jobs, stop child processes."""
+    grace = settings.shutdown_grace_s
+    return [
+        services.subscriptions.close_all,
+        lambda: services.jobs.shutdown(grace),
+        lambda: services.children.stop_all(grace),
+    ]

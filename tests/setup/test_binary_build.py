@@ -1,0 +1,99 @@
+"""Checks of the PyInstaller one-file binary (build: bash build/build.sh).
+
+Marked ``binary``; they run only when SIDECAR_CMD names the built binary, e.g.
+    SIDECAR_CMD=dist/metona-sidecar bash scripts/test -m "e2e or binary"
+(the e2e suite then also drives the binary through tests/support/sidecar_proc.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.binary
+
+ROOT = Path(__file__).resolve().parents[2]
+CMD = shlex.split(os.environ.get("SIDECAR_CMD", ""))
+if CMD and not os.path.isabs(CMD[0]) and (ROOT / CMD[0]).is_file():
+    CMD[0] = str(ROOT / CMD[0])  # relative to the repo root, as tests/support/sidecar_proc.py runs it
+needs_binary = pytest.mark.skipif(
+    not CMD or not Path(CMD[0]).is_file() or CMD[0].endswith(("python", "python3")),
+    reason="SIDECAR_CMD does not name the built binary (bash build/build.sh; SIDECAR_CMD=dist/metona-sidecar)",
+)
+
+
+def _spawn_ping(tmp: Path) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [*CMD, "--data-dir", str(tmp / "data")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    elapsed = time.perf_counter() - t0
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    return elapsed, json.loads(line)
+
+
+@needs_binary
+def test_binary_answers_ping(tmp_path: Path):
+    """The binary answers over stdio. Its start time is measured by scripts/bench/bench_binary_start.py."""
+    for _ in range(2):
+        _elapsed, answer = _spawn_ping(tmp_path)
+        assert answer == {"jsonrpc": "2.0", "result": {}, "id": 1}
+
+
+@needs_binary
+def test_binary_frozen_selftest(tmp_path: Path):
+    """Every bundled core library works inside the binary (lancedb, pyarrow, playwright→PDF, docx, mcp...)."""
+    proc = subprocess.run(
+        CMD,
+        env={**os.environ, "METONA_FROZEN_SELFTEST": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    failed = [r for r in results if r.get("ok") is False]
+    assert proc.returncode == 0 and not failed, json.dumps(failed, indent=1) or proc.stderr[-3000:]
+    assert results[-1] == {"selftest": "OK", "failed": 0}
+
+
+@needs_binary
+def test_kill_9_of_the_bootloader_leaves_no_unpacked_folder(tmp_path: Path):
+    """One-file mode: SIGKILL to the bootloader must not leak the ~490 MiB unpack folder (build/launcher.py)."""
+    unpack = tmp_path / "tmp"
+    unpack.mkdir()
+    proc = subprocess.Popen(
+        [*CMD, "--data-dir", str(tmp_path / "data")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "TMPDIR": str(unpack)},
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1
+    assert list(unpack.glob("_MEI*")), "expected the one-file unpack folder in TMPDIR"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while list(unpack.glob("_MEI*")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(unpack.glob("_MEI*")), "unpack folder leaked after SIGKILL of the bootloader"
