@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
 import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -74,6 +75,16 @@ async def watch_parent(watched: Watched, on_gone: Callable[[], None], interval_s
             logger.warning("parent process is gone; exiting")
             on_gone()
             return
+
+
+async def exit_on_signals(on_signal: Callable[[], None]) -> None:
+    """SIGTERM/SIGINT/SIGHUP end the process like stdin EOF: cancel work, stop children, flush, exit 0."""
+    if os.name != "posix":
+        return
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            logger.warning("received %s; exiting", signal.Signals(signum).name)
+            on_signal()
 
 
 async def load_domains(
@@ -146,6 +157,7 @@ async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
         send, receive = anyio.create_memory_object_stream[Incoming](64)
         tg.start_soon(read_lines, in_fd, settings.max_line_bytes, send)
         tg.start_soon(watch_parent, watched, lambda: dispatcher.request_exit(0))
+        tg.start_soon(exit_on_signals, lambda: dispatcher.request_exit(0))
         code = await dispatcher.serve(receive, grace_s=settings.shutdown_grace_s)
         with anyio.CancelScope(shield=True):
             await children.stop_all(settings.shutdown_grace_s)

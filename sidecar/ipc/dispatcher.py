@@ -290,13 +290,16 @@ class Dispatcher:
             if self._active == 0:
                 self._idle.set()
 
-    async def _handle_cancel(self, message: dict[str, Any]) -> None:
+    def _cancel_target(self, message: dict[str, Any]) -> None:
+        """``$/cancelRequest {id}``: cancel that in-flight request; an unknown or finished id is ignored."""
         params = message.get("params")
-        target = params.get("id") if isinstance(params, dict) else None
-        key = _id_key(target)
-        scope = self._inflight.get(key) if key is not None else None
-        if scope is not None:
-            scope[0].cancel()
+        key = _id_key(params.get("id") if isinstance(params, dict) else None)
+        entry = self._inflight.get(key) if key is not None else None
+        if entry is not None:
+            entry[0].cancel()
+
+    async def _handle_cancel(self, message: dict[str, Any]) -> None:
+        self._cancel_target(message)
         if "id" in message:  # sent as a request: answer it
             await self.writer.send(encode({"jsonrpc": "2.0", "result": None, "id": message["id"]}))
 
@@ -335,10 +338,7 @@ class Dispatcher:
             if method == "exit":
                 self._handle_exit(message)
             else:
-                params = message.get("params")
-                key = _id_key(params.get("id") if isinstance(params, dict) else None)
-                if key is not None and key in self._inflight:
-                    self._inflight[key][0].cancel()
+                self._cancel_target(message)
             return (None if is_notification else {"jsonrpc": "2.0", "result": None, "id": request_id}), None
         if isinstance(method, str) and message.get("jsonrpc") == "2.0":
             if self.state == UNINITIALIZED and method not in _PRE_INIT_ALLOWED:

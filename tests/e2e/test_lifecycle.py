@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -135,3 +136,15 @@ def test_stray_print_goes_to_stderr_not_the_wire(ready: Sidecar) -> None:
     ready.wait()
     assert all(b"STRAY-PRINT-MARKER" not in line for line in ready.raw_lines)
     assert "STRAY-PRINT-MARKER" in ready.stderr_text()
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_termination_signals_exit_cleanly_and_stop_children(ready: Sidecar, signame: str) -> None:
+    pid = ready.result("dev/spawn", {"seconds": 120})["pid"]
+    rid = ready.request("dev/sleep", {"ms": 60_000})
+    ready.assert_alive()
+    ready.proc.send_signal(getattr(signal, signame))
+    assert ready.response(rid)["error"]["code"] == -32800  # still answered on the way out
+    assert ready.wait() == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
