@@ -148,6 +148,12 @@ class JobIdParams(Params):
     job_id: str
 
 
+class JobListParams(Params):
+    status: str | None = None
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0)
+
+
 class JobEventsParams(Params):
     job_id: str
     after_sequence: int = Field(0, ge=0)
@@ -177,18 +183,22 @@ def dev_job_methods(jobs: Any) -> list[Method[Any, Any]]:
     async def get(ctx: RequestContext, p: JobIdParams) -> Job:
         return await jobs.get(p.job_id, kind="dev-demo")
 
+    async def list_jobs(ctx: RequestContext, p: JobListParams) -> Any:
+        return await jobs.list("dev-demo", p.status, p.limit, p.offset)
+
     async def cancel(ctx: RequestContext, p: JobIdParams) -> Any:
         return await jobs.cancel(p.job_id, kind="dev-demo")
 
     async def events(ctx: RequestContext, p: JobEventsParams) -> Any:
         return await jobs.events(p.job_id, p.after_sequence, p.limit, kind="dev-demo")
 
-    from .common import CursorPage, OperationResponse
+    from .common import CursorPage, OperationResponse, Page
     from .trace.models import StoredEvent
 
     return [
         Method("dev/jobs/create", DemoJobParams, Job, create, dev=True),
         Method("dev/jobs/get", JobIdParams, Job, get, dev=True),
+        Method("dev/jobs/list", JobListParams, Page[Job], list_jobs, dev=True),
         Method("dev/jobs/cancel", JobIdParams, OperationResponse, cancel, dev=True),
         Method("dev/jobs/events", JobEventsParams, CursorPage[StoredEvent], events, dev=True),
     ]

@@ -133,3 +133,14 @@ def test_kill_9_then_restart_keeps_events_and_fails_the_interrupted_job(data_dir
         assert events[-1]["data"]["data"]["error"]["code"] == "JOB_INTERRUPTED"
     finally:
         again.close()
+
+
+def test_job_list_pages(ready: Sidecar) -> None:
+    ids = [ready.result("dev/jobs/create", {"steps": 0})["job_id"] for _ in range(3)]
+    first = ready.result("dev/jobs/list", {"limit": 2, "offset": 0})
+    assert first["page"] == {"total": 3, "limit": 2, "offset": 0}
+    second = ready.result("dev/jobs/list", {"limit": 2, "offset": 2})
+    assert second["page"] == {"total": 3, "limit": 2, "offset": 2}
+    assert sorted(j["job_id"] for j in first["items"] + second["items"]) == sorted(ids)
+    bad = ready.call("dev/jobs/list", {"status": "exploded"})
+    assert bad["error"]["code"] in (400, -32602)
