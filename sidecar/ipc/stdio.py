@@ -122,7 +122,7 @@ class LineWriter:
       queued. Only use it for lines whose order relative to others does not matter.
     """
 
-    def __init__(self, fd: int, high_water: int = 1024, batch_bytes: int = 256 << 10, yield_every: int = 16) -> None:
+    def __init__(self, fd: int, high_water: int = 1024, batch_bytes: int = 64 << 10, yield_every: int = 16) -> None:
         self._fd = fd
         self._high_water = high_water
         self._batch_bytes = batch_bytes
