@@ -106,7 +106,7 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
                     await anyio.sleep(p.delay_ms / 1000)
         finally:
             # every stream ends with exactly one `done`, cancelled or not
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(2, shield=True):  # bounded: the host may have stopped reading
                 done = MetonaStreamEvent.done(p.request_id, p.session_id, 1, sent, int(time.time() * 1000))
                 await ctx.send_line(done.to_line())
         return {"count": sent}

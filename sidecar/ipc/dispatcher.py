@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, TaskGroup
 from pydantic_core import ValidationError  # the same class as pydantic's, without pydantic's import cost
 
@@ -29,6 +30,8 @@ UNINITIALIZED, READY, SHUTTING_DOWN = "uninitialized", "ready", "shutting_down"
 _PRE_INIT_ALLOWED = frozenset({"initialize", "ping", "exit"})
 _AFTER_SHUTDOWN_ALLOWED = frozenset({"ping", "exit", "shutdown", "$/cancelRequest"})
 _LATE_START_GRACE_S = 0.1
+MAX_BATCH = 10_000
+_BATCH_CHUNK = 64
 _CONTROL = frozenset({"ping", "shutdown"})
 _NOTIFICATION = object()
 
@@ -36,12 +39,54 @@ ShutdownHook = Callable[[], Awaitable[None]]
 
 
 def encode(obj: Any) -> bytes:
-    """One compact JSON line (no newline). Lone surrogates from the input fall back to \\u escapes."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """One compact JSON line (no newline). Lone surrogates from the input fall back to \\u escapes.
+
+    Raises ValueError for what JSON cannot carry (NaN, Infinity, over-long integers); callers that
+    write answers use :func:`encode_answer`, which turns that into an internal error instead.
+    """
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _safe_id(value: Any) -> Any:
+    return (
+        value if _id_key(value) is not None and value == value and value not in (float("inf"), float("-inf")) else None
+    )
+
+
+def encode_answer(obj: Any) -> bytes:
+    """Encode a response (or a batch of them); a part that JSON cannot carry becomes -32603."""
+    try:
+        return encode(obj)
+    except (ValueError, TypeError, RecursionError):
+        if isinstance(obj, list):
+            return b"[" + b",".join(encode_answer(part) for part in obj) + b"]"
+        logger.exception("a response could not be encoded as JSON")
+        rid = _safe_id(obj.get("id")) if isinstance(obj, dict) else None
+        return encode(error_response(codes.INTERNAL_ERROR, "Internal error", "INTERNAL_ERROR", id=rid))
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError("number out of range")
+    return value
+
+
+def parse_json(text: str) -> Any:
+    """Strict JSON: no NaN/Infinity literals, no numbers that overflow to infinity."""
+    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _valid_id(message: dict[str, Any]) -> bool:
+    return "id" not in message or message["id"] is None or _id_key(message["id"]) is not None
 
 
 def _id_key(value: Any) -> tuple[str, Any] | None:
@@ -140,7 +185,12 @@ class Dispatcher:
 
     # -- outbox (what handlers see through RequestContext) ------------------------------------
     async def send_notification(self, method: str, params: Any) -> None:
-        await self.writer.send(encode({"jsonrpc": "2.0", "method": method, "params": params}))
+        try:
+            line = encode({"jsonrpc": "2.0", "method": method, "params": params})
+        except (ValueError, TypeError, RecursionError):
+            logger.exception("notification %s could not be encoded as JSON; dropped", method)
+            return
+        await self.writer.send(line)
 
     async def send_line(self, line: bytes) -> None:
         await self.writer.send(line)
@@ -155,7 +205,7 @@ class Dispatcher:
 
     def request_exit(self, code: int | None = None) -> None:
         """Stop reading and leave (``code`` None: decide from whether ``shutdown`` came first)."""
-        if code is not None and self.exit_code is None:
+        if code is not None and self.exit_code is None and not self._exiting:
             self.exit_code = code
         self._exiting = True
         self._read_scope.cancel()
@@ -234,14 +284,13 @@ class Dispatcher:
             await self._reply_parse_error(f"invalid UTF-8 at byte {exc.start}")
             return
         try:
-            message = json.loads(text)
+            message = parse_json(text)
         except RecursionError:
             await self._reply_parse_error("JSON nested too deeply")
             return
         except ValueError as exc:
-            await self._reply_parse_error(
-                f"invalid JSON at line {getattr(exc, 'lineno', '?')} column {getattr(exc, 'colno', '?')}"
-            )
+            where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+            await self._reply_parse_error(f"invalid JSON{where}" if where else f"invalid JSON: {exc}")
             return
         if isinstance(message, list):
             if not message:
@@ -253,14 +302,28 @@ class Dispatcher:
                     )
                 )
                 return
+            if len(message) > MAX_BATCH:
+                await self.writer.send(
+                    encode(
+                        error_response(
+                            codes.INVALID_REQUEST,
+                            "Invalid Request: batch too large",
+                            "BATCH_TOO_LARGE",
+                            {"size": len(message), "limit": MAX_BATCH},
+                        )
+                    )
+                )
+                return
             self._start(tg, self._run_batch, message)
             return
         if isinstance(message, dict):
             method = message.get("method")
             if method == "exit":
+                if "id" in message and _valid_id(message):  # sent as a request: answer it, then leave
+                    await self.writer.send(encode({"jsonrpc": "2.0", "result": None, "id": message["id"]}))
                 self._handle_exit(message)
                 return
-            if method == "$/cancelRequest":
+            if method == "$/cancelRequest" and not ("id" in message and self.state == UNINITIALIZED):
                 await self._handle_cancel(message)
                 return
             if method == "initialize":
@@ -300,14 +363,14 @@ class Dispatcher:
 
     async def _handle_cancel(self, message: dict[str, Any]) -> None:
         self._cancel_target(message)
-        if "id" in message:  # sent as a request: answer it
+        if "id" in message and _valid_id(message):  # sent as a request: answer it
             await self.writer.send(encode({"jsonrpc": "2.0", "result": None, "id": message["id"]}))
 
     async def _run_single(self, message: Any) -> None:
         response, ctx = await self.handle_message(message)
         if response is not None:
             # A ping answer owes no order to any other line: let it overtake queued stream lines.
-            await self.writer.send(encode(response), priority=ctx is not None and ctx.method == "ping")
+            await self.writer.send(encode_answer(response), priority=ctx is not None and ctx.method == "ping")
         await _after(ctx)
 
     async def _run_batch(self, batch: list[Any]) -> None:
@@ -319,9 +382,12 @@ class Dispatcher:
         async with anyio.create_task_group() as tg:
             for i, element in enumerate(batch):
                 tg.start_soon(one, i, element)
+                if i % _BATCH_CHUNK == _BATCH_CHUNK - 1:
+                    # let the read loop (ping, cancel, exit) in between chunks of a big batch
+                    await anyio.lowlevel.checkpoint()
         answers = [r for r, _ in results if r is not None]
         if answers:
-            await self.writer.send(encode(answers))
+            await self.writer.send(encode_answer(answers))
         for _, ctx in results:
             await _after(ctx)
 
@@ -331,6 +397,10 @@ class Dispatcher:
         """Answer one non-batch message (also used directly by in-memory tests)."""
         if not isinstance(message, dict):
             return error_response(codes.INVALID_REQUEST, "Invalid Request", "INVALID_REQUEST"), None
+        if not _valid_id(message):  # an id must be a string, a number or null
+            return error_response(
+                codes.INVALID_REQUEST, "Invalid Request", "INVALID_REQUEST", {"reason": "invalid id"}
+            ), None
         is_notification = "id" not in message
         method = message.get("method")
         request_id = message.get("id")
@@ -368,7 +438,13 @@ class Dispatcher:
                 # answer, a long one is cut short and answers -32800.
                 scope.deadline = anyio.current_time() + _LATE_START_GRACE_S
             try:
-                if isinstance(method, str) and method not in self._methods and not self.ready.is_set():
+                if (
+                    self.state != UNINITIALIZED
+                    and message.get("jsonrpc") == "2.0"
+                    and isinstance(method, str)
+                    and method not in self._methods
+                    and not self.ready.is_set()
+                ):
                     await self.ready.wait()  # inside the scope: a cancel or exit still reaches it
                 err = self.boot_error
                 if err is not None and isinstance(method, str) and method not in self._methods:

@@ -93,14 +93,17 @@ async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) 
     """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF)."""
     splitter = LineSplitter(max_bytes)
     async with send:
-        while True:
-            chunk = await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
-            if not chunk:
-                for item in splitter.finish():
+        try:
+            while True:
+                chunk = await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
+                if not chunk:
+                    for item in splitter.finish():
+                        await send.send(item)
+                    return
+                for item in splitter.feed(chunk):
                     await send.send(item)
-                return
-            for item in splitter.feed(chunk):
-                await send.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return  # the dispatcher stopped reading (exit): what the host sends now is dropped
 
 
 def _read(fd: int) -> bytes:
@@ -192,7 +195,9 @@ class LineWriter:
                 batch.append(b"")
                 data = b"\n".join(batch)
                 if not self.broken:
-                    ok = await anyio.to_thread.run_sync(_write_all, self._fd, data)
+                    # abandonable: if the host stopped reading, a write blocked on a full pipe must
+                    # not keep the process alive at exit (the thread is left behind; we _exit).
+                    ok = await anyio.to_thread.run_sync(_write_all, self._fd, data, abandon_on_cancel=True)
                     if not ok:
                         self.broken = True  # host closed its end; keep draining so producers never block
                 else:
