@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -34,9 +34,6 @@ from .ipc.router import Router
 from .ipc.stdio import Incoming, LineWriter, claim_stdio, read_lines
 from .settings import Settings
 from .supervisor import ChildSupervisor
-
-if TYPE_CHECKING:
-    from .wiring import Services
 
 logger = logging.getLogger("sidecar")
 
@@ -89,7 +86,7 @@ async def exit_on_signals(on_signal: Callable[[], None]) -> None:
 
 async def load_domains(
     settings: Settings, dispatcher: Dispatcher, stack: AsyncExitStack, tg: TaskGroup, children: ChildSupervisor
-) -> Services | None:
+) -> None:
     """Step 2 of start-up: import the domain layer off the loop, open storage, register methods."""
     try:
         wiring: Any = await anyio.to_thread.run_sync(importlib.import_module, "sidecar.wiring", abandon_on_cancel=True)
@@ -106,14 +103,13 @@ async def load_domains(
     except SidecarError as exc:
         logger.error("the domain layer failed to start: %s (%s)", exc.message, exc.code)
         dispatcher.mark_ready(exc)
-        return None
+        return
     except Exception:
         logger.exception("the domain layer failed to start")
         dispatcher.mark_ready(UnavailableError("The sidecar failed to start its services.", code="STARTUP_FAILED"))
-        return None
+        return
     dispatcher.mark_ready()
     logger.debug("domain layer ready")
-    return services
 
 
 async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
@@ -158,9 +154,8 @@ async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
         tg.start_soon(read_lines, in_fd, settings.max_line_bytes, send)
         tg.start_soon(watch_parent, watched, lambda: dispatcher.request_exit(0))
         tg.start_soon(exit_on_signals, lambda: dispatcher.request_exit(0))
-        code = await dispatcher.serve(receive, grace_s=settings.shutdown_grace_s)
+        code = await dispatcher.serve(receive, grace_s=settings.shutdown_grace_s)  # runs the shutdown hooks
         with anyio.CancelScope(shield=True):
-            await children.stop_all(settings.shutdown_grace_s)
             writer.close()
             with anyio.move_on_after(settings.shutdown_grace_s):
                 await writer.wait_drained()

@@ -10,6 +10,7 @@ They never appear in ``ipc_schema/`` or in ``initialize``'s method list.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -116,8 +117,11 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
         return {"pid": proc.pid}
 
     async def stray_print(ctx: RequestContext, p: PrintParams) -> dict[str, Any]:
-        print(p.text)  # noqa: T201 - the point: this must land on stderr, not the wire
+        # What a careless library does: write to sys.stdout and to fd 1 directly. Both must land on
+        # stderr (claim_stdio), never on the wire.
+        sys.stdout.write(p.text + "\n")
         sys.stdout.flush()
+        os.write(1, (p.text + "\n").encode())
         return {"printed": True}
 
     async def modules(ctx: RequestContext, p: ModulesParams) -> dict[str, Any]:

@@ -72,10 +72,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
 
 
 def shutdown_hooks(services: Services, settings: Settings) -> list[Callable[[], Awaitable[None]]]:
-    """Teardown in order: stop pushing events, cancel jobs, stop child processes."""
+    """Teardown in order: stop pushing events, cancel jobs (child processes are stopped by the app's own
+    hook, which runs after these)."""
     grace = settings.shutdown_grace_s
-    return [
-        services.subscriptions.close_all,
-        lambda: services.jobs.shutdown(grace),
-        lambda: services.children.stop_all(grace),
-    ]
+    return [services.subscriptions.close_all, lambda: services.jobs.shutdown(grace)]

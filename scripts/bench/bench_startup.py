@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n'
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_binary_start import one_run  # noqa: E402  (same folder; run as a script)
 
 
 def time_bare() -> float:
@@ -32,20 +32,10 @@ def time_bare() -> float:
     return time.perf_counter() - start
 
 
-def time_sidecar(cmd: list[str], data_dir: str) -> float:
-    env = dict(os.environ, METONA_DATA_DIR=data_dir, METONA_LOG_LEVEL="WARNING")
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=ROOT
-    )
-    assert proc.stdin and proc.stdout
-    proc.stdin.write(INIT)
-    proc.stdin.flush()
-    line = proc.stdout.readline()
-    elapsed = time.perf_counter() - start
+def time_sidecar(cmd: list[str]) -> float:
+    """Spawn → the ``initialize`` answer (the same measurement as bench_binary_start.py)."""
+    elapsed, _exit, line = one_run(cmd, "initialize", timeout=10)
     assert json.loads(line)["id"] == 1, line
-    proc.stdin.close()
-    proc.wait(timeout=10)
     return elapsed
 
 
@@ -58,15 +48,14 @@ def main() -> None:
     rows: dict[str, list[float]] = {"bare import set": [], "sidecar (source)": []}
     if args.binary:
         rows["sidecar (binary)"] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        time_sidecar(source_cmd, tmp)  # warm the page cache and .pyc files once
+    time_sidecar(source_cmd)  # warm the page cache and .pyc files once
+    if args.binary:
+        time_sidecar([str(args.binary.resolve())])
+    for _ in range(args.runs):
+        rows["bare import set"].append(time_bare())
+        rows["sidecar (source)"].append(time_sidecar(source_cmd))
         if args.binary:
-            time_sidecar([str(args.binary)], tmp)
-        for _ in range(args.runs):
-            rows["bare import set"].append(time_bare())
-            rows["sidecar (source)"].append(time_sidecar(source_cmd, tmp))
-            if args.binary:
-                rows["sidecar (binary)"].append(time_sidecar([str(args.binary.resolve())], tmp))
+            rows["sidecar (binary)"].append(time_sidecar([str(args.binary.resolve())]))
     base = statistics.median(rows["bare import set"])
     print(f"spawn → initialize result, {args.runs} interleaved runs (median / p90), base = bare import set")
     print(f"{'process':<20} {'median ms':>10} {'p90 ms':>8} {'ratio':>7}")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
 
 RequestId = int | str | None
 
@@ -35,3 +38,13 @@ class RequestContext:
     def after_response(self, fn: Callable[[], Awaitable[None] | None]) -> None:
         """Run ``fn`` once this request's answer is queued on the wire (so it goes out first)."""
         self._after_response.append(fn)
+
+    async def run_after_response(self) -> None:
+        """Called by the dispatcher once the answer is queued; a failing hook is logged, not raised."""
+        for fn in self._after_response:
+            try:
+                result = fn()
+                if result is not None:
+                    await result
+            except Exception:
+                logger.exception("after-response hook failed")

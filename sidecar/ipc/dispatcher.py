@@ -20,7 +20,16 @@ from pydantic_core import ValidationError  # the same class as pydantic's, witho
 from ..errors import SidecarError
 from . import codes
 from .context import RequestContext, RequestId
-from .jsonrpc import RawMethod, dispatch_one, error_response, failure, success
+from .jsonrpc import (
+    NOT_AN_OBJECT,
+    RawMethod,
+    dispatch_one,
+    error_response,
+    failure,
+    invalid_params,
+    result_response,
+    success,
+)
 from .router import Method, Router
 from .stdio import Incoming, LineWriter, OversizedLine
 
@@ -51,12 +60,6 @@ def encode(obj: Any) -> bytes:
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
-def _safe_id(value: Any) -> Any:
-    return (
-        value if _id_key(value) is not None and value == value and value not in (float("inf"), float("-inf")) else None
-    )
-
-
 def encode_answer(obj: Any) -> bytes:
     """Encode a response (or a batch of them); a part that JSON cannot carry becomes -32603."""
     try:
@@ -65,7 +68,7 @@ def encode_answer(obj: Any) -> bytes:
         if isinstance(obj, list):
             return b"[" + b",".join(encode_answer(part) for part in obj) + b"]"
         logger.exception("a response could not be encoded as JSON")
-        rid = _safe_id(obj.get("id")) if isinstance(obj, dict) else None
+        rid = obj.get("id") if isinstance(obj, dict) and _valid_id(obj) else None
         return encode(error_response(codes.INTERNAL_ERROR, "Internal error", "INTERNAL_ERROR", id=rid))
 
 
@@ -99,9 +102,9 @@ def _id_key(value: Any) -> tuple[str, Any] | None:
     return None
 
 
-def validation_details(exc: ValidationError) -> dict[str, Any]:
+def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Field paths and error types only: the offending input (maybe a secret) is never echoed."""
-    return {"errors": [{"loc": list(e["loc"]), "type": e["type"], "msg": e["msg"]} for e in exc.errors()]}
+    return [{"loc": list(e["loc"]), "type": e["type"], "msg": e["msg"]} for e in exc.errors()]
 
 
 def wrap_method(method: Method[Any, Any]) -> RawMethod:
@@ -109,29 +112,14 @@ def wrap_method(method: Method[Any, Any]) -> RawMethod:
 
     async def entry(ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
         if args:
-            return failure(
-                codes.INVALID_PARAMS,
-                "Invalid params",
-                {
-                    "code": "VALIDATION_ERROR",
-                    "details": {"errors": [{"loc": [], "type": "object_type", "msg": "params must be a JSON object"}]},
-                },
-            )
+            return invalid_params([NOT_AN_OBJECT])
         try:
             params = method.params.model_validate(kwargs)
-        except ValidationError as exc:
-            return failure(
-                codes.INVALID_PARAMS, "Invalid params", {"code": "VALIDATION_ERROR", "details": validation_details(exc)}
-            )
-        try:
-            result = await method.handler(ctx, params)
-            return success(method.dump_result(result))
+            return success(method.dump_result(await method.handler(ctx, params)))
         except SidecarError as exc:
             return failure(exc.status, exc.message, exc.to_data())
-        except ValidationError as exc:  # a service validating its own inputs deeper down
-            return failure(
-                codes.INVALID_PARAMS, "Invalid params", {"code": "VALIDATION_ERROR", "details": validation_details(exc)}
-            )
+        except ValidationError as exc:  # the params, or a service validating its own inputs deeper down
+            return invalid_params(validation_errors(exc))
         except Exception:
             logger.exception("unhandled error in %s", method.name)
             return failure(codes.INTERNAL_ERROR, "Internal error", {"code": "INTERNAL_ERROR", "details": {}})
@@ -141,17 +129,13 @@ def wrap_method(method: Method[Any, Any]) -> RawMethod:
 
 
 class Dispatcher:
-    def __init__(self, router: Router, writer: LineWriter, raw_methods: Mapping[str, RawMethod] | None = None) -> None:
+    def __init__(self, router: Router, writer: LineWriter) -> None:
         self.router = router
         self.writer = writer
         self.state = UNINITIALIZED
         self.exit_code: int | None = None
         self.shutdown_requested = False
         self._methods: dict[str, RawMethod] = {m.name: wrap_method(m) for m in router}
-        for name, fn in (raw_methods or {}).items():
-            if name in self._methods:
-                raise ValueError(f"method {name!r} registered twice")
-            self._methods[name] = fn
         self._inflight: dict[tuple[str, Any], tuple[anyio.CancelScope, str]] = {}
         self._active = 0
         self._idle = anyio.Event()
@@ -160,7 +144,6 @@ class Dispatcher:
         self._exit_notified = False
         self._shutdown_hooks: list[ShutdownHook] = []
         self._read_scope = anyio.CancelScope()
-        self._tg: TaskGroup | None = None
         # The domain layer loads after `initialize` answers; requests for methods not yet
         # registered wait for it (or get its boot error).
         self.ready = anyio.Event()
@@ -169,10 +152,10 @@ class Dispatcher:
     def add_methods(self, methods: list[Method[Any, Any]]) -> None:
         """Register methods built after the dispatcher (the domain layer loads after `initialize`)."""
         self.router.add(*methods)
-        for m in methods:
-            self._methods[m.name] = wrap_method(m)
+        self.add_raw_methods({m.name: wrap_method(m) for m in methods})
 
     def add_raw_methods(self, methods: Mapping[str, RawMethod]) -> None:
+        """Register handlers in jsonrpcserver's convention (context first); names must be new."""
         for name, fn in methods.items():
             if name in self._methods:
                 raise ValueError(f"method {name!r} registered twice")
@@ -228,9 +211,11 @@ class Dispatcher:
         return n
 
     async def run_shutdown_hooks(self, grace_s: float) -> None:
+        """Run each hook once, newest first, each bounded by ``grace_s`` on its own (a slow one
+        cannot use up the time of those after it, e.g. stopping child processes)."""
         hooks, self._shutdown_hooks = list(reversed(self._shutdown_hooks)), []
-        with anyio.move_on_after(grace_s, shield=True):
-            for hook in hooks:
+        for hook in hooks:
+            with anyio.move_on_after(grace_s, shield=True):
                 try:
                     await hook()
                 except Exception:
@@ -244,7 +229,6 @@ class Dispatcher:
         the shutdown hooks run, and every wait is bounded by ``grace_s``.
         """
         async with anyio.create_task_group() as tg:
-            self._tg = tg
             with self._read_scope:
                 async with incoming:
                     async for item in incoming:
@@ -265,15 +249,8 @@ class Dispatcher:
 
     async def _on_item(self, item: Incoming, tg: TaskGroup) -> None:
         if isinstance(item, OversizedLine):
-            await self.writer.send(
-                encode(
-                    error_response(
-                        codes.INVALID_REQUEST,
-                        "Invalid Request: line exceeds the size limit",
-                        "REQUEST_TOO_LARGE",
-                        {"size_bytes": item.size},
-                    )
-                )
+            await self._reply_invalid(
+                "Invalid Request: line exceeds the size limit", "REQUEST_TOO_LARGE", size_bytes=item.size
             )
             return
         if not item.strip():
@@ -294,39 +271,22 @@ class Dispatcher:
             return
         if isinstance(message, list):
             if not message:
-                await self.writer.send(
-                    encode(
-                        error_response(
-                            codes.INVALID_REQUEST, "Invalid Request", "INVALID_REQUEST", {"reason": "empty batch"}
-                        )
-                    )
-                )
+                await self._reply_invalid("Invalid Request", "INVALID_REQUEST", reason="empty batch")
                 return
             if len(message) > MAX_BATCH:
-                await self.writer.send(
-                    encode(
-                        error_response(
-                            codes.INVALID_REQUEST,
-                            "Invalid Request: batch too large",
-                            "BATCH_TOO_LARGE",
-                            {"size": len(message), "limit": MAX_BATCH},
-                        )
-                    )
+                await self._reply_invalid(
+                    "Invalid Request: batch too large", "BATCH_TOO_LARGE", size=len(message), limit=MAX_BATCH
                 )
                 return
             self._start(tg, self._run_batch, message)
             return
         if isinstance(message, dict):
-            method = message.get("method")
-            if method == "exit":
-                if "id" in message and _valid_id(message):  # sent as a request: answer it, then leave
-                    await self.writer.send(encode({"jsonrpc": "2.0", "result": None, "id": message["id"]}))
-                self._handle_exit(message)
+            if self._is_control(message):
+                answer = self._control(message)
+                if answer is not None:
+                    await self.writer.send(encode(answer))
                 return
-            if method == "$/cancelRequest" and not ("id" in message and self.state == UNINITIALIZED):
-                await self._handle_cancel(message)
-                return
-            if method == "initialize":
+            if message.get("method") == "initialize":
                 await self._run_single(message)  # inline: nothing overtakes initialize
                 return
         self._start(tg, self._run_single, message)
@@ -336,9 +296,25 @@ class Dispatcher:
             encode(error_response(codes.PARSE_ERROR, "Parse error", "PARSE_ERROR", {"reason": reason}))
         )
 
-    def _handle_exit(self, message: dict[str, Any]) -> None:
-        self._exit_notified = True
-        self.request_exit()
+    async def _reply_invalid(self, message: str, name: str, **details: Any) -> None:
+        await self.writer.send(encode(error_response(codes.INVALID_REQUEST, message, name, details)))
+
+    def _is_control(self, message: dict[str, Any]) -> bool:
+        """``exit`` and ``$/cancelRequest`` act on the read loop (a cancel sent with an id before
+        ``initialize`` is a request like any other and answers -32002)."""
+        method = message.get("method")
+        return method == "exit" or (
+            method == "$/cancelRequest" and not ("id" in message and self.state == UNINITIALIZED)
+        )
+
+    def _control(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Act on ``exit`` / ``$/cancelRequest`` at once; sent with an id they are answered ``null``."""
+        if message.get("method") == "exit":
+            self._exit_notified = True
+            self.request_exit()
+        else:
+            self._cancel_target(message)
+        return result_response(message["id"]) if "id" in message and _valid_id(message) else None
 
     def _start(self, tg: TaskGroup, fn: Callable[[Any], Awaitable[None]], message: Any) -> None:
         self._active += 1
@@ -361,17 +337,13 @@ class Dispatcher:
         if entry is not None:
             entry[0].cancel()
 
-    async def _handle_cancel(self, message: dict[str, Any]) -> None:
-        self._cancel_target(message)
-        if "id" in message and _valid_id(message):  # sent as a request: answer it
-            await self.writer.send(encode({"jsonrpc": "2.0", "result": None, "id": message["id"]}))
-
     async def _run_single(self, message: Any) -> None:
         response, ctx = await self.handle_message(message)
         if response is not None:
             # A ping answer owes no order to any other line: let it overtake queued stream lines.
             await self.writer.send(encode_answer(response), priority=ctx is not None and ctx.method == "ping")
-        await _after(ctx)
+        if ctx is not None:
+            await ctx.run_after_response()
 
     async def _run_batch(self, batch: list[Any]) -> None:
         results: list[tuple[dict[str, Any] | None, RequestContext | None]] = [(None, None)] * len(batch)
@@ -389,7 +361,8 @@ class Dispatcher:
         if answers:
             await self.writer.send(encode_answer(answers))
         for _, ctx in results:
-            await _after(ctx)
+            if ctx is not None:
+                await ctx.run_after_response()
 
     async def handle_message(
         self, message: Any, in_batch: bool = False
@@ -404,12 +377,8 @@ class Dispatcher:
         is_notification = "id" not in message
         method = message.get("method")
         request_id = message.get("id")
-        if in_batch and method in ("exit", "$/cancelRequest"):
-            if method == "exit":
-                self._handle_exit(message)
-            else:
-                self._cancel_target(message)
-            return (None if is_notification else {"jsonrpc": "2.0", "result": None, "id": request_id}), None
+        if in_batch and self._is_control(message):
+            return self._control(message), None
         if isinstance(method, str) and message.get("jsonrpc") == "2.0":
             if self.state == UNINITIALIZED and method not in _PRE_INIT_ALLOWED:
                 if is_notification:
@@ -465,15 +434,3 @@ class Dispatcher:
                 codes.REQUEST_CANCELLED, "Request cancelled", "REQUEST_CANCELLED", id=request_id
             ), None
         return response, ctx
-
-
-async def _after(ctx: RequestContext | None) -> None:
-    if ctx is None:
-        return
-    for fn in ctx._after_response:
-        try:
-            result = fn()
-            if result is not None:
-                await result
-        except Exception:
-            logger.exception("after-response hook failed")

@@ -8,7 +8,6 @@ a whole batch for one bad element), and normalise protocol errors into the wire'
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -19,8 +18,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # importlib.resources.read_text in 5.0.9
     from jsonrpcserver import Error, Result, Success
     from jsonrpcserver.async_main import dispatch_to_serializable
-
-logger = logging.getLogger(__name__)
 
 RawMethod = Callable[..., Awaitable[Any]]
 
@@ -77,6 +74,19 @@ def error_response(
         "error": {"code": code, "message": message, "data": {"code": name, "details": details or {}}},
         "id": id,
     }
+
+
+def result_response(id: Any, result: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "result": result, "id": id}
+
+
+NOT_AN_OBJECT = {"loc": [], "type": "object_type", "msg": "params must be a JSON object"}
+"""The validation error of a method given positional params (every method takes an object)."""
+
+
+def invalid_params(errors: list[dict[str, Any]]) -> Result:
+    """-32602 VALIDATION_ERROR with field paths only (never the offending input)."""
+    return Error(codes.INVALID_PARAMS, "Invalid params", {"code": "VALIDATION_ERROR", "details": {"errors": errors}})
 
 
 def success(value: Any) -> Result:

@@ -11,16 +11,11 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import codes
+import anyio
+
 from .context import RequestContext
 from .dispatcher import SHUTTING_DOWN, UNINITIALIZED, Dispatcher
-from .jsonrpc import RawMethod, failure, success
-
-_INIT_FIELDS = {"process_id", "client_info", "protocol_version", "capabilities"}
-
-
-def _invalid(errors: list[dict[str, Any]]) -> Any:
-    return failure(codes.INVALID_PARAMS, "Invalid params", {"code": "VALIDATION_ERROR", "details": {"errors": errors}})
+from .jsonrpc import NOT_AN_OBJECT, RawMethod, failure, invalid_params, success
 
 
 def _err(loc: list[Any], type_: str, msg: str) -> dict[str, Any]:
@@ -30,7 +25,7 @@ def _err(loc: list[Any], type_: str, msg: str) -> dict[str, Any]:
 def check_initialize_params(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
     """Validate like ``InitializeParams`` (unknown keys ignored); returns the errors (never the input)."""
     if args:
-        return [_err([], "object_type", "params must be a JSON object")]
+        return [NOT_AN_OBJECT]
     errors: list[dict[str, Any]] = []
     pid = kwargs.get("process_id")
     if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int)):
@@ -63,7 +58,7 @@ def check_initialize_params(args: tuple[Any, ...], kwargs: dict[str, Any]) -> li
 
 def _check_empty(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
     if args:
-        return [_err([], "object_type", "params must be a JSON object")]
+        return [NOT_AN_OBJECT]
     return [_err([key], "extra_forbidden", "Extra inputs are not permitted") for key in kwargs]
 
 
@@ -102,7 +97,7 @@ class Lifecycle:
     async def initialize(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
         errors = check_initialize_params(args, kwargs)
         if errors:
-            return _invalid(errors)
+            return invalid_params(errors)
         if self.dispatcher.state != UNINITIALIZED:
             return failure(409, "The sidecar is already initialized.", {"code": "ALREADY_INITIALIZED", "details": {}})
         pid = kwargs.get("process_id")
@@ -125,15 +120,13 @@ class Lifecycle:
     async def shutdown(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
         errors = _check_empty(args, kwargs)
         if errors:
-            return _invalid(errors)
+            return invalid_params(errors)
         d = self.dispatcher
         if d.state == SHUTTING_DOWN:
             return success(None)
         d.state = SHUTTING_DOWN
         d.shutdown_requested = True
         d.cancel_inflight(keep=ctx.request_id)
-        import anyio
-
         with anyio.move_on_after(self.grace_s, shield=True):
             for fn in self._before_shutdown:
                 await fn()
@@ -143,5 +136,5 @@ class Lifecycle:
     async def ping(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
         errors = _check_empty(args, kwargs)
         if errors:
-            return _invalid(errors)
+            return invalid_params(errors)
         return success({})

@@ -72,14 +72,8 @@ class Router:
                 raise ValueError(f"notification {n.method!r} registered twice")
             self._notifications[n.method] = n
 
-    def get(self, name: str) -> Method[Any, Any] | None:
-        return self._methods.get(name)
-
     def __iter__(self) -> Iterator[Method[Any, Any]]:
         return iter(sorted(self._methods.values(), key=lambda m: m.name))
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._methods
 
     @property
     def notifications(self) -> Iterable[Notification]:

@@ -138,7 +138,6 @@ class LineWriter:
         self._yield_every = yield_every
         self._since_yield = 0
         self._drained = anyio.Event()
-        self.lines_written = 0
         self.broken = False
 
     async def send(self, line: bytes, *, priority: bool = False) -> None:
@@ -202,7 +201,6 @@ class LineWriter:
                         self.broken = True  # host closed its end; keep draining so producers never block
                 else:
                     await anyio.lowlevel.checkpoint()
-                self.lines_written += len(batch) - 1
         finally:
             self._space.set()
             self._drained.set()
