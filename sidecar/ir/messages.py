@@ -24,6 +24,10 @@ class MetonaMessage(WireModel):
     content: str
     reasoning_content: str | None = None
     """Assistant only: the thinking text (some providers need it sent back with tool calls)."""
+    reasoning_signature: str | None = None
+    """Assistant only, a Metona extension: the provider's opaque signature of the thinking text (Anthropic
+    ``thinking.signature``), copied from ``MetonaResponse.reasoningSignature`` so the thinking block can be sent
+    back verbatim in a tool-use loop."""
     tool_calls: list[MetonaToolCall] | None = None
     """Assistant only."""
     tool_result: MetonaToolResult | None = None

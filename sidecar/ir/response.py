@@ -51,6 +51,9 @@ class MetonaResponse(WireModel):
     meta: MetonaResponseMeta
     content: str
     reasoning_content: str | None = None
+    reasoning_signature: str | None = None
+    """A Metona extension: the provider's opaque signature of ``reasoningContent`` (Anthropic thinking blocks);
+    the caller copies it onto the assistant message it appends to the history."""
     structured_output: Any = None
     """``unknown`` in the seed: an explicitly set ``None`` is sent as JSON ``null``; never set, it is omitted."""
     tool_calls: list[MetonaToolCall] | None = None

@@ -1,0 +1,32 @@
+"""Protocol → adapter class (imported on first use: each adapter module is only loaded when configured)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import BaseAdapter, ProviderConfig
+from .presets import ANTHROPIC, MOCK, OLLAMA, OPENAI
+
+
+def adapter_class(protocol: str) -> type[BaseAdapter]:
+    if protocol == OPENAI:
+        from .openai_compat import OpenAICompatAdapter
+
+        return OpenAICompatAdapter
+    if protocol == ANTHROPIC:
+        from .anthropic import AnthropicAdapter
+
+        return AnthropicAdapter
+    if protocol == OLLAMA:
+        from .ollama import OllamaAdapter
+
+        return OllamaAdapter
+    if protocol == MOCK:
+        from .mock import MockAdapter
+
+        return MockAdapter
+    raise ValueError(f"unknown protocol {protocol!r}")
+
+
+def build_adapter(config: ProviderConfig, *, transport: Any = None) -> BaseAdapter:
+    return adapter_class(config.protocol)(config, transport=transport)

@@ -1,0 +1,323 @@
+"""What every HTTP adapter shares: its configuration, the IR surface (send / send_stream / ...), timeouts,
+error answers, and the image helpers. A vendor adapter fills in the payload and the parsing hooks.
+
+The IR methods never raise for an upstream failure: ``send`` and ``send_stream`` return a MetonaResponse with
+``finishReason: "error"`` and ``error`` set (and a stream ends ``error`` · ``done``). The retry/failover layer
+(:mod:`.service`) drives the lower-level :meth:`BaseAdapter.run`, which raises :class:`ProviderError` and leaves
+closing the stream to its caller, so that a retry before any visible output is invisible on the wire.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import anyio
+
+from ..ir import MetonaErrorCode, MetonaModelInfo, MetonaRequest, MetonaResponse
+from ..ir.adapter import StreamEventCallback
+from . import _http
+from .errors import ProviderError, code_for_status, json_body, provider_error, retry_after_ms, safe_message
+from .models import ModelSpec
+from .stream import Emit, StreamAssembler
+
+if TYPE_CHECKING:
+    import httpx
+
+logger = logging.getLogger(__name__)
+
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """One configured provider instance (a row of ``providers/*``), with its decrypted key in memory only."""
+
+    provider_id: str
+    preset: str
+    protocol: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    default_model: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    models: tuple[ModelSpec, ...] = ()
+
+
+class BaseAdapter:
+    """The IR adapter surface over an httpx client; subclasses speak one vendor protocol."""
+
+    protocol: ClassVar[str]
+    stream_path: ClassVar[str]
+    send_path: ClassVar[str]
+
+    def __init__(self, config: ProviderConfig, *, transport: Any = None, client: httpx.AsyncClient | None = None):
+        self.config = config
+        self._transport = transport
+        self._client = client
+
+    # ---- IMetonaProviderAdapter ------------------------------------------------------------------------
+
+    @property
+    def provider_id(self) -> str:
+        return self.config.provider_id
+
+    @property
+    def supported_models(self) -> list[str]:
+        return [m.id for m in self.config.models]
+
+    def get_context_window(self, model: str) -> int:
+        spec = self.model_spec(model)
+        return spec.context_window if spec else ModelSpec.CONSERVATIVE_CONTEXT
+
+    async def health_check(self) -> bool:
+        try:
+            await self.list_models()
+        except ProviderError:
+            return False
+        return True
+
+    async def send(self, request: MetonaRequest, *, model: str | None = None) -> MetonaResponse:
+        return await self._collect(request, model, None)
+
+    async def send_stream(
+        self, request: MetonaRequest, on_event: StreamEventCallback, *, model: str | None = None
+    ) -> MetonaResponse:
+        return await self._collect(request, model, on_event)
+
+    async def list_models(self) -> list[MetonaModelInfo]:
+        return [spec.to_ir(self.config.provider_id) for spec in self.config.models]
+
+    # ---- the engine ------------------------------------------------------------------------------------
+
+    def assembler(self, request: MetonaRequest, model: str, emit: Emit | None) -> StreamAssembler:
+        meta = request.meta
+        return StreamAssembler(
+            provider=self.config.provider_id,
+            model=model,
+            request_id=meta.request_id,
+            session_id=meta.session_id,
+            iteration=meta.iteration,
+            emit=emit,
+            think_tags=self.think_tags,
+        )
+
+    @property
+    def think_tags(self) -> bool:
+        return False
+
+    def resolve_model(self, model: str | None) -> str:
+        chosen = model or self.config.default_model
+        if not chosen:
+            raise provider_error(
+                MetonaErrorCode.MODEL_NOT_FOUND,
+                f"{self.config.provider_id}: no model given and the provider has no default_model",
+                self.config.provider_id,
+                retryable=False,
+            )
+        return chosen
+
+    def model_spec(self, model: str) -> ModelSpec | None:
+        for spec in self.config.models:
+            if spec.id == model:
+                return spec
+        return None
+
+    async def _collect(self, request: MetonaRequest, model: str | None, emit: Emit | None) -> MetonaResponse:
+        chosen = model or self.config.default_model or ""
+        asm = self.assembler(request, chosen, emit)
+        try:
+            await self.run(request, chosen or None, asm, stream=emit is not None)
+        except ProviderError as exc:
+            return await asm.fail(exc.error)
+        return await asm.done()
+
+    async def run(self, request: MetonaRequest, model: str | None, asm: StreamAssembler, *, stream: bool) -> None:
+        """One upstream call feeding ``asm``; raises ProviderError; does not close ``asm``.
+
+        ``request.constraints.timeoutMs`` bounds the whole call (IR code ``timeout``).
+        """
+        chosen = self.resolve_model(model)
+        asm.model = chosen
+        timeout_ms = request.constraints.timeout_ms if request.constraints else None
+        if not timeout_ms:
+            await self._call(request, chosen, asm, stream)
+            return
+        with anyio.move_on_after(timeout_ms / 1000) as scope:
+            await self._call(request, chosen, asm, stream)
+        if scope.cancelled_caught:
+            raise provider_error(
+                MetonaErrorCode.TIMEOUT,
+                f"{self.config.provider_id}: no complete answer within timeoutMs={timeout_ms}",
+                self.config.provider_id,
+                retryable=False,
+                interrupted=asm.visible,
+            )
+
+    async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
+        payload = await self.build_payload(request, model, stream=stream)
+        client = self.client()
+        url = self.url(self.stream_path if stream else self.send_path, model)
+        provider = self.config.provider_id
+        with _http.transport_errors(provider):
+            request_ = client.build_request("POST", url, json=payload, headers=self.headers())
+            response = await client.send(request_, stream=True)
+        try:
+            if response.status_code >= 400:
+                with _http.transport_errors(provider):
+                    body = await _http.read_error_body(response)
+                raise self.error_from_response(response.status_code, response.headers, body)
+            if stream:
+                await self._consume_stream(response, asm)
+            else:
+                with _http.transport_errors(provider):
+                    body = await response.aread()
+                data = json_body(body)
+                if not isinstance(data, dict):
+                    raise self.protocol_error("the answer is not a JSON object")
+                await self.parse_body(data, asm)
+        finally:
+            await response.aclose()
+
+    async def _consume_stream(self, response: httpx.Response, asm: StreamAssembler) -> None:
+        provider = self.config.provider_id
+        chunks = response.aiter_raw()
+        try:
+            with _http.transport_errors(provider, started=True):
+                await self.parse_stream(chunks, asm)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            # malformed SSE/NDJSON or a chunk of an unexpected shape
+            why = f"malformed stream ({type(exc).__name__}: {safe_message(str(exc), 200)})"
+            raise self.protocol_error(why) from None
+
+    def protocol_error(self, why: str, *, interrupted: bool = True) -> ProviderError:
+        return provider_error(
+            MetonaErrorCode.INVALID_RESPONSE,
+            f"{self.config.provider_id}: {why}",
+            self.config.provider_id,
+            retryable=False,
+            interrupted=interrupted,
+        )
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = _http.make_client(self._transport)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def url(self, path: str, model: str) -> str:
+        return self.config.base_url.rstrip("/") + path
+
+    # ---- hooks -------------------------------------------------------------------------------------------
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    async def build_payload(self, request: MetonaRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def parse_stream(self, chunks: Any, asm: StreamAssembler) -> None:
+        """Feed ``asm`` from the raw byte chunks of a streaming answer (use ``_http.iter_sse``/``iter_ndjson``)."""
+        raise NotImplementedError
+
+    async def parse_body(self, data: dict[str, Any], asm: StreamAssembler) -> None:
+        """Feed ``asm`` from a non-streaming JSON answer."""
+        raise NotImplementedError
+
+    def error_from_response(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
+        """The vendor's HTTP error answer as a ProviderError; adapters refine :meth:`classify_error`."""
+        data = json_body(body)
+        message, provider_code = self.error_details(data, body)
+        code = self.classify_error(status, provider_code, message)
+        retryable = code in (
+            MetonaErrorCode.RATE_LIMITED,
+            MetonaErrorCode.MODEL_OVERLOADED,
+            MetonaErrorCode.NETWORK_ERROR,
+            MetonaErrorCode.NETWORK_TIMEOUT,
+        ) or (code is MetonaErrorCode.UNKNOWN and status >= 500)
+        return provider_error(
+            code,
+            f"{self.config.provider_id}: HTTP {status}: {safe_message(message)}",
+            self.config.provider_id,
+            retryable=retryable,
+            provider_code=provider_code or str(status),
+            retry_after_ms=retry_after_ms(headers),
+            status=status,
+        )
+
+    def error_details(self, data: Any, body: bytes) -> tuple[str, str | None]:
+        """(message, vendor error code) from an error body."""
+        if isinstance(data, dict):
+            err = data.get("error", data)
+            if isinstance(err, dict):
+                message = err.get("message") or err.get("error") or ""
+                code = err.get("code") or err.get("type")
+                return str(message) or "error", (str(code) if code else None)
+            if isinstance(err, str):
+                return err, None
+        text = body.decode("utf-8", "replace").strip()
+        return (text[:200] or "empty error body"), None
+
+    def classify_error(self, status: int, provider_code: str | None, message: str) -> MetonaErrorCode:
+        return code_for_status(status)
+
+    # ---- images ------------------------------------------------------------------------------------------
+
+    async def image_bytes(self, url: str) -> tuple[str, bytes]:
+        """(mime type, bytes) of an image given as a ``data:`` URI or an http(s) URL (downloaded, bounded)."""
+        if url.startswith("data:"):
+            header, _, payload = url.partition(",")
+            mime = header[5:].split(";")[0] or "application/octet-stream"
+            if ";base64" not in header:
+                raise self.request_error("only base64 data URIs are supported for images")
+            try:
+                return mime, base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError):
+                raise self.request_error("an image data URI is not valid base64") from None
+        if not url.startswith(("http://", "https://")):
+            raise self.request_error("an image URL must be http(s) or a data: URI")
+        client = self.client()
+        with _http.transport_errors(self.config.provider_id):
+            async with client.stream("GET", url) as response:
+                if response.status_code >= 400:
+                    raise self.request_error(f"downloading an image failed: HTTP {response.status_code}")
+                data = b""
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) > MAX_IMAGE_BYTES:
+                        raise self.request_error("an image is larger than 20 MiB")
+                mime = response.headers.get("content-type", "image/png").split(";")[0]
+        return mime, data
+
+    def request_error(self, why: str) -> ProviderError:
+        return provider_error(
+            MetonaErrorCode.UNKNOWN,
+            f"{self.config.provider_id}: {why}",
+            self.config.provider_id,
+            retryable=False,
+            provider_code="invalid_request",
+        )
+
+
+def system_text(request: MetonaRequest) -> str:
+    """The four system prompt sections as one system message (empty sections skipped)."""
+    sp = request.system_prompt
+    parts = [sp.role_definition, sp.output_constraints, sp.safety_guidelines, sp.dynamic_reminders or ""]
+    return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+def tools_allowed(request: MetonaRequest) -> list[Any]:
+    """``request.tools`` filtered by ``constraints.allowedTools`` (None = all)."""
+    tools = request.tools or []
+    allowed = request.constraints.allowed_tools if request.constraints else None
+    if allowed is None:
+        return list(tools)
+    keep = set(allowed)
+    return [t for t in tools if t.name in keep]

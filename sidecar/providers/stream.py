@@ -1,0 +1,352 @@
+"""One assembler turns any vendor's increments into MetonaStreamEvent lines and the final MetonaResponse.
+
+Adapters only say what arrived (``text``, ``reasoning``, ``tool_delta``, ``tool_call``, ``usage``, ``finish``);
+the assembler owns the IR's stream rules (IR ⚡ 流式传输协议 / 流式工具调用拼接策略):
+
+* ``seq`` from 0, rising by 1, per request; every event carries requestId/sessionId/iteration/timestamp;
+* reasoning is framed ``thinking_start`` · ``reasoning_delta``… · ``thinking_end`` (closed as soon as text or a
+  tool call follows, or at the end);
+* tool calls are buffered by index (``Map<index, {name, argsBuffer}>``): fragments go out as
+  ``tool_call_delta``, the assembled calls as ``tool_call_complete`` when the vendor says a call ended or at
+  the end; arguments that are not a JSON object fail the stream with ``parse_error``;
+* ``usage`` goes out right before ``done``; exactly one ``done`` per stream, ``error`` then ``done`` on failure.
+
+Events are forwarded as they are made (no batching): the first upstream chunk reaches the wire at once.
+The same assembler builds the response of a non-streaming ``send`` (``emit=None``): one code path for both.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..ir import (
+    MetonaError,
+    MetonaErrorCode,
+    MetonaFinishReason,
+    MetonaPerfStats,
+    MetonaResponse,
+    MetonaResponseMeta,
+    MetonaStreamEvent,
+    MetonaStreamEventType,
+    MetonaTokenUsage,
+    MetonaToolCall,
+    ToolCallDelta,
+)
+from .errors import ProviderError, provider_error
+
+Emit = Callable[[MetonaStreamEvent], Awaitable[None] | None]
+
+T = MetonaStreamEventType
+_construct = MetonaStreamEvent.model_construct
+_OPEN_TAG = "<think>"
+_CLOSE_TAG = "</think>"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_tool_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+class _ToolBuffer:
+    __slots__ = ("args", "completed", "id", "name", "parsed")
+
+    def __init__(self) -> None:
+        self.parsed: dict[str, Any] | None = None
+        self.id: str | None = None
+        self.name = ""
+        self.args: list[str] = []
+        self.completed = False
+
+
+class StreamAssembler:
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        request_id: str,
+        session_id: str,
+        iteration: int,
+        emit: Emit | None = None,
+        think_tags: bool = False,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self._rid = request_id
+        self._sid = session_id
+        self._iteration = iteration
+        self._emit = emit
+        self._seq = 0
+        self._started_ns = time.perf_counter_ns()
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._thinking = False
+        self._tools: dict[int, _ToolBuffer] = {}
+        self._completed: list[MetonaToolCall] = []
+        self._usage: MetonaTokenUsage | None = None
+        self._finish: MetonaFinishReason | None = None
+        self._signature: str | None = None
+        self._perf: MetonaPerfStats | None = None
+        self._closed = False
+        self.visible = False
+        """True once any content (text, reasoning, a tool call) was emitted: failing over now would duplicate."""
+        # <think>…</think> inside the text of OpenAI-compatible servers (vLLM, llama.cpp, LM Studio, …)
+        self._tag_state = 0 if think_tags else -1  # -1 off, 0 undecided (start of text), 1 inside, 2 after
+        self._tag_buffer = ""
+
+    # ---- what adapters call ------------------------------------------------------------------------------
+
+    async def text(self, delta: str) -> None:
+        if not delta:
+            return
+        if self._tag_state >= 0 and self._tag_state != 2:
+            await self._text_with_tags(delta)
+            return
+        await self._plain_text(delta)
+
+    async def reasoning(self, delta: str) -> None:
+        if not delta:
+            return
+        if not self._thinking:
+            self._thinking = True
+            await self._event(T.THINKING_START)
+        self._reasoning.append(delta)
+        await self._event(T.REASONING_DELTA, delta=delta)
+
+    async def tool_delta(
+        self, index: int, *, id: str | None = None, name: str | None = None, args: str | None = None
+    ) -> None:
+        """A fragment of tool call ``index`` (name and id usually on the first fragment)."""
+        await self._end_thinking()
+        buf = self._tools.get(index)
+        if buf is None:
+            buf = self._tools[index] = _ToolBuffer()
+        if id:
+            buf.id = id
+        if name:
+            buf.name += name
+        if args:
+            buf.args.append(args)
+        if name or args:
+            self.visible = True
+            await self._event(T.TOOL_CALL_DELTA, tool_call_delta=ToolCallDelta(index=index, name=name, args_delta=args))
+
+    async def complete_tool(self, index: int) -> None:
+        """The vendor says call ``index`` is whole (e.g. Anthropic ``content_block_stop``)."""
+        buf = self._tools.get(index)
+        if buf is not None and not buf.completed:
+            await self._complete(buf)
+
+    async def tool_call(self, *, name: str, args: Any, id: str | None = None) -> None:
+        """A whole tool call in one piece (Ollama; any non-streaming answer): no tool_call_delta."""
+        await self._end_thinking()
+        buf = _ToolBuffer()
+        buf.id = id
+        buf.name = name
+        self._tools[-1 - len(self._tools)] = buf  # negative keys never collide with a vendor's indexes
+        if isinstance(args, dict):
+            buf.parsed = args
+        elif isinstance(args, str):
+            buf.args.append(args)
+        elif args is not None:
+            buf.completed = True
+            raise self._parse_error(name, "the arguments are not a JSON object")
+        await self._complete(buf)
+
+    def usage(self, usage: MetonaTokenUsage) -> None:
+        self._usage = usage
+
+    def finish(self, reason: MetonaFinishReason) -> None:
+        self._finish = reason
+
+    def signature(self, signature: str) -> None:
+        self._signature = (self._signature or "") + signature
+
+    def perf(self, stats: MetonaPerfStats) -> None:
+        self._perf = stats
+
+    @property
+    def has_tool_calls(self) -> bool:
+        return bool(self._tools)
+
+    # ---- the end -----------------------------------------------------------------------------------------
+
+    async def done(self) -> MetonaResponse:
+        """Close the stream successfully: pending tool calls, thinking_end, usage, done; the response."""
+        await self._flush_tags()
+        for index in sorted(self._tools):
+            buf = self._tools[index]
+            if not buf.completed:
+                await self._complete(buf)
+        await self._end_thinking()
+        usage = self._usage
+        if usage is not None:
+            await self._event(T.USAGE, usage=usage)
+        self._closed = True
+        await self._event(T.DONE)
+        finish = self._finish
+        if finish is None:
+            finish = MetonaFinishReason.TOOL_CALLS if self._completed else MetonaFinishReason.STOP
+        elif finish is MetonaFinishReason.STOP and self._completed:
+            finish = MetonaFinishReason.TOOL_CALLS  # some servers say "stop" after tool calls
+        return self._response(finish, None)
+
+    async def fail(self, error: MetonaError) -> MetonaResponse:
+        """Close the stream with ``error`` then ``done``; the partial response carries the error."""
+        if self._closed:
+            return self._response(MetonaFinishReason.ERROR, error)
+        await self._end_thinking()
+        self._closed = True
+        await self._event(T.ERROR, error=error)
+        await self._event(T.DONE)
+        return self._response(MetonaFinishReason.ERROR, error)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _response(self, finish: MetonaFinishReason, error: MetonaError | None) -> MetonaResponse:
+        reasoning = "".join(self._reasoning)
+        return MetonaResponse(
+            meta=MetonaResponseMeta(
+                request_id=self._rid,
+                provider=self.provider,
+                model=self.model,
+                latency_ms=(time.perf_counter_ns() - self._started_ns) // 1_000_000,
+                timestamp=now_ms(),
+                perf_stats=self._perf,
+            ),
+            content="".join(self._text),
+            reasoning_content=reasoning or None,
+            reasoning_signature=self._signature,
+            tool_calls=list(self._completed) or None,
+            usage=self._usage or MetonaTokenUsage(input_tokens=0, output_tokens=0, total_tokens=0),
+            finish_reason=finish,
+            error=error,
+        )
+
+    # ---- internals ---------------------------------------------------------------------------------------
+
+    async def _event(self, type_: MetonaStreamEventType, **payload: Any) -> None:
+        seq = self._seq
+        self._seq = seq + 1
+        if self._emit is None:
+            return
+        event = _construct(
+            type=type_,
+            request_id=self._rid,
+            session_id=self._sid,
+            iteration=self._iteration,
+            seq=seq,
+            timestamp=time.time_ns() // 1_000_000,
+            delta=payload.get("delta"),
+            tool_call_delta=payload.get("tool_call_delta"),
+            tool_call=payload.get("tool_call"),
+            usage=payload.get("usage"),
+            error=payload.get("error"),
+        )
+        result = self._emit(event)
+        if result is not None:
+            await result
+
+    async def _plain_text(self, delta: str) -> None:
+        await self._end_thinking()
+        self.visible = True
+        self._text.append(delta)
+        await self._event(T.TEXT_DELTA, delta=delta)
+
+    async def _end_thinking(self) -> None:
+        if self._thinking:
+            self._thinking = False
+            await self._event(T.THINKING_END)
+
+    async def _complete(self, buf: _ToolBuffer) -> None:
+        buf.completed = True
+        raw = "".join(buf.args).strip()
+        if not buf.name:
+            raise self._parse_error("?", "a tool call arrived without a name")
+        if buf.parsed is not None:
+            args: Any = buf.parsed
+        elif not raw:
+            args = {}
+        else:
+            try:
+                args = json.loads(raw)
+            except ValueError:
+                raise self._parse_error(buf.name, "the arguments are not valid JSON") from None
+            if not isinstance(args, dict):
+                raise self._parse_error(buf.name, "the arguments are not a JSON object")
+        self.visible = True
+        call = MetonaToolCall(
+            id=buf.id or new_tool_call_id(), name=buf.name, args=args, iteration=self._iteration, timestamp=now_ms()
+        )
+        self._completed.append(call)
+        await self._event(T.TOOL_CALL_COMPLETE, tool_call=call)
+
+    def _parse_error(self, name: str, why: str) -> ProviderError:
+        return provider_error(
+            MetonaErrorCode.PARSE_ERROR,
+            f"{self.provider}: tool call {name!r}: {why}",
+            self.provider,
+            retryable=False,
+            interrupted=False,
+        )
+
+    async def _text_with_tags(self, delta: str) -> None:
+        """Route ``<think>…</think>`` at the start of the text to reasoning; tags may be split across chunks."""
+        data = self._tag_buffer + delta
+        self._tag_buffer = ""
+        if self._tag_state == 0:
+            stripped = data.lstrip()
+            if not stripped:
+                self._tag_buffer = data
+                return
+            if stripped.startswith(_OPEN_TAG):
+                self._tag_state = 1
+                data = stripped[len(_OPEN_TAG) :]
+            elif _OPEN_TAG.startswith(stripped):
+                self._tag_buffer = data  # maybe the start of "<think>"
+                return
+            else:
+                self._tag_state = 2
+                await self._plain_text(data)
+                return
+        # inside the thinking block
+        end = data.find(_CLOSE_TAG)
+        if end >= 0:
+            await self.reasoning(data[:end])
+            self._tag_state = 2
+            rest = data[end + len(_CLOSE_TAG) :].lstrip("\n")
+            await self._end_thinking()
+            if rest:
+                await self._plain_text(rest)
+            return
+        keep = _partial_suffix(data, _CLOSE_TAG)
+        if keep:
+            self._tag_buffer = data[-keep:]
+            data = data[:-keep]
+        await self.reasoning(data)
+
+    async def _flush_tags(self) -> None:
+        if self._tag_buffer:
+            pending, self._tag_buffer = self._tag_buffer, ""
+            if self._tag_state == 1:
+                await self.reasoning(pending)
+            else:
+                self._tag_state = 2
+                await self._plain_text(pending)
+
+
+def _partial_suffix(data: str, tag: str) -> int:
+    """How many trailing characters of ``data`` could begin ``tag``."""
+    for n in range(min(len(tag) - 1, len(data)), 0, -1):
+        if tag.startswith(data[-n:]):
+            return n
+    return 0
