@@ -33,10 +33,24 @@ class Settings:
     chromium_path: str | None = None
     whisper_model_dir: Path | None = None
     diarization_model_dir: Path | None = None
+    secret_key_file: Path | None = None
+    """Where the master key that encrypts secrets at rest lives when the host does not pass METONA_SECRET_KEY;
+    default :func:`default_secret_key_file` (outside the data directory)."""
 
     @property
     def models_dir(self) -> Path:
         return self.data_dir / "models"
+
+
+def default_secret_key_file() -> Path:
+    """The per-user config directory (not the data directory: a copied data dir does not carry the key)."""
+    home = Path.home()
+    if sys.platform == "win32":
+        base = Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
+        return base / "Metona" / "config" / "sidecar-master.key"
+    if sys.platform == "darwin":
+        return home / "Library" / "Preferences" / "Metona" / "sidecar-master.key"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "metona" / "sidecar-master.key"
 
 
 def _env_flag(name: str) -> bool:
@@ -77,6 +91,12 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         default=int(os.environ["METONA_PARENT_PID"]) if os.environ.get("METONA_PARENT_PID") else None,
         help="exit when this process dies (default: when the parent process changes)",
     )
+    parser.add_argument(
+        "--secret-key-file",
+        type=Path,
+        default=_env_path("METONA_SECRET_KEY_FILE"),
+        help="master key file for secrets at rest, when METONA_SECRET_KEY is not given (env METONA_SECRET_KEY_FILE)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version to stderr and exit")
     ns = parser.parse_args(argv)
     if ns.version:
@@ -95,4 +115,5 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         chromium_path=os.environ.get("METONA_CHROMIUM_PATH") or None,
         whisper_model_dir=_env_path("METONA_WHISPER_MODEL_DIR"),
         diarization_model_dir=_env_path("METONA_DIARIZATION_MODEL_DIR"),
+        secret_key_file=ns.secret_key_file.expanduser().resolve() if ns.secret_key_file else None,
     )

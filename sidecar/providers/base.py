@@ -120,6 +120,9 @@ class BaseAdapter:
             )
         return chosen
 
+    def resolve_model_or_none(self, model: str | None) -> str | None:
+        return model or self.config.default_model
+
     def model_spec(self, model: str) -> ModelSpec | None:
         for spec in self.config.models:
             if spec.id == model:
@@ -235,6 +238,7 @@ class BaseAdapter:
         """The vendor's HTTP error answer as a ProviderError; adapters refine :meth:`classify_error`."""
         data = json_body(body)
         message, provider_code = self.error_details(data, body)
+        message = self.redact(message)
         code = self.classify_error(status, provider_code, message)
         retryable = code in (
             MetonaErrorCode.RATE_LIMITED,
@@ -251,6 +255,13 @@ class BaseAdapter:
             retry_after_ms=retry_after_ms(headers),
             status=status,
         )
+
+    def redact(self, text: str) -> str:
+        """``text`` without the API key (a vendor or proxy may echo it back in an error message)."""
+        key = self.config.api_key
+        if key and len(key) >= 6 and key in text:
+            text = text.replace(key, "[redacted]")
+        return text
 
     def error_details(self, data: Any, body: bytes) -> tuple[str, str | None]:
         """(message, vendor error code) from an error body."""

@@ -117,6 +117,7 @@ class StreamAssembler:
         if not self._thinking:
             self._thinking = True
             await self._event(T.THINKING_START)
+        self.visible = True
         self._reasoning.append(delta)
         await self._event(T.REASONING_DELTA, delta=delta)
 

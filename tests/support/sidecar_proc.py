@@ -37,6 +37,8 @@ class Sidecar:
     ) -> None:
         full_env = dict(os.environ)
         full_env["METONA_DATA_DIR"] = str(data_dir)
+        # the master key of secrets at rest: beside the data dir, never in the user's real config dir
+        full_env.setdefault("METONA_SECRET_KEY_FILE", str(Path(data_dir).parent / (Path(data_dir).name + ".key")))
         if dev:
             full_env["METONA_DEV_METHODS"] = "1"
         full_env.update(env or {})

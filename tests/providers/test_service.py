@@ -1,0 +1,266 @@
+"""ProviderService over the mock provider: records and write-only keys, retry, failover, cancel."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from sidecar.config.service import ConfigService
+from sidecar.errors import BadRequestError, ConflictError, NotFoundError
+from sidecar.ir import (
+    MetonaErrorCode,
+    MetonaGenerationParams,
+    MetonaMessage,
+    MetonaRequest,
+    MetonaRequestMeta,
+    MetonaStreamEvent,
+    MetonaSystemPrompt,
+)
+from sidecar.providers.errors import ProviderError, phase2_code
+from sidecar.providers.service import PROVIDER_SWITCHED, ProviderService
+from sidecar.secrets import SecretStore
+from sidecar.storage.sqlite import Database
+
+pytestmark = pytest.mark.anyio
+
+CANARY = "sk-CANARY-7f3a9c1e-do-not-leak"
+
+
+def request(text: str = "hello", iteration: int = 1) -> MetonaRequest:
+    return MetonaRequest(
+        meta=MetonaRequestMeta(session_id="s1", iteration=iteration, request_id="r1", timestamp=1, agent_version="t"),
+        system_prompt=MetonaSystemPrompt(role_definition="r", output_constraints="o", safety_guidelines="s"),
+        messages=[MetonaMessage(role="user", content=text, timestamp=1)],
+        params=MetonaGenerationParams(stream=True),
+    )
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[tuple[ProviderService, ConfigService, Database]]:
+    db = await Database.open(tmp_path / "data")
+    secrets = await SecretStore.open(db, tmp_path / "master.key")
+    config = ConfigService(db, secrets)
+    await config.migrate()
+    service = ProviderService(db, secrets, config, retry_base_s=0.001)
+    await service.migrate()
+    try:
+        yield service, config, db
+    finally:
+        await service.close()
+        await db.close()
+
+
+def script(*turns: dict[str, Any]) -> dict[str, Any]:
+    return {"script": {"turns": list(turns)}}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[MetonaStreamEvent] = []
+        self.notes: list[tuple[str, Any]] = []
+
+    async def emit(self, event: MetonaStreamEvent) -> None:
+        self.events.append(event)
+
+    async def notify(self, method: str, params: Any) -> None:
+        self.notes.append((method, params))
+
+    @property
+    def types(self) -> list[str]:
+        return [e.type.value for e in self.events]
+
+
+async def test_crud_and_write_only_key(env: Any, tmp_path: Path) -> None:
+    service, _config, _db = env
+    created = await service.create(preset="deepseek", api_key=CANARY)
+    assert created.provider_id == "deepseek"
+    assert created.api_key_configured is True
+    assert created.base_url == "https://api.deepseek.com"
+    assert CANARY not in created.model_dump_json()
+    second = await service.create(preset="deepseek", display_name="DS 2")
+    assert second.provider_id == "deepseek-2" and second.api_key_configured is False
+    with pytest.raises(ConflictError):
+        await service.create(preset="deepseek", provider_id="deepseek")
+    with pytest.raises(BadRequestError) as bad:
+        await service.create(preset="nope")
+    assert bad.value.code == "PROVIDER_PRESET_UNKNOWN"
+    with pytest.raises(BadRequestError):
+        await service.create(preset="openai", protocol="anthropic")
+    agnes = await service.create(preset="agnes-ai", protocol="anthropic")
+    assert agnes.base_url == "https://apihub.agnes-ai.com"
+
+    updated = await service.update("deepseek", api_key="", default_model="deepseek-reasoner")
+    assert updated.api_key_configured is False and updated.default_model == "deepseek-reasoner"
+    await service.update("deepseek", api_key=CANARY)
+    assert [p.provider_id for p in await service.list()] == ["deepseek", "deepseek-2", "agnes-ai"]
+    await service.create(preset="mock", provider_id="keyed", api_key=CANARY)
+    adapter = await service.adapter("keyed")
+    assert adapter.config.api_key == CANARY  # in memory only
+    assert CANARY not in repr(adapter.config)
+
+    await service.delete("deepseek-2")
+    with pytest.raises(NotFoundError) as missing:
+        await service.get("deepseek-2")
+    assert missing.value.code == "PROVIDER_NOT_FOUND"
+
+    # nothing in the data directory holds the key in clear (the database, its WAL, anything else)
+    for path in (tmp_path / "data").rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
+
+
+async def test_key_does_not_decrypt_under_another_name(env: Any) -> None:
+    service, _config, db = env
+    await service.create(preset="mock", provider_id="a", api_key=CANARY)
+    await service.create(preset="mock", provider_id="b", api_key="sk-other")
+
+    def swap(conn: sqlite3.Connection) -> None:
+        row = conn.execute("SELECT nonce, ciphertext FROM secrets WHERE name = 'provider:a:api_key'").fetchone()
+        conn.execute("UPDATE secrets SET nonce = ?, ciphertext = ? WHERE name = 'provider:b:api_key'", row)
+
+    await db.run(swap)
+    with pytest.raises(Exception) as exc:
+        await service.adapter("b")
+    assert getattr(exc.value, "code", None) == "SECRET_STORE_UNAVAILABLE"
+
+
+async def test_stream_mock_text_reasoning_and_tools(env: Any) -> None:
+    service, _config, _db = env
+    await service.create(
+        preset="mock",
+        options=script(
+            {"reasoning": "think first", "text": "你好，世界！", "chunk_chars": 3},
+            {"tool_calls": [{"name": "read_file", "args": {"path": "a.txt"}}, {"name": "calc", "args": {"x": 1}}]},
+        ),
+    )
+    rec = Recorder()
+    response = await service.chat("mock", None, request(), emit=rec.emit)
+    assert rec.types[0] == "thinking_start"
+    assert rec.types[-2:] == ["usage", "done"]
+    assert "thinking_end" in rec.types and rec.types.index("thinking_end") < rec.types.index("text_delta")
+    assert [e.seq for e in rec.events] == list(range(len(rec.events)))
+    assert response.content == "你好，世界！" and response.reasoning_content == "think first"
+    assert response.finish_reason.value == "stop"
+
+    rec2 = Recorder()
+    response2 = await service.chat("mock", "mock-1", request(iteration=2), emit=rec2.emit)
+    assert rec2.types.count("tool_call_complete") == 2
+    assert [c.name for c in response2.tool_calls or []] == ["read_file", "calc"]
+    assert response2.tool_calls[0].args == {"path": "a.txt"} and response2.tool_calls[0].iteration == 2
+    assert response2.finish_reason.value == "tool_calls"
+
+
+async def test_retry_then_success_is_invisible(env: Any) -> None:
+    service, _config, _db = env
+    await service.create(
+        preset="mock",
+        options=script({"text": "ok", "error": {"code": "rate_limited", "retryable": True, "times": 2}}),
+    )
+    rec = Recorder()
+    response = await service.chat("mock", None, request(), emit=rec.emit, notify=rec.notify)
+    assert response.content == "ok"
+    assert rec.types == ["text_delta", "usage", "done"]
+    assert rec.events[0].seq == 0
+    assert rec.notes == []
+
+
+async def test_retries_exhausted_without_fallback_returns_the_error(env: Any) -> None:
+    service, config, _db = env
+    await config.update({"llm.maxRetries": 1})
+    await service.create(preset="mock", options=script({"text": "x", "error": {"code": "model_overloaded"}}))
+    rec = Recorder()
+    with pytest.raises(ProviderError) as exc:
+        await service.chat("mock", None, request(), emit=rec.emit)
+    assert exc.value.error.code is MetonaErrorCode.MODEL_OVERLOADED
+    assert rec.types == ["error", "done"]
+    assert phase2_code(exc.value.error) == ("PROVIDER_UNAVAILABLE", 503)
+
+
+async def test_failover_announces_the_switch(env: Any) -> None:
+    service, config, _db = env
+    await service.create(
+        preset="mock", provider_id="primary", options=script({"text": "x", "error": {"code": "network_error"}})
+    )
+    await service.create(preset="mock", provider_id="backup", options=script({"text": "from backup"}))
+    await config.update({"llm.fallbackProvider": "backup", "llm.fallbackModel": "mock-1", "llm.maxRetries": 0})
+    rec = Recorder()
+    response = await service.chat("primary", None, request(), emit=rec.emit, notify=rec.notify)
+    assert response.content == "from backup"
+    assert response.meta.provider == "backup"
+    assert rec.notes == [
+        (
+            PROVIDER_SWITCHED,
+            {"from_provider": "primary", "to_provider": "backup", "model": "mock-1", "reason": "network_error"},
+        )
+    ]
+    assert rec.types == ["text_delta", "text_delta", "usage", "done"]
+
+
+async def test_no_failover_after_visible_output(env: Any) -> None:
+    service, config, _db = env
+    await service.create(
+        preset="mock",
+        provider_id="primary",
+        options=script({"text": "partial answer", "error": {"code": "network_error", "after_output": True}}),
+    )
+    await service.create(preset="mock", provider_id="backup")
+    await config.update({"llm.fallbackProvider": "backup"})
+    rec = Recorder()
+    with pytest.raises(ProviderError) as exc:
+        await service.chat("primary", None, request(), emit=rec.emit, notify=rec.notify)
+    assert exc.value.interrupted
+    assert phase2_code(exc.value.error, interrupted=True)[0] == "PROVIDER_STREAM_INTERRUPTED"
+    assert rec.notes == []
+    assert rec.types[-2:] == ["error", "done"] and rec.types.count("done") == 1
+    assert "".join(e.delta or "" for e in rec.events) == "partial answer"
+
+
+async def test_cancel_ends_the_stream_with_user_aborted(env: Any) -> None:
+    service, _config, _db = env
+    await service.create(preset="mock", options=script({"text": "x" * 400, "chunk_chars": 1, "delay_ms": 5}))
+    rec = Recorder()
+    with anyio.move_on_after(0.1):
+        await service.chat("mock", None, request(), emit=rec.emit)
+    assert rec.types[-2:] == ["error", "done"]
+    assert rec.events[-2].error is not None and rec.events[-2].error.code is MetonaErrorCode.USER_ABORTED
+    assert 0 < rec.types.count("text_delta") < 400
+
+
+async def test_default_provider_and_missing_key(env: Any) -> None:
+    service, config, _db = env
+    with pytest.raises(BadRequestError) as exc:
+        await service.default_provider()
+    assert exc.value.code == "PROVIDER_NOT_CONFIGURED"
+    await service.create(preset="openai", base_url="http://127.0.0.1:9/v1")  # no key
+    assert await service.default_provider() == "openai"
+    with pytest.raises(ProviderError) as failed:
+        await service.chat(None, None, request())
+    assert failed.value.error.code is MetonaErrorCode.AUTH_INVALID
+    assert phase2_code(failed.value.error)[0] == "PROVIDER_AUTH_FAILED"
+    await service.create(preset="mock")
+    await config.update({"llm.defaultProvider": "mock"})
+    assert (await service.chat(None, None, request("ping"))).content == "mock: ping"
+
+
+async def test_config_validation(env: Any) -> None:
+    _service, config, _db = env
+    with pytest.raises(BadRequestError) as unknown:
+        await config.update({"llm.nope": 1})
+    assert unknown.value.code == "CONFIG_KEY_UNKNOWN"
+    with pytest.raises(BadRequestError) as secret:
+        await config.update({"llm.fallbackApiKey": CANARY})
+    assert secret.value.code == "CONFIG_SECRET_WRITE_ONLY"
+    with pytest.raises(BadRequestError):
+        await config.update({"llm.maxRetries": 9})
+    with pytest.raises(BadRequestError):
+        await config.update({"llm.maxRetries": True})
+    await config.set_secret("llm.fallbackApiKey", CANARY)
+    values, secrets = await config.values()
+    assert secrets == {"llm.fallbackApiKey": True}
+    assert values["llm.maxRetries"] == 3
+    assert CANARY not in repr(values)
