@@ -168,6 +168,7 @@ class BaseAdapter:
         with _http.transport_errors(provider):
             request_ = client.build_request("POST", url, json=payload, headers=self.headers())
             response = await client.send(request_, stream=True)
+        finished = False
         try:
             if response.status_code >= 400:
                 with _http.transport_errors(provider):
@@ -180,10 +181,14 @@ class BaseAdapter:
                     body = await response.aread()
                 data = json_body(body)
                 if not isinstance(data, dict):
-                    raise self.protocol_error("the answer is not a JSON object")
+                    raise self.protocol_error("the answer is not a JSON object", interrupted=False)
                 await self.parse_body(data, asm)
+            finished = True
         finally:
-            await response.aclose()
+            if not finished:
+                await _abort(response)
+            else:
+                await response.aclose()
 
     async def _consume_stream(self, response: httpx.Response, asm: StreamAssembler) -> None:
         provider = self.config.provider_id
@@ -315,6 +320,23 @@ class BaseAdapter:
             retryable=False,
             provider_code="invalid_request",
         )
+
+
+async def _abort(response: httpx.Response) -> None:
+    """Close an unfinished answer's connection now, also when we are being cancelled.
+
+    A cancellation that lands inside httpcore's read also cancels httpcore's own clean-up, leaving the
+    socket open — and the server generating (and billing) tokens nobody reads. Closing the network stream
+    itself, shielded and bounded, hangs up at once.
+    """
+    with anyio.CancelScope(shield=True), anyio.move_on_after(1.0):
+        stream = response.extensions.get("network_stream")
+        if stream is not None:
+            try:
+                await stream.aclose()
+            except Exception:  # already closed or broken: the goal is reached either way
+                logger.debug("closing an aborted stream failed", exc_info=True)
+        await response.aclose()
 
 
 def system_text(request: MetonaRequest) -> str:

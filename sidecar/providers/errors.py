@@ -168,8 +168,8 @@ def phase2_code(error: MetonaError, *, interrupted: bool = False) -> tuple[str, 
     """The phase-2 code and HTTP status that report ``error`` on a phase-2 surface."""
     if interrupted and error.code not in (C.USER_ABORTED, C.TIMEOUT):
         return "PROVIDER_STREAM_INTERRUPTED", 502
-    if error.code is C.UNKNOWN and error.provider_code is None:
-        return "PROVIDER_UNAVAILABLE", 503
+    if error.code is C.UNKNOWN and (error.provider_code is None or error.retryable):
+        return "PROVIDER_UNAVAILABLE", 503  # a server-side failure (5xx), not a malformed answer
     return PHASE2_CODES.get(error.code, ("PROVIDER_PROTOCOL_ERROR", 502))
 
 

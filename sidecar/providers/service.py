@@ -179,7 +179,7 @@ class ProviderService:
 
     async def list(self) -> list[Provider]:
         rows = await self._db.read(
-            lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM providers ORDER BY created_at, provider_id").fetchall()
+            lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM providers ORDER BY rowid").fetchall()
         )
         keyed = await self._secrets.names("provider:")
         return [self._provider(r, _key_name(r[0]) in keyed) for r in rows]

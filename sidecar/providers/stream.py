@@ -98,7 +98,8 @@ class StreamAssembler:
         self.visible = False
         """True once any content (text, reasoning, a tool call) was emitted: failing over now would duplicate."""
         # <think>…</think> inside the text of OpenAI-compatible servers (vLLM, llama.cpp, LM Studio, …)
-        self._tag_state = 0 if think_tags else -1  # -1 off, 0 undecided (start of text), 1 inside, 2 after
+        # -1 off, 0 undecided (start of text), 1 inside, 2 after, 3 right after </think> (line breaks dropped)
+        self._tag_state = 0 if think_tags else -1
         self._tag_buffer = ""
 
     # ---- what adapters call ------------------------------------------------------------------------------
@@ -304,6 +305,12 @@ class StreamAssembler:
         """Route ``<think>…</think>`` at the start of the text to reasoning; tags may be split across chunks."""
         data = self._tag_buffer + delta
         self._tag_buffer = ""
+        if self._tag_state == 3:  # just after </think>: drop the separating line breaks
+            data = data.lstrip("\r\n")
+            if data:
+                self._tag_state = 2
+                await self._plain_text(data)
+            return
         if self._tag_state == 0:
             stripped = data.lstrip()
             if not stripped:
@@ -324,10 +331,12 @@ class StreamAssembler:
         if end >= 0:
             await self.reasoning(data[:end])
             self._tag_state = 2
-            rest = data[end + len(_CLOSE_TAG) :].lstrip("\n")
+            rest = data[end + len(_CLOSE_TAG) :].lstrip("\r\n")
             await self._end_thinking()
             if rest:
                 await self._plain_text(rest)
+            else:
+                self._tag_state = 3  # the blank lines after </think> may come in the next chunks
             return
         keep = _partial_suffix(data, _CLOSE_TAG)
         if keep:

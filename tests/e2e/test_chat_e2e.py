@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.http_stub import Answer, stub_server
+from tests.support.http_stub import Answer, sse, stub_server
 from tests.support.sidecar_proc import Sidecar
 
 pytestmark = pytest.mark.e2e
@@ -155,3 +155,26 @@ def test_canary_key_never_leaks(sidecar: Sidecar, data_dir: Path) -> None:
     for path in data_dir.rglob("*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
+
+
+def test_cancel_closes_the_upstream_request(ready: Sidecar) -> None:
+    events = [{"choices": [{"index": 0, "delta": {"content": f"w{i} "}, "finish_reason": None}]} for i in range(500)]
+    with stub_server() as stub:
+        stub.answer(
+            "/v1/chat/completions",
+            Answer(200, headers={"content-type": "text/event-stream"}, chunks=sse(*events), delay_s=0.01),
+        )
+        ready.result("providers/create", {"preset": "openai", "base_url": stub.url + "/v1", "api_key": "sk-x"})
+        rid = ready.request("chat/stream", {"provider_id": "openai", "request": ir_request("go")})
+        seen: list[Any] = []
+        while len(stream_lines(seen)) < 5:
+            seen.append(ready.next())
+        cancelled_at = time.monotonic()
+        ready.notify("$/cancelRequest", {"id": rid})
+        reply = ready.response(rid, collect=seen)
+        assert reply["error"]["code"] == -32800
+        assert stub.disconnected.wait(5), "the upstream connection was not closed"
+        assert stub.disconnected_at is not None and stub.disconnected_at - cancelled_at < 1.0
+    lines = stream_lines(seen)
+    assert [line["type"] for line in lines[-2:]] == ["error", "done"]
+    assert lines[-2]["error"]["code"] == "user_aborted"

@@ -91,6 +91,7 @@ async def test_think_tags_split_across_chunks() -> None:
     content, reasoning, types = await feed_text(["\n<th", "ink>let me ", "see</thi", "nk>\n\nThe answer", " is 4."])
     assert reasoning == "let me see"
     assert content == "The answer is 4."
+    assert (await feed_text(["<think>x</think>", "\n", "\nAnswer"]))[:2] == ("Answer", "x")
     assert types[0] == "thinking_start" and "thinking_end" in types
 
 

@@ -4,6 +4,8 @@ sent chunk by chunk (chunked encoding, optional pause between chunks), requests 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +37,7 @@ class StubServer:
         self.answers: dict[str, list[Answer]] = {}
         self.seen: list[Seen] = []
         self.disconnected = threading.Event()
+        self.disconnected_at: float | None = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +45,11 @@ class StubServer:
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def setup(self) -> None:
+                super().setup()
+                # without it, Nagle + the client's delayed ACK hold small chunks back ~40-200 ms
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def _handle(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
@@ -60,14 +68,26 @@ class StubServer:
                 self.end_headers()
                 try:
                     for i, chunk in enumerate(answer.chunks):
-                        if i and answer.delay_s:
-                            time.sleep(answer.delay_s)
+                        if i and answer.delay_s and self._client_gone(answer.delay_s):
+                            stub.disconnected_at = time.monotonic()
+                            stub.disconnected.set()
+                            return
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                         self.wfile.flush()
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     stub.disconnected.set()
+
+            def _client_gone(self, wait_s: float) -> bool:
+                """Wait up to ``wait_s``; True if the client closed the connection meanwhile (EOF)."""
+                readable, _, _ = select.select([self.connection], [], [], wait_s)
+                if not readable:
+                    return False
+                try:
+                    return self.connection.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    return True
 
             do_GET = do_POST = _handle
 
