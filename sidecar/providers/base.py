@@ -182,7 +182,11 @@ class BaseAdapter:
                 data = json_body(body)
                 if not isinstance(data, dict):
                     raise self.protocol_error("the answer is not a JSON object", interrupted=False)
-                await self.parse_body(data, asm)
+                try:
+                    await self.parse_body(data, asm)
+                except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+                    why = f"unexpected answer ({type(exc).__name__}: {safe_message(str(exc), 200)})"
+                    raise self.protocol_error(why, interrupted=False) from None
             finished = True
         finally:
             if not finished:

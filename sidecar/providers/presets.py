@@ -69,8 +69,10 @@ PRESETS: dict[str, Preset] = {
             base_url="https://apihub.agnes-ai.com/v1",
             protocols=(OPENAI, ANTHROPIC),
             base_urls={OPENAI: "https://apihub.agnes-ai.com/v1", ANTHROPIC: "https://apihub.agnes-ai.com"},
-            default_model=None,
-            models=(),
+            default_model="agnes-2.0-flash",
+            models=(
+                ModelSpec("agnes-2.0-flash", "Agnes 2.0 Flash", 256_000, 65_536, (*_TEXT_TOOLS, THINKING, VISION)),
+            ),
         ),
         Preset(
             preset="ollama",
