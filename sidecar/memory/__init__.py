@@ -1,0 +1,1 @@
+"""Memory (IR MetonaMemoryItem) stored in LanceDB: add, get, search, list, delete, compact, supersession."""
