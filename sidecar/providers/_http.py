@@ -95,26 +95,45 @@ class SseEvent:
 
 
 async def iter_sse(chunks: AsyncIterator[bytes]) -> AsyncIterator[SseEvent]:
-    """Server-sent events (WHATWG framing): ``event:``/``data:`` fields, comments ignored, blank line dispatches."""
+    """Server-sent events (WHATWG framing): ``event:``/``data:`` fields, comments ignored, blank line dispatches.
+
+    Lines are split here rather than through :func:`iter_lines`: one generator layer less per line is a
+    measurable share of the per-chunk cost of a fast stream.
+    """
     event = ""
     data: list[str] = []
-    async for raw in iter_lines(chunks):
-        if not raw:
-            if data:
-                yield SseEvent(event or "message", "\n".join(data))
-            event, data = "", []
+    buffer = b""
+    async for chunk in chunks:
+        if b"\n" not in chunk:
+            buffer += chunk
+            if len(buffer) > MAX_LINE:
+                raise ValueError("a line of the stream is too long")
             continue
-        if raw[0] == 58:  # b":" — a comment / keep-alive
-            continue
-        line = raw.decode("utf-8")
-        name, sep, value = line.partition(":")
-        if sep and value.startswith(" "):
-            value = value[1:]
+        *lines, buffer = (buffer + chunk).split(b"\n") if buffer else chunk.split(b"\n")
+        for raw in lines:
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            if not raw:
+                if data:
+                    yield SseEvent(event or "message", "\n".join(data))
+                event, data = "", []
+                continue
+            if raw[0] == 58:  # b":" — a comment / keep-alive
+                continue
+            name, sep, value = raw.decode("utf-8").partition(":")
+            if sep and value.startswith(" "):
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
+            # id / retry are not used by any vendor we speak
+    if buffer.endswith(b"\r"):
+        buffer = buffer[:-1]
+    if buffer and buffer[0] != 58:
+        name, sep, value = buffer.decode("utf-8").partition(":")
         if name == "data":
-            data.append(value)
-        elif name == "event":
-            event = value
-        # id / retry are not used by any vendor we speak
+            data.append(value[1:] if value.startswith(" ") else value)
     if data:
         yield SseEvent(event or "message", "\n".join(data))
 

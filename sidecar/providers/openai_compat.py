@@ -276,6 +276,16 @@ class OpenAICompatAdapter(BaseAdapter):
             chunk = json.loads(data)
             if not isinstance(chunk, dict):
                 raise ValueError("a chunk is not a JSON object")
+            choices = chunk.get("choices")
+            if type(choices) is list and len(choices) == 1 and event.event == "message" and chunk.get("usage") is None:
+                # the common chunk: one choice whose delta is only {"content": "…"} and no finish yet
+                choice = choices[0]
+                delta = choice.get("delta") if type(choice) is dict else None
+                if type(delta) is dict and len(delta) == 1 and not choice.get("finish_reason"):
+                    content = delta.get("content")
+                    if type(content) is str and choice.get("index", 0) == 0:
+                        await asm.text(content)
+                        continue
             if event.event == "error" or chunk.get("error"):
                 raise self.inband_error(chunk, interrupted=True)
             await self._on_chunk(chunk, asm, state)
@@ -305,6 +315,11 @@ class OpenAICompatAdapter(BaseAdapter):
                     await asm.complete_tool(index)
 
     async def _on_delta(self, delta: dict[str, Any], asm: StreamAssembler, state: _StreamState) -> None:
+        if len(delta) == 1:  # the common chunk, {"content": "…"}: straight to the assembler
+            content = delta.get("content")
+            if type(content) is str:
+                await asm.text(content)
+                return
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str):
             await asm.reasoning(reasoning)
