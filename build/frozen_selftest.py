@@ -84,6 +84,29 @@ def check_lancedb(tmp: Path) -> str:
     return f"lancedb {lancedb.__version__} sync+async create/search, pyarrow {pa.__version__}"
 
 
+def check_retrieval(tmp: Path) -> str:
+    """The embedded USE model (bundled weights, package metadata) and LanceDB's ICU full-text index."""
+    import lancedb
+    import pyarrow as pa
+    from lancedb.index import FTS
+    from lancedb.query import MatchQuery
+
+    from sidecar.embeddings import default_embedder
+
+    emb = default_embedder()
+    vecs = emb.embed(["服务器宕机的原因", "Why did the server go down?", "红烧肉的做法"])
+    assert vecs.shape == (3, 512), vecs.shape
+    assert float(vecs[0] @ vecs[1]) > float(vecs[0] @ vecs[2]), "cross-lingual similarity"
+    db = lancedb.connect(str(tmp / "lancedb-fts"))
+    table = db.create_table(
+        "f", data=pa.table({"id": [1, 2], "text": ["服务器宕机的原因是磁盘满了", "quarterly revenue"]})
+    )
+    table.create_index("text", config=FTS(base_tokenizer="icu", stem=True, remove_stop_words=True), replace=True)
+    hits = table.search(MatchQuery("宕机", "text"), query_type="fts").select(["id", "_score"]).limit(1).to_list()
+    assert hits and hits[0]["id"] == 1, hits
+    return f"{emb.info.model_id} {emb.info.model_version} 512-d; ICU FTS finds Chinese"
+
+
 def check_docx(tmp: Path) -> str:
     import docx
 
@@ -152,6 +175,7 @@ CHECKS = [
     check_pydantic_anyio,
     check_httpx,
     check_lancedb,
+    check_retrieval,
     check_docx,
     check_mcp,
     check_playwright,

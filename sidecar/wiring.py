@@ -15,9 +15,21 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
+from .config import rpc as config_rpc
+from .config.service import ConfigService
+from .embeddings import default_embedder
 from .ipc.router import Method, Notification
 from .jobs import JobManager
-from .settings import Settings
+from .knowledge import rpc as knowledge_rpc
+from .knowledge.service import KnowledgeService
+from .memory import rpc as memory_rpc
+from .memory.service import MemoryService
+from .providers import rpc as providers_rpc
+from .providers.service import ProviderService
+from .retrieval import rpc as retrieval_rpc
+from .retrieval.service import RetrievalService
+from .secrets import SecretStore
+from .settings import Settings, default_secret_key_file
 from .storage.sqlite import Database
 from .supervisor import ChildSupervisor
 from .trace import rpc as trace_rpc
@@ -36,6 +48,11 @@ class Services:
     subscriptions: SubscriptionManager
     jobs: JobManager
     children: ChildSupervisor
+    config: ConfigService
+    providers: ProviderService
+    memory: MemoryService
+    knowledge: KnowledgeService
+    retrieval: RetrievalService
 
 
 async def open_services(
@@ -56,13 +73,42 @@ async def open_services(
     interrupted = await jobs.recover()
     if interrupted:
         logger.warning("marked %d job(s) interrupted by the last exit as failed", len(interrupted))
-    return Services(db=db, events=events, subscriptions=subscriptions, jobs=jobs, children=children)
+    secrets = await SecretStore.open(db, settings.secret_key_file or default_secret_key_file())
+    config = ConfigService(db, secrets)
+    await config.migrate()
+    providers = ProviderService(db, secrets, config)
+    await providers.migrate()
+    stack.push_async_callback(providers.close)
+    memory = MemoryService(settings.data_dir, default_embedder)  # LanceDB and the model load on first use
+    knowledge = KnowledgeService(db, settings.data_dir)
+    await knowledge.migrate()
+    retrieval = RetrievalService(db, settings.data_dir, jobs=jobs, task_group=tg)  # LanceDB, model: on first use
+    await retrieval.start()
+    knowledge.add_listener(retrieval.changed)  # notes/* answer once their changed blocks are indexed
+    tg.start_soon(retrieval.catch_up)  # what a crash left unindexed
+    return Services(
+        db=db,
+        events=events,
+        subscriptions=subscriptions,
+        jobs=jobs,
+        children=children,
+        config=config,
+        providers=providers,
+        memory=memory,
+        knowledge=knowledge,
+        retrieval=retrieval,
+    )
 
 
 def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Notification]]:
     """Every domain's methods and notifications (the production table, plus dev ones if enabled)."""
     methods: list[Method[Any, Any]] = [*trace_rpc.methods(services.subscriptions)]
-    notifications = [*trace_rpc.notifications()]
+    methods += memory_rpc.methods(services.memory)
+    methods += knowledge_rpc.methods(services.knowledge)
+    methods += retrieval_rpc.methods(services.retrieval, services.jobs)
+    methods += config_rpc.methods(services.config)
+    methods += providers_rpc.methods(services.providers)
+    notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
 

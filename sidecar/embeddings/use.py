@@ -19,7 +19,7 @@ class UniversalSentenceEncoder:
     _shared: ClassVar[UniversalSentenceEncoder | None] = None
     _shared_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 1) -> None:
         self._threads = threads
         self._model = None
         self._lock = threading.Lock()  # the numpy backend is not documented as thread-safe

@@ -1,0 +1,126 @@
+"""Search over notes with the hash-v1 embedder: modes, rank details, filters, incremental indexing, staleness."""
+
+from __future__ import annotations
+
+import pytest
+
+from sidecar.errors import SidecarError
+from sidecar.knowledge.models import BlockInput, Citation, CreateNoteParams, UpdateNoteParams
+from sidecar.retrieval.profile import get_profile
+from sidecar.retrieval.service import RetrievalService
+from tests.retrieval.conftest import Env, EnvFactory
+
+pytestmark = pytest.mark.anyio
+
+OS_NOTE = (
+    "# 进程调度\n\n操作系统通过进程调度算法分配 CPU 时间。\n\n- 先来先服务\n- 时间片轮转\n\n"
+    "The scheduler picks the next process."
+)
+DB_NOTE = "# Databases\n\nWe are migrating the database from MySQL to PostgreSQL.\n\n数据库迁移计划在下个月完成。"
+
+
+async def _ids(r: RetrievalService, q: str, mode: str = "hybrid", **kw: object) -> list[str]:
+    return [h.block_id for h in (await r.search(q, mode, **kw)).items]  # type: ignore[arg-type]
+
+
+async def test_every_mode_finds_chinese_and_english(env: Env) -> None:
+    os_note = await env.knowledge.create_note(CreateNoteParams(title="OS", folder="课程", content=OS_NOTE))
+    db_note = await env.knowledge.create_note(CreateNoteParams(title="DB", folder="work", content=DB_NOTE))
+    sched = os_note.blocks[1].block_id
+    for mode in ("fts", "vector", "hybrid"):
+        assert sched in (await _ids(env.retrieval, "进程调度算法", mode))[:2], mode
+        assert db_note.blocks[1].block_id in (await _ids(env.retrieval, "PostgreSQL", mode))[:2], mode
+        assert db_note.blocks[2].block_id in (await _ids(env.retrieval, "数据库迁移", mode))[:2], mode
+    res = await env.retrieval.search("进程调度", "hybrid")
+    top = res.items[0]
+    assert res.profile_id == "default-v2" and res.mode == "hybrid" and res.duration_ms >= 0
+    assert top.note_id == os_note.note_id and top.note_title == "OS" and top.folder == "课程"
+    r = top.ranks
+    assert r.fts_rank is not None and r.vector_rank is not None and r.rerank_score == top.score
+    assert r.rrf_score == pytest.approx(1 / (60 + r.fts_rank) + 1 / (60 + r.vector_rank))
+    fts_only = (await env.retrieval.search("进程调度", "fts")).items[0]
+    assert fts_only.ranks.vector_rank is None and fts_only.ranks.rrf_score is None
+    assert fts_only.score == fts_only.ranks.fts_score
+    plain = get_profile().model_copy(update={"rerank": False})
+    unranked = (await env.retrieval.search("进程调度", "hybrid", plain)).items[0]
+    assert unranked.ranks.rerank_score is None and unranked.score == unranked.ranks.rrf_score
+
+
+async def test_top_k_filters_and_citations(env: Env) -> None:
+    cite = Citation(start_time=1.5, end_time=3.0, speaker="SPEAKER_01")
+    a = await env.knowledge.create_note(
+        CreateNoteParams(
+            title="a", folder="课程/操作系统", blocks=[BlockInput(text="进程调度 第一讲", citations=[cite])]
+        )
+    )
+    b = await env.knowledge.create_note(CreateNoteParams(title="b", folder="课程/数学", content="进程调度 第二讲"))
+    c = await env.knowledge.create_note(CreateNoteParams(title="c", content="进程调度 第三讲"))
+    assert len(await _ids(env.retrieval, "进程调度", "fts", top_k=2)) == 2
+    hits = (await env.retrieval.search("进程调度", "hybrid", filters={"folder": "课程/操作系统"})).items  # type: ignore[arg-type]
+    assert [h.note_id for h in hits] == [a.note_id] and hits[0].citations == [cite]
+    for mode in ("fts", "vector", "hybrid"):
+        got = (await env.retrieval.search("进程调度", mode, filters={"note_ids": [b.note_id, c.note_id]})).items  # type: ignore[arg-type]
+        assert {h.note_id for h in got} == {b.note_id, c.note_id}, mode
+    empty = await env.retrieval.search("进程调度", "hybrid", filters={"folder": "nowhere"})  # type: ignore[arg-type]
+    assert empty.items == []
+    with pytest.raises(SidecarError) as info:
+        await env.retrieval.search("x", "fts", "no-such-profile")
+    assert (info.value.status, info.value.code) == (404, "RETRIEVAL_PROFILE_NOT_FOUND")
+
+
+async def test_only_changed_blocks_are_reembedded_and_deletes_leave_the_index(env: Env) -> None:
+    note = await env.knowledge.create_note(
+        CreateNoteParams(title="t", content="alpha block\n\nbeta block\n\ngamma block")
+    )
+    assert sorted(env.embedder.texts) == ["alpha block", "beta block", "gamma block"]
+    env.embedder.texts.clear()
+    await env.knowledge.update_note(
+        UpdateNoteParams(note_id=note.note_id, content="alpha block\n\nbeta block, edited\n\ngamma block\n\ndelta")
+    )
+    assert sorted(env.embedder.texts) == ["beta block, edited", "delta"]
+    env.embedder.texts.clear()
+    await env.knowledge.update_note(UpdateNoteParams(note_id=note.note_id, title="renamed only"))
+    assert env.embedder.texts == []
+    assert await _ids(env.retrieval, "beta", "fts") == [note.blocks[1].block_id]
+    status = await env.retrieval.status()
+    assert status.fts_index.block_count == 4 and status.vector_index.block_count == 4
+    await env.knowledge.delete_note(note.note_id)
+    for mode in ("fts", "vector", "hybrid"):
+        assert await _ids(env.retrieval, "alpha block", mode) == [], mode
+    status = await env.retrieval.status()
+    assert (status.fts_index.block_count, status.vector_index.block_count) == (0, 0)
+    assert (status.fts_index.pending_blocks, status.vector_index.pending_blocks) == (0, 0)
+
+
+async def test_stale_index_rows_are_never_returned_and_catch_up_repairs(env: Env) -> None:
+    """Bypasses the service to change a block's text without re-indexing: what a crash between the SQLite
+    commit and the index write leaves behind."""
+    note = await env.knowledge.create_note(CreateNoteParams(title="t", content="服务器宕机的原因"))
+    bid = note.blocks[0].block_id
+    assert await _ids(env.retrieval, "宕机", "fts") == [bid]
+
+    def edit(conn: object) -> None:
+        conn.execute(  # type: ignore[attr-defined]
+            "UPDATE kn_blocks SET text = '数据库迁移完成', text_hash = 'changed' WHERE block_id = ?", (bid,)
+        )
+
+    await env.db.run(edit)
+    for mode in ("fts", "vector", "hybrid"):
+        assert await _ids(env.retrieval, "宕机", mode) == [], f"{mode}: old text must not come back"
+    assert (await env.retrieval.status()).fts_index.pending_blocks == 1
+    await env.retrieval.catch_up()
+    assert await _ids(env.retrieval, "数据库迁移", "fts") == [bid]
+    assert await _ids(env.retrieval, "宕机", "fts") == []
+
+
+async def test_index_survives_restart(env_factory: EnvFactory) -> None:
+    async with env_factory() as env:
+        note = await env.knowledge.create_note(
+            CreateNoteParams(title="t", content="光合作用\n\nphotosynthesis in leaves")
+        )
+    async with env_factory() as env:
+        for mode in ("fts", "vector", "hybrid"):
+            assert note.blocks[0].block_id in await _ids(env.retrieval, "光合作用", mode), mode
+        assert set(env.embedder.texts) == {"光合作用"}, "only queries were embedded: vectors came from LanceDB"
+        status = await env.retrieval.status()
+        assert status.status == "idle" and status.vector_index.compatible and status.vector_index.block_count == 2
