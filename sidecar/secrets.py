@@ -71,7 +71,7 @@ def load_master_key(key_file: Path) -> bytes:
 
 def _read_or_create(path: Path) -> bytes:
     if path.exists():
-        key = _decode_key(path.read_text("ascii"))
+        key = _decode_key(path.read_bytes().decode("ascii", "replace"))  # a corrupt file: the typed error below
         if key is None:
             raise SecretKeyError("the secret key file is not a 32-byte key in hex or base64")
         return key

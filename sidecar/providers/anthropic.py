@@ -145,7 +145,8 @@ class AnthropicAdapter(BaseAdapter):
 
     def _thinking_budget(self, request: MetonaRequest) -> int | None:
         params = request.params
-        if not params.thinking_enabled:
+        # as in every adapter: an effort alone asks for thinking; an explicit false wins
+        if params.thinking_enabled is False or (params.thinking_enabled is None and params.thinking_effort is None):
             return None
         if _open_tool_cycle_unsigned(request.messages):
             return None  # the API would reject the tool_use turn without its signed thinking block

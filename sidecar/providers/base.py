@@ -13,7 +13,7 @@ import base64
 import binascii
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
+MALFORMED = (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError)
+"""What parsing a vendor's malformed or oddly shaped answer raises (RecursionError: JSON nested absurdly deep)."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,15 @@ class BaseAdapter:
     send_path: ClassVar[str]
 
     def __init__(self, config: ProviderConfig, *, transport: Any = None, client: httpx.AsyncClient | None = None):
+        key = config.api_key
+        if key is not None and key != key.strip():  # pasted with a line break: not a valid header value
+            config = replace(config, api_key=key.strip() or None)
         self.config = config
         self._transport = transport
         self._client = client
+        self._running = 0
+        self._retired = False
+        """aclose() was called while calls were running: the last one to end closes the client."""
 
     # ---- IMetonaProviderAdapter ------------------------------------------------------------------------
 
@@ -134,22 +142,46 @@ class BaseAdapter:
         asm = self.assembler(request, chosen, emit)
         try:
             await self.run(request, chosen or None, asm, stream=emit is not None)
+            return await asm.done()  # may still fail: a pending tool call's arguments are checked here
         except ProviderError as exc:
             return await asm.fail(exc.error)
-        return await asm.done()
 
-    async def run(self, request: MetonaRequest, model: str | None, asm: StreamAssembler, *, stream: bool) -> None:
+    async def run(
+        self,
+        request: MetonaRequest,
+        model: str | None,
+        asm: StreamAssembler,
+        *,
+        stream: bool,
+        deadline: float | None = None,
+    ) -> None:
         """One upstream call feeding ``asm``; raises ProviderError; does not close ``asm``.
 
-        ``request.constraints.timeoutMs`` bounds the whole call (IR code ``timeout``).
+        ``request.constraints.timeoutMs`` bounds the whole call (IR code ``timeout``); a caller that retries
+        passes the ``deadline`` (``anyio.current_time()`` based) of the first attempt instead, so that the
+        timeout bounds the request, not each attempt.
         """
+        self._running += 1
+        try:
+            await self._run(request, model, asm, stream, deadline)
+        finally:
+            self._running -= 1
+            if self._retired and not self._running:
+                with anyio.CancelScope(shield=True):
+                    await self._close_client()
+
+    async def _run(
+        self, request: MetonaRequest, model: str | None, asm: StreamAssembler, stream: bool, deadline: float | None
+    ) -> None:
         chosen = self.resolve_model(model)
         asm.model = chosen
         timeout_ms = request.constraints.timeout_ms if request.constraints else None
-        if not timeout_ms:
-            await self._call(request, chosen, asm, stream)
-            return
-        with anyio.move_on_after(timeout_ms / 1000) as scope:
+        if deadline is None:
+            if not timeout_ms:
+                await self._call(request, chosen, asm, stream)
+                return
+            deadline = anyio.current_time() + timeout_ms / 1000
+        with anyio.move_on_at(deadline) as scope:
             await self._call(request, chosen, asm, stream)
         if scope.cancelled_caught:
             raise provider_error(
@@ -184,7 +216,7 @@ class BaseAdapter:
                     raise self.protocol_error("the answer is not a JSON object", interrupted=False)
                 try:
                     await self.parse_body(data, asm)
-                except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+                except MALFORMED as exc:
                     why = f"unexpected answer ({type(exc).__name__}: {safe_message(str(exc), 200)})"
                     raise self.protocol_error(why, interrupted=False) from None
             finished = True
@@ -200,7 +232,7 @@ class BaseAdapter:
         try:
             with _http.transport_errors(provider, started=True):
                 await self.parse_stream(chunks, asm)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        except MALFORMED as exc:
             # malformed SSE/NDJSON or a chunk of an unexpected shape
             why = f"malformed stream ({type(exc).__name__}: {safe_message(str(exc), 200)})"
             raise self.protocol_error(why) from None
@@ -220,6 +252,13 @@ class BaseAdapter:
         return self._client
 
     async def aclose(self) -> None:
+        """Close the client; while calls run on it (a provider updated mid-answer), when the last one ends."""
+        if self._running:
+            self._retired = True
+            return
+        await self._close_client()
+
+    async def _close_client(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None

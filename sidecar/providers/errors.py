@@ -131,7 +131,7 @@ def json_body(body: bytes | str) -> Any:
     """The decoded JSON of an error body, or None (vendors sometimes answer HTML from a proxy)."""
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
 
 

@@ -29,7 +29,7 @@ from ..common import ErrorInfo, now_iso
 from ..config.service import ConfigService
 from ..errors import BadRequestError, ConflictError, NotFoundError
 from ..ir import MetonaError, MetonaErrorCode, MetonaRequest, MetonaResponse
-from ..secrets import SecretStore
+from ..secrets import SecretKeyError, SecretStore
 from ..storage.sqlite import Database
 from .adapters import build_adapter
 from .api import ModelInfo, PresetInfo, Provider, ProviderHealth, ProviderSwitchedParams, ProviderTestResult
@@ -45,6 +45,7 @@ Notify = Callable[[str, Any], Awaitable[None]]
 PROVIDER_SWITCHED = "agent/providerSwitched"
 
 RETRY_BASE_S = 0.5
+HEALTH_TIMEOUT_S = 10.0
 RETRY_MAX_WAIT_S = 30.0
 """A Retry-After longer than this is not waited for: the error goes on to failover (or back to the caller)."""
 
@@ -196,8 +197,9 @@ class ProviderService:
     ) -> Provider:
         row = await self._row(provider_id)
         current = self._provider(row, False)
-        if options is not None:
-            self._check_options(current.preset, current.protocol, options, base_url or current.base_url)
+        if options is not None or base_url is not None:
+            checked = options if options is not None else current.options
+            self._check_options(current.preset, current.protocol, checked, base_url or current.base_url)
         changes: dict[str, Any] = {}
         if display_name is not None:
             changes["display_name"] = display_name
@@ -306,28 +308,43 @@ class ProviderService:
         )
 
     async def health(self, provider_id: str | None = None) -> list[ProviderHealth]:
+        """Check one or every provider, concurrently, each bounded by HEALTH_TIMEOUT_S."""
         ids = [provider_id] if provider_id else [p.provider_id for p in await self.list()]
-        out: list[ProviderHealth] = []
-        for pid in ids:
-            adapter = await self.adapter(pid)
+        results: dict[str, ProviderHealth] = {}
+
+        async def check(pid: str) -> None:
             started = time.perf_counter()
             error: ErrorInfo | None = None
             try:
-                with _redacting(adapter):
+                adapter = await self.adapter(pid)
+                with anyio.fail_after(HEALTH_TIMEOUT_S), _redacting(adapter):
                     self._require_key(adapter)
                     await adapter.list_models()
             except ProviderError as exc:
                 error = _error_info(exc)
-            out.append(
-                ProviderHealth(
-                    provider_id=pid,
-                    healthy=error is None,
-                    latency_ms=int((time.perf_counter() - started) * 1000),
-                    checked_at=now_iso(),
-                    error=error,
+            except TimeoutError:
+                error = ErrorInfo(
+                    code="PROVIDER_TIMEOUT", message=f"{pid}: no answer within {HEALTH_TIMEOUT_S:g} s", details={}
                 )
+            except SecretKeyError as exc:  # this provider's key is unusable; the others are still checked
+                if provider_id is not None:
+                    raise
+                error = ErrorInfo(code=exc.code, message=exc.message, details=exc.details)
+            results[pid] = ProviderHealth(
+                provider_id=pid,
+                healthy=error is None,
+                latency_ms=int((time.perf_counter() - started) * 1000),
+                checked_at=now_iso(),
+                error=error,
             )
-        return out
+
+        if provider_id is not None:
+            await check(provider_id)  # its errors (e.g. an undecryptable key) answer the request as they are
+        else:
+            async with anyio.create_task_group() as tg:
+                for pid in ids:
+                    tg.start_soon(check, pid)
+        return [results[pid] for pid in ids]
 
     # ---- chat: retry + failover -------------------------------------------------------------------------------
 
@@ -353,18 +370,28 @@ class ProviderService:
         emit: Emit | None = None,
         notify: Notify | None = None,
     ) -> MetonaResponse:
-        """Send ``request`` (streamed through ``emit`` when given); raise ProviderError when it finally fails."""
+        """Send ``request`` (streamed through ``emit`` when given); raise ProviderError when it finally fails.
+
+        ``constraints.timeoutMs`` bounds the whole call, retries and failover included.
+        """
         pid = provider_id or await self.default_provider()
         primary = await self.adapter(pid)
         max_retries = int(await self._config.get("llm.maxRetries"))
-        asm, exc = await self._attempts(primary, model, request, emit, max_retries)
+        timeout_ms = request.constraints.timeout_ms if request.constraints else None
+        deadline = anyio.current_time() + timeout_ms / 1000 if timeout_ms else None
+        asm, exc = await self._attempts(primary, model, request, emit, max_retries, deadline)
         if exc is None:
             return await asm.done()
-        if not asm.visible and exc.error.code in FAILOVER_CODES:
-            fallback = await self._fallback(pid, primary.resolve_model_or_none(model))
-            if fallback is not None:
-                adapter, fallback_model = fallback
-                if notify is not None:
+        if (
+            not asm.visible
+            and exc.error.code in FAILOVER_CODES
+            and (deadline is None or anyio.current_time() < deadline)
+        ):
+            fallback: tuple[BaseAdapter, str | None] | None = None
+            try:
+                fallback = await self._fallback(pid, primary.resolve_model_or_none(model))
+                if fallback is not None and notify is not None:
+                    adapter, fallback_model = fallback
                     await notify(
                         PROVIDER_SWITCHED,
                         ProviderSwitchedParams(
@@ -374,27 +401,49 @@ class ProviderService:
                             reason=exc.error.code.value,
                         ).model_dump(mode="json"),
                     )
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):  # cancelled between two attempts: the stream still ends
+                    await asm.fail(_aborted(pid))
+                    if fallback is not None:
+                        await self._close_one_off(fallback[0])
+                raise
+            if fallback is not None:
+                adapter, fallback_model = fallback
                 logger.warning("provider %s failed (%s); failing over to %s", pid, exc.error.code, adapter.provider_id)
                 try:
-                    asm, exc = await self._attempts(adapter, fallback_model, request, emit, max_retries)
+                    asm, exc = await self._attempts(adapter, fallback_model, request, emit, max_retries, deadline)
                 finally:
-                    if adapter is not self._adapters.get(adapter.config.provider_id, (None, None))[1]:
-                        await adapter.aclose()
+                    with anyio.CancelScope(shield=True):  # also when cancelled: close a one-off adapter
+                        await self._close_one_off(adapter)
                 if exc is None:
                     return await asm.done()
         await asm.fail(exc.error)
         raise exc
 
+    async def _close_one_off(self, adapter: BaseAdapter) -> None:
+        """Close ``adapter`` unless it is the cached one (a fallback built with ``llm.fallbackApiKey`` is not)."""
+        if adapter is not self._adapters.get(adapter.config.provider_id, (None, None))[1]:
+            await adapter.aclose()
+
     async def _attempts(
-        self, adapter: BaseAdapter, model: str | None, request: MetonaRequest, emit: Emit | None, max_retries: int
+        self,
+        adapter: BaseAdapter,
+        model: str | None,
+        request: MetonaRequest,
+        emit: Emit | None,
+        max_retries: int,
+        deadline: float | None = None,
     ) -> tuple[StreamAssembler, ProviderError | None]:
-        """Run with retries; return the assembler of the last attempt (still open) and its error, if any."""
+        """Run with retries; return the assembler of the last attempt (still open) and its error, if any.
+
+        No retry starts (and no backoff is waited for) past ``deadline``: the last error is returned instead.
+        """
         attempt = 0
         while True:
             asm = adapter.assembler(request, model or adapter.config.default_model or "", emit)
             try:
                 self._require_key(adapter)
-                await adapter.run(request, model, asm, stream=emit is not None)
+                await adapter.run(request, model, asm, stream=emit is not None, deadline=deadline)
                 return asm, None
             except ProviderError as exc:
                 exc.error.message = adapter.redact(exc.error.message)
@@ -402,6 +451,8 @@ class ProviderService:
                     return asm, exc
                 wait_s = self._backoff(attempt, exc.error.retry_after_ms)
                 if wait_s > RETRY_MAX_WAIT_S:
+                    return asm, exc
+                if deadline is not None and anyio.current_time() + wait_s >= deadline:
                     return asm, exc
                 logger.info(
                     "%s: %s, retry %d/%d in %.2f s",
@@ -415,14 +466,17 @@ class ProviderService:
                 await anyio.sleep(wait_s)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
-                    await asm.fail(
-                        MetonaError(
-                            code=MetonaErrorCode.USER_ABORTED,
-                            message="the request was cancelled",
-                            provider=adapter.provider_id,
-                            retryable=False,
-                        )
-                    )
+                    await asm.fail(_aborted(adapter.provider_id))
+                raise
+            except Exception:
+                # Not a provider failure (a bug here, or emit itself failing): the stream still ends with
+                # error + done where it can, and the request answers an internal error.
+                if not asm.closed:
+                    with anyio.CancelScope(shield=True):
+                        try:
+                            await asm.fail(_internal(adapter.provider_id))
+                        except Exception:
+                            logger.debug("could not close the stream after an internal error", exc_info=True)
                 raise
 
     def _backoff(self, attempt: int, retry_after_ms: int | None) -> float:
@@ -440,10 +494,13 @@ class ProviderService:
             return None  # the same provider and model again: nothing to fail over to
         try:
             adapter = await self.adapter(str(fallback_id))
+            key = await self._config.secret("llm.fallbackApiKey")
         except NotFoundError:
             logger.error("llm.fallbackProvider %r is not a configured provider", fallback_id)
             return None
-        key = await self._config.secret("llm.fallbackApiKey")
+        except SecretKeyError:  # a key stored under another master key: the primary's error stands
+            logger.error("the fallback provider's API key cannot be decrypted; not failing over")
+            return None
         if key:
             adapter = build_adapter(replace(adapter.config, api_key=key), transport=self._transport)
         return adapter, fallback_model
@@ -555,6 +612,12 @@ def _redacting(adapter: BaseAdapter) -> Iterator[None]:
         raise
 
 
+def _internal(provider: str) -> MetonaError:
+    return MetonaError(
+        code=MetonaErrorCode.UNKNOWN, message="internal error in the sidecar", provider=provider, retryable=False
+    )
+
+
 def _preset(name: str) -> Preset:
     spec = PRESETS.get(name)
     if spec is None:
@@ -589,6 +652,12 @@ def _spec(raw: Any) -> ModelSpec:
         raise BadRequestError(
             "options.models: bad model entry", code="VALIDATION_ERROR", details={"id": raw["id"]}
         ) from None
+
+
+def _aborted(provider: str) -> MetonaError:
+    return MetonaError(
+        code=MetonaErrorCode.USER_ABORTED, message="the request was cancelled", provider=provider, retryable=False
+    )
 
 
 def _error_info(exc: ProviderError) -> ErrorInfo:

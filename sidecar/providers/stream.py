@@ -125,6 +125,8 @@ class StreamAssembler:
     async def text(self, delta: str) -> None:
         if not delta:
             return
+        if type(delta) is not str:  # a vendor's number or object where text belongs: a malformed answer
+            raise TypeError("a text delta is not a string")
         if self._tag_state >= 0 and self._tag_state != 2:
             await self._text_with_tags(delta)
             return
@@ -161,6 +163,8 @@ class StreamAssembler:
     async def reasoning(self, delta: str) -> None:
         if not delta:
             return
+        if type(delta) is not str:
+            raise TypeError("a reasoning delta is not a string")
         if not self._thinking:
             self._thinking = True
             await self._event(T.THINKING_START)
@@ -172,6 +176,9 @@ class StreamAssembler:
         self, index: int, *, id: str | None = None, name: str | None = None, args: str | None = None
     ) -> None:
         """A fragment of tool call ``index`` (name and id usually on the first fragment)."""
+        for value in (id, name, args):
+            if value is not None and type(value) is not str:
+                raise TypeError("a tool call fragment is not a string")
         await self._end_thinking()
         buf = self._tools.get(index)
         if buf is None:
@@ -194,6 +201,8 @@ class StreamAssembler:
 
     async def tool_call(self, *, name: str, args: Any, id: str | None = None) -> None:
         """A whole tool call in one piece (Ollama; any non-streaming answer): no tool_call_delta."""
+        if type(name) is not str or (id is not None and type(id) is not str):
+            raise TypeError("a tool call's name or id is not a string")
         await self._end_thinking()
         buf = _ToolBuffer()
         buf.id = id
@@ -215,6 +224,8 @@ class StreamAssembler:
         self._finish = reason
 
     def signature(self, signature: str) -> None:
+        if type(signature) is not str:
+            raise TypeError("a reasoning signature is not a string")
         self._signature = (self._signature or "") + signature
 
     def perf(self, stats: MetonaPerfStats) -> None:
@@ -227,12 +238,20 @@ class StreamAssembler:
     # ---- the end -----------------------------------------------------------------------------------------
 
     async def done(self) -> MetonaResponse:
-        """Close the stream successfully: pending tool calls, thinking_end, usage, done; the response."""
+        """Close the stream successfully: pending tool calls, thinking_end, usage, done; the response.
+
+        A pending tool call whose arguments do not parse fails the stream instead (``error`` · ``done``) and
+        the ProviderError is raised: the stream is closed either way.
+        """
         await self._flush_tags()
-        for index in sorted(self._tools):
-            buf = self._tools[index]
-            if not buf.completed:
-                await self._complete(buf)
+        try:
+            for index in sorted(self._tools):
+                buf = self._tools[index]
+                if not buf.completed:
+                    await self._complete(buf)
+        except ProviderError as exc:
+            await self.fail(exc.error)
+            raise
         await self._end_thinking()
         usage = self._usage
         if usage is not None:
@@ -339,7 +358,7 @@ class StreamAssembler:
         else:
             try:
                 args = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise self._parse_error(buf.name, "the arguments are not valid JSON") from None
             if not isinstance(args, dict):
                 raise self._parse_error(buf.name, "the arguments are not a JSON object")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -371,6 +372,25 @@ async def test_invalid_tool_arguments_are_a_parse_error() -> None:
     check_sequence(events)
     assert types(events)[-2:] == [T.ERROR, T.DONE]
     assert response.error is not None and response.error.code is C.PARSE_ERROR
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ('"text": "!"', '"text": 1e30'),  # a number where the text belongs
+        ('"text": "!"', '"text": {"a": 1}'),
+    ],
+)
+async def test_a_delta_of_the_wrong_type_is_an_invalid_response(before: str, after: str) -> None:
+    rec = load("anthropic", "plain_text")
+    assert any(before in c for c in rec["chunks"])
+    rec["chunks"] = [c.replace(before, after) for c in rec["chunks"]]
+    events: list[MetonaStreamEvent] = []
+    response = await adapter("anthropic", Replay(rec)).send_stream(request(), events.append)
+    check_sequence(events)
+    assert types(events)[-2:] == [T.ERROR, T.DONE]
+    assert types(events) == [T.TEXT_DELTA, T.ERROR, T.DONE]  # "Hello", then the bad delta
+    assert response.error is not None and response.error.code is C.INVALID_RESPONSE
 
 
 # ---- HTTP errors ---------------------------------------------------------------------------------------------
@@ -792,3 +812,14 @@ async def test_model_list_errors() -> None:
 
     down = AnthropicAdapter(config("anthropic"), transport=httpx.MockTransport(refuse))
     assert await down.health_check() is False
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+async def test_a_key_pasted_with_a_line_break_is_sent_and_redacted_without_it(vendor: str) -> None:
+    rec = load(vendor, "error_401")
+    replay = Replay(rec)
+    key = "sk-ant-pasted-key-0123456789"
+    a = AnthropicAdapter(replace(config(vendor), api_key=f" {key}\n"), transport=httpx.MockTransport(replay))
+    await a.send_stream(request(), [].append)
+    assert replay.requests[-1].headers["x-api-key"] == key  # h11 refuses "\n" in a header: no request at all
+    assert a.redact(f"bad key {key}") == "bad key [redacted]"

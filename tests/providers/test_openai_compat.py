@@ -731,6 +731,38 @@ async def test_arguments_that_are_not_a_json_object_are_a_parse_error() -> None:
     assert response.error is not None and response.error.code is C.PARSE_ERROR
 
 
+async def test_bad_arguments_of_a_call_the_stream_never_finished_fail_the_stream_not_the_caller() -> None:
+    # no finish_reason, just [DONE]: the call is completed (and its arguments checked) when the stream ends
+    rec = sse(chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": "[1]"}}]}))
+    events, response = await stream(adapter("openai", Replay(rec)))
+    assert_well_formed(events)
+    assert types(events) == ["tool_call_delta", "error", "done"]
+    assert response.error is not None and response.error.code is C.PARSE_ERROR
+
+
+DEEP = "[" * 200_000  # json.loads raises RecursionError, not ValueError, on nesting this deep
+
+
+@pytest.mark.parametrize(
+    ("rec", "code"),
+    [
+        (sse(DEEP), C.INVALID_RESPONSE),
+        (sse(chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": DEEP}}]})), None),
+        (body(500, DEEP), C.UNKNOWN),
+    ],
+)
+async def test_absurdly_deep_json_is_a_typed_error(rec: dict[str, Any], code: MetonaErrorCode | None) -> None:
+    events, response = await stream(adapter("openai", Replay(rec)))
+    assert_well_formed(events)
+    assert response.error is not None
+    assert response.error.code is (code or C.PARSE_ERROR)
+
+
+async def test_absurdly_deep_json_nonstream_is_a_typed_error() -> None:
+    response = await adapter("openai", Replay(body(200, DEEP))).send(request())
+    assert response.error is not None and response.error.code is C.INVALID_RESPONSE
+
+
 async def test_other_choices_are_ignored() -> None:
     other = {"id": "x", "choices": [{"index": 1, "delta": {"content": "nope"}, "finish_reason": None}]}
     rec = sse(other, chunk({"content": "yes"}, "stop"))

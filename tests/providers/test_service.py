@@ -13,6 +13,7 @@ import pytest
 from sidecar.config.service import ConfigService
 from sidecar.errors import BadRequestError, ConflictError, NotFoundError
 from sidecar.ir import (
+    MetonaConstraints,
     MetonaErrorCode,
     MetonaGenerationParams,
     MetonaMessage,
@@ -231,6 +232,72 @@ async def test_cancel_ends_the_stream_with_user_aborted(env: Any) -> None:
     assert 0 < rec.types.count("text_delta") < 400
 
 
+async def test_timeout_ms_bounds_the_whole_call_not_each_attempt(env: Any) -> None:
+    service, _config, _db = env
+    slow_down = {"code": "rate_limited", "retryable": True, "retry_after_ms": 20_000, "times": 1}
+    await service.create(preset="mock", options=script({"text": "ok", "error": slow_down}))
+    req = request()
+    req.constraints = MetonaConstraints(timeout_ms=300)
+    rec = Recorder()
+    with anyio.fail_after(5):  # without the bound: a 20 s wait for Retry-After, then "ok"
+        with pytest.raises(ProviderError) as exc:
+            await service.chat("mock", None, req, emit=rec.emit)
+    assert exc.value.error.code is MetonaErrorCode.RATE_LIMITED
+    assert exc.value.error.retry_after_ms == 20_000
+    assert rec.types == ["error", "done"]
+
+
+async def test_a_retry_within_the_timeout_still_happens(env: Any) -> None:
+    service, _config, _db = env
+    flaky = {"code": "network_error", "times": 1}
+    await service.create(preset="mock", options=script({"text": "ok", "error": flaky}))
+    req = request()
+    req.constraints = MetonaConstraints(timeout_ms=60_000)
+    assert (await service.chat("mock", None, req)).content == "ok"
+
+
+async def test_cancel_while_failing_over_still_ends_the_stream(env: Any) -> None:
+    service, config, _db = env
+    await service.create(
+        preset="mock", provider_id="primary", options=script({"text": "x", "error": {"code": "network_error"}})
+    )
+    await service.create(preset="mock", provider_id="backup")
+    await config.update({"llm.fallbackProvider": "backup", "llm.maxRetries": 0})
+    rec = Recorder()
+    announced = anyio.Event()
+
+    async def stuck_notify(method: str, params: Any) -> None:  # e.g. stdout full while announcing the switch
+        announced.set()
+        await anyio.sleep_forever()
+
+    async def call() -> None:
+        await service.chat("primary", None, request(), emit=rec.emit, notify=stuck_notify)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        await announced.wait()
+        tg.cancel_scope.cancel()
+    assert rec.types == ["error", "done"]
+    assert rec.events[0].error is not None and rec.events[0].error.code is MetonaErrorCode.USER_ABORTED
+
+
+async def test_an_undecryptable_fallback_key_leaves_the_primary_error(env: Any) -> None:
+    service, config, db = env
+    await service.create(
+        preset="mock", provider_id="primary", options=script({"text": "x", "error": {"code": "network_error"}})
+    )
+    await service.create(preset="mock", provider_id="backup")
+    await config.update({"llm.fallbackProvider": "backup", "llm.maxRetries": 0})
+    await config.set_secret("llm.fallbackApiKey", CANARY)
+    # as if the master key had changed since: the stored ciphertext no longer decrypts
+    await db.run(lambda conn: conn.execute("UPDATE secrets SET nonce = zeroblob(12) WHERE name LIKE 'config:%'"))
+    rec = Recorder()
+    with pytest.raises(ProviderError) as exc:
+        await service.chat("primary", None, request(), emit=rec.emit, notify=rec.notify)
+    assert exc.value.error.code is MetonaErrorCode.NETWORK_ERROR
+    assert rec.types == ["error", "done"] and rec.notes == []
+
+
 async def test_default_provider_and_missing_key(env: Any) -> None:
     service, config, _db = env
     with pytest.raises(BadRequestError) as exc:
@@ -264,3 +331,176 @@ async def test_config_validation(env: Any) -> None:
     assert secrets == {"llm.fallbackApiKey": True}
     assert values["llm.maxRetries"] == 3
     assert CANARY not in repr(values)
+
+
+async def test_update_checks_a_new_base_url_alone_too(env: Any) -> None:
+    service, _config, _db = env
+    await service.create(preset="openai", api_key=CANARY)
+    with pytest.raises(BadRequestError) as exc:
+        await service.update("openai", base_url="mock://nowhere")
+    assert exc.value.code == "VALIDATION_ERROR"
+    assert (await service.get("openai")).base_url == "https://api.openai.com/v1"
+
+
+async def test_health_of_every_provider_survives_one_undecryptable_key(env: Any) -> None:
+    service, _config, db = env
+    await service.create(preset="mock", provider_id="good")
+    await service.create(preset="mock", provider_id="broken", api_key=CANARY)
+    await db.run(lambda conn: conn.execute("UPDATE secrets SET nonce = zeroblob(12) WHERE name LIKE 'provider:%'"))
+    health = {h.provider_id: h for h in await service.health()}
+    assert health["good"].healthy is True
+    assert health["broken"].healthy is False
+    assert health["broken"].error is not None and health["broken"].error.code == "SECRET_STORE_UNAVAILABLE"
+    with pytest.raises(Exception) as one:
+        await service.health("broken")
+    assert getattr(one.value, "code", None) == "SECRET_STORE_UNAVAILABLE"
+
+
+async def test_an_update_during_a_call_neither_leaks_nor_cuts_the_adapter_client(tmp_path: Path) -> None:
+    import httpx
+
+    calls: list[str] = []
+    service: ProviderService
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(str(request.url))
+        if len(calls) == 1:
+            # the user renames the provider while its first attempt is running, then the attempt fails (retryable)
+            await service.update("openai", display_name="renamed")
+            return httpx.Response(503, json={"error": {"message": "busy"}}, headers={"retry-after-ms": "0"})
+        body = 'data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield body.encode()
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=chunks())
+
+    db = await Database.open(tmp_path / "data")
+    secrets = await SecretStore.open(db, tmp_path / "master.key")
+    config = ConfigService(db, secrets)
+    await config.migrate()
+    service = ProviderService(db, secrets, config, transport=httpx.MockTransport(handler), retry_base_s=0.001)
+    await service.migrate()
+    try:
+        await service.create(preset="openai", api_key=CANARY)
+        old = await service.adapter("openai")
+        clients: list[Any] = []
+        make = old.client
+
+        def spy() -> Any:
+            client = make()
+            if client not in clients:
+                clients.append(client)
+            return client
+
+        old.client = spy  # type: ignore[method-assign]
+        response = await service.chat("openai", None, request(), emit=Recorder().emit)
+        assert response.content == "ok" and len(calls) == 2
+        assert clients and all(c.is_closed for c in clients)  # the retired adapter closed what it opened
+        assert old.client is spy and old._client is None
+        assert await service.adapter("openai") is not old
+    finally:
+        await service.close()
+        await db.close()
+
+
+async def test_an_update_mid_stream_does_not_cut_the_answer(tmp_path: Path) -> None:
+    """Over a real loopback socket: closing an httpx client closes its active connections too."""
+    from anyio.abc import SocketAttribute, SocketStream
+
+    renamed = anyio.Event()
+
+    def sse_chunk(text: str) -> bytes:
+        data = f'data: {{"choices":[{{"index":0,"delta":{{"content":"{text}"}},"finish_reason":null}}]}}\n\n'.encode()
+        return b"%x\r\n%s\r\n" % (len(data), data)
+
+    async def serve(stream: SocketStream) -> None:
+        async with stream:
+            await stream.receive(65536)
+            await stream.send(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                + sse_chunk("first ")
+            )
+            await renamed.wait()
+            end = b"data: [DONE]\n\n"
+            await stream.send(sse_chunk("second") + b"%x\r\n%s\r\n0\r\n\r\n" % (len(end), end))
+
+    db = await Database.open(tmp_path / "data")
+    secrets = await SecretStore.open(db, tmp_path / "master.key")
+    config = ConfigService(db, secrets)
+    await config.migrate()
+    service = ProviderService(db, secrets, config)
+    await service.migrate()
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(SocketAttribute.local_port)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, serve)
+            await service.create(preset="openai", base_url=f"http://127.0.0.1:{port}/v1", api_key=CANARY)
+            rec = Recorder()
+
+            async def emit(event: MetonaStreamEvent) -> None:
+                await rec.emit(event)
+                if event.delta == "first ":
+                    await service.update("openai", display_name="renamed")
+                    renamed.set()
+
+            with anyio.fail_after(10):
+                response = await service.chat("openai", None, request(), emit=emit)
+            tg.cancel_scope.cancel()
+        assert response.error is None and response.content == "first second"
+        assert rec.types == ["text_delta", "text_delta", "done"]
+    finally:
+        await listener.aclose()
+        await service.close()
+        await db.close()
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not a key", b"", b"c2hvcnQ="])
+def test_a_corrupt_key_file_is_a_typed_error(tmp_path: Path, content: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sidecar.secrets import KEY_ENV, SecretKeyError, load_master_key
+
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    key_file = tmp_path / "master.key"
+    key_file.write_bytes(content)
+    with pytest.raises(SecretKeyError) as exc:
+        load_master_key(key_file)
+    assert exc.value.code == "SECRET_STORE_UNAVAILABLE"
+
+
+async def test_an_internal_failure_mid_stream_still_ends_the_stream(env: Any) -> None:
+    service, _config, _db = env
+    await service.create(preset="mock", options=script({"text": "abc", "chunk_chars": 1}))
+    seen: list[str] = []
+
+    async def emit(event: MetonaStreamEvent) -> None:
+        seen.append(event.type.value)
+        if event.type.value == "text_delta" and seen.count("text_delta") == 2:
+            raise RuntimeError("a bug on our side")
+
+    with pytest.raises(RuntimeError):
+        await service.chat("mock", None, request(), emit=emit)
+    assert seen == ["text_delta", "text_delta", "error", "done"]
+
+
+async def test_health_checks_are_bounded(env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sidecar.providers import service as service_module
+    from sidecar.providers.mock import MockAdapter
+
+    service, _config, _db = env
+    await service.create(preset="mock", provider_id="slow")
+    await service.create(preset="mock", provider_id="fast")
+
+    async def hang(self: MockAdapter) -> list[Any]:
+        if self.provider_id == "slow":
+            await anyio.sleep(60)
+        return []
+
+    monkeypatch.setattr(MockAdapter, "list_models", hang)
+    monkeypatch.setattr(service_module, "HEALTH_TIMEOUT_S", 0.2)
+    with anyio.fail_after(5):
+        health = await service.health()
+    assert [h.provider_id for h in health] == ["slow", "fast"]
+    assert health[0].healthy is False and health[0].error is not None
+    assert health[0].error.code == "PROVIDER_TIMEOUT"
+    assert health[1].healthy is True

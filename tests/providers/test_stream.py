@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -60,6 +61,37 @@ async def test_arguments_that_are_not_a_json_object_are_a_parse_error(raw: str) 
         await asm.done()
     assert exc.value.error.code is MetonaErrorCode.PARSE_ERROR
     assert exc.value.error.retryable is False
+
+
+async def test_a_pending_tool_call_that_fails_at_done_still_closes_the_stream() -> None:
+    events: list[MetonaStreamEvent] = []
+    asm = assembler(events)
+    await asm.tool_delta(0, id="c", name="t", args="[1]")  # never completed by the vendor: checked at done()
+    with pytest.raises(ProviderError):
+        await asm.done()
+    assert [e.type.value for e in events] == ["tool_call_delta", "error", "done"]
+    assert [e.seq for e in events] == [0, 1, 2]
+    assert asm.closed
+
+
+@pytest.mark.parametrize(
+    "feed",
+    [
+        lambda asm: asm.text(7),
+        lambda asm: asm.reasoning(["x"]),
+        lambda asm: asm.tool_delta(0, id=1, name="t"),
+        lambda asm: asm.tool_delta(0, name="t", args={"a": 1}),
+        lambda asm: asm.tool_call(name=3, args={}),
+    ],
+)
+async def test_a_vendor_value_that_is_not_a_string_is_rejected_before_it_is_emitted(feed: Any) -> None:
+    events: list[MetonaStreamEvent] = []
+    asm = assembler(events)
+    with pytest.raises(TypeError):  # the adapter's parse turns it into invalid_response
+        await feed(asm)
+    assert events == []
+    with pytest.raises(TypeError):
+        asm.signature(5)  # type: ignore[arg-type]
 
 
 async def test_failure_is_error_then_one_done_and_thinking_closed() -> None:
