@@ -87,6 +87,31 @@ def _key_name(provider_id: str) -> str:
     return f"provider:{provider_id}:api_key"
 
 
+def _headers_name(provider_id: str) -> str:
+    return f"provider:{provider_id}:extra_headers"
+
+
+HIDDEN = "[hidden]"
+
+
+def _hide_headers(options: dict[str, Any], stored: dict[str, str]) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """Split ``options.extra_headers`` off into a secret (a header may carry a key, e.g. Azure's ``api-key``).
+
+    The record keeps only the header names, each valued ``[hidden]``; a ``[hidden]`` value sent back (options
+    round-tripped from ``providers/get``) keeps the stored value. Returns (options to store, headers to store or
+    None when ``options`` does not mention them).
+    """
+    if "extra_headers" not in options:
+        return options, None
+    given = options["extra_headers"] or {}
+    headers = {name: stored.get(name, "") if value == HIDDEN else value for name, value in given.items()}
+    headers = {name: value for name, value in headers.items() if value}
+    options["extra_headers"] = dict.fromkeys(headers, HIDDEN)
+    if not headers:
+        del options["extra_headers"]
+    return options, headers
+
+
 class ProviderNotFound(NotFoundError):
     default_code = "PROVIDER_NOT_FOUND"
 
@@ -144,6 +169,7 @@ class ProviderService:
             )
         options = dict(options or {})
         self._check_options(preset, protocol, options, base_url or spec.base_urls[protocol])
+        options, headers = _hide_headers(options, {})
         now = now_iso()
         row = {
             "provider_id": provider_id,
@@ -172,6 +198,8 @@ class ProviderService:
         pid = await self._db.run(insert)
         if api_key:
             await self._secrets.set(_key_name(pid), api_key)
+        if headers:
+            await self._secrets.set(_headers_name(pid), json.dumps(headers))
         return await self.get(pid)
 
     async def get(self, provider_id: str) -> Provider:
@@ -207,7 +235,9 @@ class ProviderService:
             changes["base_url"] = base_url.rstrip("/")
         if default_model is not None:
             changes["default_model"] = default_model or None
+        headers: dict[str, str] | None = None
         if options is not None:
+            options, headers = _hide_headers(dict(options), await self._headers(provider_id))
             changes["options"] = json.dumps(options, ensure_ascii=False)
         changes["updated_at"] = now_iso()
 
@@ -221,13 +251,23 @@ class ProviderService:
                 await self._secrets.set(_key_name(provider_id), api_key)
             else:
                 await self._secrets.delete(_key_name(provider_id))
+        if headers is not None:
+            if headers:
+                await self._secrets.set(_headers_name(provider_id), json.dumps(headers))
+            else:
+                await self._secrets.delete(_headers_name(provider_id))
         await self._forget(provider_id)
         return await self.get(provider_id)
+
+    async def _headers(self, provider_id: str) -> dict[str, str]:
+        raw = await self._secrets.get(_headers_name(provider_id))
+        return json.loads(raw) if raw else {}
 
     async def delete(self, provider_id: str) -> None:
         await self._row(provider_id)
         await self._db.run(lambda conn: conn.execute("DELETE FROM providers WHERE provider_id = ?", (provider_id,)))
         await self._secrets.delete(_key_name(provider_id))
+        await self._secrets.delete(_headers_name(provider_id))
         await self._forget(provider_id)
 
     # ---- adapters -------------------------------------------------------------------------------------------
@@ -537,6 +577,8 @@ class ProviderService:
     async def _config_of(self, row: tuple[Any, ...]) -> ProviderConfig:
         pid, preset, _name, base_url, protocol, default_model, options_json, _c, _u = row
         options = json.loads(options_json)
+        if "extra_headers" in options:
+            options["extra_headers"] = await self._headers(pid)
         models = PRESETS[preset].models if preset in PRESETS else ()
         extra = options.get("models")
         if isinstance(extra, list):

@@ -504,3 +504,29 @@ async def test_health_checks_are_bounded(env: Any, monkeypatch: pytest.MonkeyPat
     assert health[0].healthy is False and health[0].error is not None
     assert health[0].error.code == "PROVIDER_TIMEOUT"
     assert health[1].healthy is True
+
+
+async def test_extra_headers_are_secrets_too(env: Any, tmp_path: Path) -> None:
+    service, _config, _db = env
+    created = await service.create(
+        preset="openai", provider_id="azure", options={"extra_headers": {"api-key": CANARY, "x-team": "blue"}}
+    )
+    assert created.options == {"extra_headers": {"api-key": "[hidden]", "x-team": "[hidden]"}}
+    adapter = await service.adapter("azure")
+    assert adapter.config.options["extra_headers"] == {"api-key": CANARY, "x-team": "blue"}
+    # options round-tripped from get keep the hidden values; a new value replaces one
+    options = dict((await service.get("azure")).options)
+    options["extra_headers"] = {**options["extra_headers"], "x-team": "green"}
+    await service.update("azure", options={**options, "think_tags": False})
+    adapter = await service.adapter("azure")
+    assert adapter.config.options["extra_headers"] == {"api-key": CANARY, "x-team": "green"}
+    assert adapter.config.options["think_tags"] is False
+    await service.update("azure", options={"extra_headers": {}})
+    assert (await service.get("azure")).options == {}
+    assert "extra_headers" not in (await service.adapter("azure")).config.options
+    await service.update("azure", options={"extra_headers": {"api-key": CANARY}})
+    await service.delete("azure")
+    assert await service._secrets.names("provider:azure") == set()
+    for path in (tmp_path / "data").rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), path
