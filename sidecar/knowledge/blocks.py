@@ -11,6 +11,7 @@ and links survive typo fixes; everything else gets a new id. Only blocks whose t
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import hashlib
 import re
@@ -124,30 +125,75 @@ def assign_ids(old: Sequence[OldBlock], new: list[DraftBlock]) -> None:
             d.citations = list(ob.citations)
         taken.add(ob.block_id)
 
-    # 1. unchanged text keeps its id, wherever it is (first come, first served among duplicates)
+    def free(i: int, k: int) -> bool:
+        return new[i].block_id is None and old[k].block_id not in taken
+
+    # 1. unchanged text in the same slot: the common head and tail, then runs the diff aligns (so of two
+    #    identical blocks, the one that was not edited keeps its id, and its citations)
+    head = 0
+    while head < min(len(old), len(new)) and old[head].text == new[head].text:
+        if free(head, head):
+            adopt(head, old[head])
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail].text == new[-1 - tail].text:
+        if free(len(new) - 1 - tail, len(old) - 1 - tail):
+            adopt(len(new) - 1 - tail, old[-1 - tail])
+        tail += 1
+    if any(new[i].block_id is None for i in pending):
+        matcher = difflib.SequenceMatcher(a=[ob.text for ob in old], b=[d.text for d in new], autojunk=False)
+        for a0, b0, size in matcher.get_matching_blocks():
+            for k in range(size):
+                if free(b0 + k, a0 + k):
+                    adopt(b0 + k, old[a0 + k])
+    # 2. unchanged text keeps its id wherever it moved (first come, first served among duplicates)
     by_text: dict[str, deque[OldBlock]] = defaultdict(deque)
     for ob in free_old:
-        by_text[ob.text].append(ob)
+        if ob.block_id not in taken:
+            by_text[ob.text].append(ob)
     for i in pending:
         queue = by_text.get(new[i].text)
-        if queue:
+        if queue and new[i].block_id is None:
             adopt(i, queue.popleft())
-    # 2. edited in place: pair the leftovers slot by slot between unchanged neighbours
-    left_old = [ob for ob in free_old if ob.block_id not in taken]
-    left_new = [i for i in pending if new[i].block_id is None]
-    if left_old and left_new:
-        old_keys = [ob.text for ob in old]
-        new_keys = [d.text for d in new]
-        matcher = difflib.SequenceMatcher(a=old_keys, b=new_keys, autojunk=False)
-        left_old_ids = {ob.block_id for ob in left_old}
-        left_new_set = set(left_new)
-        for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-            if tag != "replace":
-                continue
-            olds = [old[k] for k in range(a0, a1) if old[k].block_id in left_old_ids and old[k].block_id not in taken]
-            news = [k for k in range(b0, b1) if k in left_new_set and new[k].block_id is None]
-            for ob, i in zip(olds, news, strict=False):
-                adopt(i, ob)
+    # 3. edited in place: between two kept blocks that did not move, the leftovers pair up slot by slot
+    if any(ob.block_id not in taken for ob in free_old) and any(new[i].block_id is None for i in pending):
+        old_index = {ob.block_id: k for k, ob in enumerate(old)}
+        kept = [(i, old_index[d.block_id]) for i, d in enumerate(new) if d.block_id in old_index]
+        prev_old, gap = -1, []
+        anchors = iter([*_increasing(kept), (len(new), len(old))])
+        next_i, next_k = next(anchors)
+        for i in range(len(new) + 1):
+            if i == next_i:
+                olds = [old[k] for k in range(prev_old + 1, next_k) if old[k].block_id not in taken]
+                for ob, j in zip(olds, gap, strict=False):
+                    adopt(j, ob)
+                prev_old, gap = next_k, []
+                if i < len(new):
+                    next_i, next_k = next(anchors)
+            elif new[i].block_id is None:
+                gap.append(i)
     for d in new:
         if d.block_id is None:
             d.block_id = new_block_id()
+
+
+def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest run of ``(new index, old index)`` pairs whose old indices increase (the blocks that kept
+    their order; the others moved)."""
+    tails: list[int] = []  # tails[n]: the pair ending the best increasing run of length n+1 (smallest old index)
+    tail_keys: list[int] = []  # its old index
+    back: list[int] = []
+    for p, (_, k) in enumerate(pairs):
+        n = bisect.bisect_left(tail_keys, k)
+        back.append(tails[n - 1] if n else -1)
+        if n == len(tails):
+            tails.append(p)
+            tail_keys.append(k)
+        else:
+            tails[n], tail_keys[n] = p, k
+    out: list[tuple[int, int]] = []
+    p = tails[-1] if tails else -1
+    while p != -1:
+        out.append(pairs[p])
+        p = back[p]
+    return out[::-1]

@@ -17,6 +17,7 @@ import mimetypes
 import os
 import re
 import sqlite3
+import stat
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -48,6 +49,7 @@ DEFAULT_MAX_ATTACHMENT_BYTES = 512 * 1024 * 1024
 MAX_NOTE_CONTENT_CHARS = 5_000_000
 _COPY_CHUNK = 1024 * 1024
 _SUFFIX = re.compile(r"^\.[A-Za-z0-9]{1,15}$")
+_STORED_NAME = re.compile(r"^att_[0-9a-f]{24}(\.[a-z0-9]{1,15})?$")  # what _new_id("att") + a suffix gives
 
 MIGRATIONS: list[str] = [
     """
@@ -143,8 +145,12 @@ class KnowledgeService:
         self._listeners: list[Listener] = []
 
     async def migrate(self) -> None:
+        """Migrate, then remove what a crash left in the attachments dir (call before serving requests)."""
         await self._db.migrate("knowledge", MIGRATIONS)
-        await anyio.to_thread.run_sync(self._clean_partial_copies)
+        stored = await self._db.read(
+            lambda conn: {r[0] for r in conn.execute("SELECT stored_name FROM kn_attachments")}
+        )
+        await anyio.to_thread.run_sync(self._clean_leftovers, stored)
 
     def add_listener(self, listener: Listener) -> None:
         """``listener()`` is awaited after every committed change of notes/blocks."""
@@ -159,10 +165,18 @@ class KnowledgeService:
 
     # -- attachments -------------------------------------------------------------------------------
 
-    def _clean_partial_copies(self) -> None:
+    def _clean_leftovers(self, stored: set[str]) -> None:
+        """Delete partial copies, and stored files without a record: an import killed between the rename and
+        the insert, a delete killed between the commit and the unlink."""
         self.attachments_dir.mkdir(parents=True, exist_ok=True)
         for part in self.attachments_dir.glob(".*.part"):
             part.unlink(missing_ok=True)
+        for path in self.attachments_dir.glob("att_*"):
+            if _STORED_NAME.match(path.name) and path.name not in stored and path.is_file():
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError:  # still held open: try again next start
+                    logger.warning("could not remove leftover attachment file %s", path.name, exc_info=True)
 
     def _copy_in(self, source: Path, attachment_id: str, suffix: str) -> tuple[str, int, str, bytes]:
         """Copy ``source`` into the attachments dir (temp name, then rename); return name, size, sha256, head."""
@@ -172,8 +186,16 @@ class KnowledgeService:
         digest = hashlib.sha256()
         size = 0
         head = b""
+        # Non-blocking: if the path became a FIFO since it was checked, opening it must not wait for a writer.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
         try:
-            with open(source, "rb") as src, open(part, "wb") as dst:
+            src_fd = os.open(source, flags)
+        except OSError:
+            raise BadRequestError("The file cannot be read.", code="INVALID_PATH") from None
+        try:
+            with open(src_fd, "rb") as src, open(part, "wb") as dst:
+                if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):
+                    raise BadRequestError("The path is not a regular file.", code="INVALID_PATH")
                 while chunk := src.read(_COPY_CHUNK):
                     if not head:
                         head = chunk[:4096]
@@ -195,7 +217,12 @@ class KnowledgeService:
         return stored_name, size, digest.hexdigest(), head
 
     def _check_source(self, raw: str) -> Path:
-        path = Path(raw).expanduser()
+        if "\x00" in raw:  # os calls raise ValueError on it
+            raise BadRequestError("The path is not valid.", code="INVALID_PATH")
+        try:
+            path = Path(raw).expanduser()
+        except RuntimeError:  # "~someone" without such a user
+            raise BadRequestError("The path is not valid.", code="INVALID_PATH") from None
         if not path.is_absolute():
             raise BadRequestError("The path must be absolute.", code="INVALID_PATH")
         try:
@@ -328,7 +355,10 @@ class KnowledgeService:
             return str(row[0])
 
         stored_name = await self._db.run(work)
-        await anyio.to_thread.run_sync(lambda: (self.attachments_dir / stored_name).unlink(missing_ok=True))
+        try:
+            await anyio.to_thread.run_sync(lambda: (self.attachments_dir / stored_name).unlink(missing_ok=True))
+        except OSError:  # e.g. held open on Windows; the record is gone, the next start removes the file
+            logger.warning("could not remove the file of deleted attachment %s", attachment_id, exc_info=True)
         return DeleteResult()
 
     # -- notes -------------------------------------------------------------------------------------

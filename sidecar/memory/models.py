@@ -21,6 +21,8 @@ MemoryStatus = Literal["active", "superseded", "expired"]
 
 MAX_CONTENT_CHARS = 20_000
 MAX_ID_CHARS = 256
+MAX_EPOCH_MS = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z: the latest expiry (and the longest TTL) accepted; now + TTL stays far inside int64."""
 
 
 class MemoryRecord(Phase2Model):
@@ -71,9 +73,12 @@ class MemoryAddParams(Params):
     source: MetonaMemorySource = "user_input"
     importance: float = Field(0.5, ge=0, le=1)
     session_id: str | None = Field(None, min_length=1, max_length=MAX_ID_CHARS)
-    expires_at: int | None = Field(None, ge=0, description="Unix ms (IR expiresAt). Not with ttl_ms.")
+    expires_at: int | None = Field(None, ge=0, le=MAX_EPOCH_MS, description="Unix ms (IR expiresAt). Not with ttl_ms.")
     ttl_ms: int | None = Field(
-        None, gt=0, description="Expire this long after now. Working memory defaults to 24 h when neither is given."
+        None,
+        gt=0,
+        le=MAX_EPOCH_MS,
+        description="Expire this long after now. Working memory defaults to 24 h when neither is given.",
     )
     supersedes: list[str] | None = Field(
         None,

@@ -183,6 +183,26 @@ def compare_statements(old: str, new: str) -> Literal["changed_value", "negation
     return None
 
 
+def another_fact(old: str, new: str) -> bool:
+    """Both texts share an assignment word, but differ before it (the subject) AND after it (the value):
+    "My sister lives in Shanghai" / "My brother lives in Beijing" state two facts, neither corrects the other.
+    (Only the subject differing — "Alice is my manager" / "Bob is my manager" — may still be a correction.)"""
+    a, b = tokens(strip_cues(old)), tokens(strip_cues(new))
+    ops = SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    changes = [(i1, i2) for tag, i1, i2, _, _ in ops if tag != "equal"]
+    for tag, i1, i2, _, _ in ops:
+        if tag != "equal":
+            continue
+        for cue in _PREDICATES | _COPULAS:
+            at = _find(a[i1:i2], cue, 0)
+            while at != -1:
+                start, end = i1 + at, i1 + at + len(cue)
+                if any(c_end <= start for _, c_end in changes) and any(c_start >= end for c_start, _ in changes):
+                    return True
+                at = _find(a[i1:i2], cue, at + 1)
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     memory_id: str
@@ -211,7 +231,9 @@ def decide(new_content: str, candidates: list[Candidate]) -> list[Decision]:
         eligible = [c for c in candidates if c.similarity >= CORRECTION_MIN_SIMILARITY]
         if eligible:
             best = max(c.similarity for c in eligible)
-            for c in eligible:
-                if c.similarity >= best - CORRECTION_TIE_MARGIN and c.memory_id not in decisions:
+            for c in eligible:  # the best and its near-ties, unless they state another fact
+                if c.similarity < best - CORRECTION_TIE_MARGIN or c.memory_id in decisions:
+                    continue
+                if not another_fact(c.content, new_content):
                     decisions[c.memory_id] = Decision(c.memory_id, "correction", c.similarity)
     return sorted(decisions.values(), key=lambda d: -d.similarity)

@@ -95,10 +95,20 @@ class RemoteEmbedder:
             raise UpstreamError("The embeddings endpoint answered the wrong number of vectors.", code="EMBEDDER_FAILED")
         return vectors
 
+    def _vectors(self, texts: list[str]) -> np.ndarray:
+        """The endpoint's vectors for ``texts`` as a finite ``(len(texts), d)`` matrix, ``d`` ≥ 1."""
+        try:
+            arr = np.asarray(self._post(texts), dtype=np.float32)
+        except (ValueError, TypeError):  # not numbers, or ragged
+            arr = np.zeros(0, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[1] < 1 or not np.isfinite(arr).all():
+            raise UpstreamError("The embeddings endpoint answered malformed vectors.", code="EMBEDDER_FAILED")
+        return arr
+
     def probe(self) -> int:
         """Learn the dimension with one call (blocking)."""
         if self._dimension is None:
-            self._dimension = len(self._post(["dimension probe"])[0])
+            self._dimension = int(self._vectors(["dimension probe"]).shape[1])
         return self._dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -106,12 +116,12 @@ class RemoteEmbedder:
         out = np.zeros((len(texts), dim), dtype=np.float32)
         for start in range(0, len(texts), _BATCH):
             chunk = list(texts[start : start + _BATCH])
-            arr = np.asarray(self._post(chunk), dtype=np.float32)
-            if arr.ndim != 2 or arr.shape[1] != dim:
+            arr = self._vectors(chunk)
+            if arr.shape[1] != dim:
                 raise UpstreamError(
                     "The embeddings endpoint changed its vector size.",
                     code="EMBEDDER_FAILED",
-                    details={"expected": dim, "got": int(arr.shape[-1]) if arr.ndim else 0},
+                    details={"expected": dim, "got": int(arr.shape[1])},
                 )
             norms = np.linalg.norm(arr, axis=1, keepdims=True)
             out[start : start + len(chunk)] = arr / np.where(norms > 0, norms, 1.0)

@@ -75,6 +75,10 @@ logger = logging.getLogger(__name__)
 REBUILD_KIND = "index-rebuild"
 SYNC_BATCH = 256
 REBUILD_BATCH = 256
+EMBED_MAX_CHARS = 4_000
+"""A block's vector is the embedding of its first characters: a block split from pasted text can run to megabytes
+(USE: ~54 s per MB; remote endpoints refuse inputs over ~8k tokens, failing the whole batch on every retry).
+Full-text search always indexes the whole block."""
 
 MIGRATIONS: list[str] = [
     """
@@ -211,6 +215,9 @@ class RetrievalService:
         self._cache: VectorCache | None = None
         self._cache_table: str | None = None
         self._cache_lock = anyio.Lock()
+        # while the cache of a table loads: that table's name and the writes committed meanwhile (replayed on it)
+        self._cache_loading: str | None = None
+        self._cache_backlog: list[Callable[[VectorCache], None]] = []
         self._write_lock = anyio.Lock()
         self._store_checked = False
         self._building: set[str] = set()
@@ -362,7 +369,7 @@ class RetrievalService:
         return name
 
     def _embed(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-        vectors = embedder.embed(texts)
+        vectors = embedder.embed([t[:EMBED_MAX_CHARS] for t in texts])
         dim = embedder.info.dimension
         if vectors.shape != (len(texts), dim):
             raise UpstreamError(
@@ -381,8 +388,10 @@ class RetrievalService:
         cache: VectorCache | None,
         *,
         append: bool,
+        mirror: bool = False,
     ) -> None:
-        """Write ``rows`` into table ``name`` (one LanceDB commit), then mirror them into ``cache``."""
+        """Write ``rows`` into table ``name`` (one LanceDB commit), then mirror them into ``cache`` (with
+        ``mirror``: into the active table's cache, see :meth:`_mirror`)."""
         ids = [r[0] for r in rows]
         cols: dict[str, Any] = {"block_id": ids, "note_id": [r[1] for r in rows]}
         if kind == "fts":
@@ -398,6 +407,17 @@ class RetrievalService:
         await anyio.to_thread.run_sync(write, name, kind, cols, dim)
         if cache is not None:
             cache.upsert(ids, cols["note_id"], cols["text_hash"], cols["vector"])
+        elif kind == "vec" and mirror:
+            self._mirror(name, lambda c: c.upsert(ids, cols["note_id"], cols["text_hash"], cols["vector"]))
+
+    def _mirror(self, name: str, op: Callable[[VectorCache], None]) -> None:
+        """Apply a committed write of the active vector table to its in-memory cache: now if it is loaded,
+        after the load if it is loading (the load may have read the table before the commit), else never
+        (a later load reads it from LanceDB)."""
+        if self._cache is not None and self._cache_table == name:
+            op(self._cache)
+        elif self._cache_loading == name:
+            self._cache_backlog.append(op)
 
     async def _sync_kind(self, kind: TableKind) -> None:
         fts_index_checked = False
@@ -407,13 +427,12 @@ class RetrievalService:
             if not batch.settled:
                 return
             dirty, gone = batch.dirty, batch.gone
-            cache = self._cache if kind == "vec" and self._cache_table == name else None
             if dirty:
-                await self._write(name, kind, dirty, self.embedder, cache, append=False)
+                await self._write(name, kind, dirty, self.embedder, None, append=False, mirror=True)
             if gone:
                 await anyio.to_thread.run_sync(self._store.delete, name, gone)
-                if cache is not None:
-                    cache.delete(gone)
+                if kind == "vec":
+                    self._mirror(name, lambda c, gone=gone: c.delete(gone))
 
             def record(conn: sqlite3.Connection, batch: _Batch = batch) -> None:
                 conn.executemany(
@@ -456,18 +475,30 @@ class RetrievalService:
 
             def load() -> VectorCache:
                 ids, notes, hashes, matrix = self._store.load_vectors(name)
-                cache = VectorCache(self.embedder.info.dimension, capacity=len(ids) + 1024)
+                cache = VectorCache(matrix.shape[1], capacity=len(ids) + 1024)  # the table's, not the embedder's
                 cache.upsert(ids, notes, hashes, matrix)
                 return cache
 
-            self._cache = await anyio.to_thread.run_sync(load)
-            self._cache_table = name
-            return self._cache
+            self._cache_loading, self._cache_backlog = name, []
+            try:
+                cache = await anyio.to_thread.run_sync(load)
+                for op in self._cache_backlog:  # writes committed while it loaded
+                    op(cache)
+            except Exception:
+                if self._meta.get("vec_table") == name:
+                    raise
+                cache = None  # a rebuild swapped in a new table (and dropped this one) meanwhile
+            finally:
+                self._cache_loading, self._cache_backlog = None, []
+            if cache is None or self._meta.get("vec_table") != name:  # swapped or dropped meanwhile
+                return self._cache if self._cache_table == self._meta.get("vec_table") else None
+            self._cache, self._cache_table = cache, name
+            return cache
 
     async def _filter_note_ids(self, filters: SearchFilters | None) -> list[str] | None:
-        if filters is None or (filters.note_ids is None and filters.folder is None):
+        folder = normalize_folder(filters.folder) if filters is not None else None  # "" and "/": the root
+        if filters is None or (filters.note_ids is None and folder is None):
             return None
-        folder = normalize_folder(filters.folder)
 
         def work(conn: sqlite3.Connection) -> list[str]:
             if folder is None:
@@ -485,16 +516,23 @@ class RetrievalService:
         return await self._db.read(work)
 
     async def _fts_hits(self, query: str, limit: int, note_ids: list[str] | None) -> list[tuple[str, str, float]]:
-        name = self._meta.get("fts_table")
-        if not name:
-            return []
-        return await anyio.to_thread.run_sync(self._store.fts_search, name, query, limit, note_ids)
+        while name := self._meta.get("fts_table"):
+            try:
+                return await anyio.to_thread.run_sync(self._store.fts_search, name, query, limit, note_ids)
+            except Exception:
+                if self._meta.get("fts_table") == name:
+                    raise
+                # a rebuild swapped in a new table (and dropped this one) under the query: ask the new one
+        return []
 
     async def _vector_hits(
-        self, query: str, limit: int, note_ids: list[str] | None
+        self, query: str, limit: int, note_ids: list[str] | None, embedder: Embedder
     ) -> tuple[list[tuple[str, str, float]], np.ndarray]:
-        embedder = self.embedder
+        """``embedder``: the one whose model the search found compatible (a switch meanwhile does not count)."""
         cache = await self._vector_cache()
+        model = self._meta.get("vec_model")
+        if model is not None and model != embedder.info.as_dict():  # a rebuild swapped in another model meanwhile
+            raise _mismatch(embedder.info.as_dict(), model)
 
         def work() -> tuple[list[tuple[str, str, float]], np.ndarray]:  # one thread hop for both steps
             qvec = self._embed(embedder, [query])[0]
@@ -520,6 +558,7 @@ class RetrievalService:
             filters = SearchFilters.model_validate(filters)
         prof = profile if isinstance(profile, RetrievalProfile) else get_profile(profile)
         k = top_k or prof.context_top_k
+        embedder = self.embedder  # the query is embedded by the model checked here, even if switched meanwhile
         if mode != "fts":
             self._check_compatible()
         note_ids = await self._filter_note_ids(filters)
@@ -527,8 +566,8 @@ class RetrievalService:
         vec: list[tuple[str, str, float]] = []
         qvec: np.ndarray | None = None
         if note_ids != []:
-            fts_limit = prof.fts_recall if mode == "hybrid" else max(prof.fts_recall, k)
-            vec_limit = prof.vector_recall if mode == "hybrid" else max(prof.vector_recall, k)
+            fts_limit = max(prof.fts_recall, k)  # every stage sees at least top_k candidates
+            vec_limit = max(prof.vector_recall, k)
 
             async def run_fts() -> None:
                 nonlocal fts
@@ -536,7 +575,7 @@ class RetrievalService:
 
             async def run_vec() -> None:
                 nonlocal vec, qvec
-                vec, qvec = await self._vector_hits(query, vec_limit, note_ids)
+                vec, qvec = await self._vector_hits(query, vec_limit, note_ids, embedder)
 
             async with anyio.create_task_group() as tg:
                 if mode != "vector":
@@ -605,7 +644,7 @@ class RetrievalService:
             )
             order = [(b, details[b].rrf_score or 0.0) for b in fused]
             if prof.rerank and order:
-                order = await self._rerank(query, qvec, order, prof, rows, details)
+                order = await self._rerank(query, qvec, order, prof, k, rows, details)
         hits: list[SearchHit] = []
         for bid, score in order:
             if score < prof.score_threshold:
@@ -635,12 +674,13 @@ class RetrievalService:
         qvec: np.ndarray | None,
         order: list[tuple[str, float]],
         prof: RetrievalProfile,
+        k: int,
         rows: dict[str, sqlite3.Row],
         details: dict[str, RankDetails],
     ) -> list[tuple[str, float]]:
         from .rerank import Candidate
 
-        head = order[: prof.rerank_candidates]
+        head = order[: max(prof.rerank_candidates, k)]
         cache = self._cache if self._cache_table == self._meta.get("vec_table") else None
         candidates = [
             Candidate(bid, rows[bid]["text"], cache.vector_of(bid) if cache is not None else None) for bid, _ in head

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 from pydantic import ValidationError
 
@@ -158,3 +162,67 @@ async def test_change_listener_runs_after_commit_and_its_failure_is_contained(kn
     await knowledge.update_note(UpdateNoteParams(note_id=note.note_id, title="u"))
     await knowledge.delete_note(note.note_id)
     assert calls == [1, 1, 1]
+
+
+async def test_import_refuses_unusable_paths_with_a_typed_error(knowledge: KnowledgeService) -> None:
+    assert await _code(knowledge.import_attachment("/tmp/a\x00b.txt")) == (400, "INVALID_PATH")
+    assert await _code(knowledge.import_attachment("~no_such_user_metona/a.txt")) == (400, "INVALID_PATH")
+
+
+async def test_a_fifo_swapped_in_after_the_check_does_not_hang_the_copy(
+    knowledge: KnowledgeService, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    try:
+        with anyio.fail_after(10):  # before the fix the open blocked until a writer came
+            with pytest.raises(SidecarError) as info:
+                await anyio.to_thread.run_sync(
+                    knowledge._copy_in, fifo, "att_000000000000000000000000", "", abandon_on_cancel=True
+                )
+        assert (info.value.status, info.value.code) == (400, "INVALID_PATH")
+    finally:  # release a blocked open, if any
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert list(knowledge.attachments_dir.iterdir()) == []
+
+
+async def test_restart_removes_files_a_crash_left_without_a_record(knowledge: KnowledgeService, tmp_path: Path) -> None:
+    src = tmp_path / "a.pdf"
+    src.write_bytes(b"%PDF-1.4 body")
+    kept = await knowledge.import_attachment(str(src))
+    deleted = await knowledge.import_attachment(str(src))
+    # kill -9 after the copy was renamed into place, before the record was inserted
+    orphan, *_ = knowledge._copy_in(src, "att_" + "0" * 24, ".pdf")
+    # kill -9 after the delete committed, before the file was unlinked
+    await knowledge._db.run(
+        lambda conn: conn.execute("DELETE FROM kn_attachments WHERE attachment_id = ?", (deleted.attachment_id,))
+    )
+    (knowledge.attachments_dir / "notes.txt").write_text("not ours")
+    await knowledge.migrate()  # what a restart runs before serving
+    names = sorted(p.name for p in knowledge.attachments_dir.iterdir())
+    assert names == sorted([f"{kept.attachment_id}.pdf", "notes.txt"]), orphan
+    assert (await knowledge.attachment_path(kept.attachment_id)).read_bytes() == b"%PDF-1.4 body"
+
+
+async def test_a_file_that_cannot_be_unlinked_does_not_fail_a_committed_delete(
+    knowledge: KnowledgeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Windows a file another process holds open cannot be removed: the record is already gone, so the
+    delete succeeds (the next start sweeps the file) instead of answering -32603 for a done deletion."""
+    src = tmp_path / "a.pdf"
+    src.write_bytes(b"%PDF-1.4 body")
+    att = await knowledge.import_attachment(str(src))
+    real_unlink = Path.unlink
+
+    def busy(self: Path, missing_ok: bool = False) -> None:
+        if self.parent == knowledge.attachments_dir:
+            raise PermissionError(13, "in use")
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", busy)
+    assert (await knowledge.delete_attachment(att.attachment_id)).deleted
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    assert await _code(knowledge.get_attachment(att.attachment_id)) == (404, "ATTACHMENT_NOT_FOUND")
+    await knowledge.migrate()
+    assert list(knowledge.attachments_dir.iterdir()) == []

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from sidecar.embeddings import HashEmbedder
 from sidecar.errors import BadRequestError, NotFoundError
 from sidecar.memory.models import (
+    MAX_EPOCH_MS,
     MemoryAddParams,
     MemoryCompactParams,
     MemoryDeleteParams,
@@ -87,6 +88,16 @@ async def test_expiry_rules(hashed: MemoryService, clock: Clock) -> None:
         MemoryAddParams(content="x", type="procedural")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         MemoryAddParams(content="x", type="episodic", importance=1.5)
+
+
+async def test_an_expiry_beyond_the_representable_range_is_a_validation_error(hashed: MemoryService) -> None:
+    """Unix ms past int64 (or a TTL that pushes now past it) used to fail deep in Arrow: a -32603."""
+    for kw in ({"expires_at": 2**63}, {"ttl_ms": 2**63 - 1}, {"expires_at": MAX_EPOCH_MS + 1}):
+        with pytest.raises(ValidationError):
+            MemoryAddParams(content="x", type="episodic", **kw)  # type: ignore[arg-type]
+    far = await hashed.add(MemoryAddParams(content="x", type="episodic", ttl_ms=MAX_EPOCH_MS))
+    assert far.memory.item.expires_at == T0 + MAX_EPOCH_MS
+    assert (await hashed.get(far.memory.item.id)).status == "active"
 
 
 async def test_expired_memories_are_never_searched_and_hidden_from_list(hashed: MemoryService, clock: Clock) -> None:

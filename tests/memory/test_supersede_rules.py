@@ -74,3 +74,22 @@ def test_decide_without_cue_needs_a_frame() -> None:
 def test_decide_ignores_dissimilar_frames() -> None:
     # the frame matches but the embedding says they are about different things
     assert decide("我住在上海", [Candidate("a", "我住在北京", 0.3)]) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a correction cue, and the most similar memory, but another subject AND another value: another fact
+        ("My sister lives in Shanghai", "Actually my brother lives in Beijing"),  # USE cosine 0.57
+        ("我的生日是5月3日", "其实我妻子的生日是6月8日"),
+        ("My birthday is May 3", "Actually, my wife's birthday is June 8"),
+    ],
+)
+def test_a_cue_does_not_supersede_a_statement_about_another_subject(old: str, new: str) -> None:
+    others = [Candidate("z", "I like jazz", 0.53)]  # a vetoed best must not hand the correction to the next one
+    assert decide(new, [Candidate("a", old, 0.57), *others]) == []
+
+
+def test_a_cue_still_corrects_who_holds_a_role() -> None:
+    decisions = decide("Actually, Bob is my manager", [Candidate("a", "Alice is my manager", 0.56)])
+    assert [(d.memory_id, d.reason) for d in decisions] == [("a", "correction")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -168,3 +169,58 @@ async def test_a_cancelled_note_request_is_still_indexed(env: Env) -> None:
         await env.retrieval.wait_background()
     assert (await env.retrieval.status()).vector_index.pending_blocks == 0
     assert len((await env.retrieval.search("epsilon one", "vector")).items) == 2
+
+
+@pytest.mark.parametrize(
+    ("mode", "scope", "method"), [("fts", "fts", "fts_search"), ("vector", "vectors", "load_vectors")]
+)
+async def test_a_search_that_read_the_old_table_survives_the_swap(env: Env, mode: str, scope: str, method: str) -> None:
+    """A query that picked the active table's name just before a rebuild swapped it (and dropped the old
+    table) reaches LanceDB after the drop: it must answer from the new table, not fail with -32603."""
+    note = await env.knowledge.create_note(CreateNoteParams(title="a", content="光合作用"))
+    store = env.retrieval._store
+    real = getattr(store, method)
+    entered, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def held(name: str, *args: Any) -> Any:
+        calls.append(name)
+        if len(calls) == 1:  # the first call waits until the rebuild dropped its table
+            entered.set()
+            assert release.wait(10)
+        return real(name, *args)
+
+    setattr(store, method, held)
+    found: list[list[str]] = []
+
+    async def search() -> None:
+        found.append([h.block_id for h in (await env.retrieval.search("光合作用", mode)).items])  # type: ignore[arg-type]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(search)
+        assert await anyio.to_thread.run_sync(entered.wait, 10)
+        done = await env.jobs.wait((await env.retrieval.rebuild(scope)).job_id)  # type: ignore[arg-type]
+        assert done.status is JobStatus.COMPLETED, done.error
+        assert calls[0] not in _tables(env), "the old table is gone"
+        release.set()
+    assert found == [[note.blocks[0].block_id]]
+
+
+async def test_an_embedder_switch_in_the_middle_of_a_search_never_mixes_models(env: Env) -> None:
+    """index/configure lands after a vector search checked compatibility, before it embedded the query: the
+    query must still be embedded by the model that built the index (here 128-d vs the new 64-d)."""
+    note = await env.knowledge.create_note(CreateNoteParams(title="a", content="光合作用\n\nphotosynthesis"))
+    real = env.retrieval._filter_note_ids
+    switched = False
+
+    async def switch_first(filters: Any) -> Any:
+        nonlocal switched
+        if not switched:
+            switched = True
+            await env.retrieval.configure(EmbedderConfig(kind="hash-v1", dimension=64))
+        return await real(filters)
+
+    env.retrieval._filter_note_ids = switch_first  # type: ignore[method-assign]
+    hits = (await env.retrieval.search("光合作用", "vector")).items
+    assert switched and hits[0].block_id == note.blocks[0].block_id
+    assert await _code(env.retrieval.search("光合作用", "vector")) == (409, "INDEX_MODEL_MISMATCH")

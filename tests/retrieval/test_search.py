@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
+import anyio
+import anyio.to_thread
 import pytest
 
 from sidecar.errors import SidecarError
@@ -124,3 +129,68 @@ async def test_index_survives_restart(env_factory: EnvFactory) -> None:
         assert set(env.embedder.texts) == {"光合作用"}, "only queries were embedded: vectors came from LanceDB"
         status = await env.retrieval.status()
         assert status.status == "idle" and status.vector_index.compatible and status.vector_index.block_count == 2
+
+
+async def test_a_write_committed_while_the_vector_cache_loads_is_not_lost(env: Env) -> None:
+    """The in-memory vector cache loads on the first vector query; a block indexed while it loads (after the
+    load read the table) must still be searchable afterwards, not missing until a restart."""
+    await env.knowledge.create_note(CreateNoteParams(title="a", content="光合作用"))
+    store = env.retrieval._store
+    real_load = store.load_vectors
+    read_done, release = threading.Event(), threading.Event()
+
+    def held_load(name: str) -> Any:  # reads the table, then waits until the write below has committed
+        out = real_load(name)
+        read_done.set()
+        assert release.wait(10)
+        return out
+
+    store.load_vectors = held_load  # type: ignore[method-assign]
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(env.retrieval.search, "光合作用", "vector")
+        assert await anyio.to_thread.run_sync(read_done.wait, 10)
+        b = await env.knowledge.create_note(CreateNoteParams(title="b", content="photosynthesis in leaves"))
+        release.set()
+    store.load_vectors = real_load  # type: ignore[method-assign]
+    for mode in ("vector", "hybrid"):
+        assert b.blocks[0].block_id in await _ids(env.retrieval, "photosynthesis in leaves", mode), mode
+
+
+async def test_hybrid_honours_a_top_k_above_the_profile_recall(env: Env) -> None:
+    prof = get_profile()
+    n = prof.rerank_candidates + prof.fts_recall // 2 + 5  # more than the profile's hybrid depths
+    for i in range(n):
+        await env.knowledge.create_note(CreateNoteParams(title=f"n{i}", content=f"光合作用 第{i}讲"))
+    for mode in ("fts", "vector", "hybrid"):
+        hits = (await env.retrieval.search("光合作用", mode, top_k=n)).items  # type: ignore[arg-type]
+        assert len(hits) == n, mode
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True), mode
+    plain = prof.model_copy(update={"rerank": False})
+    assert len((await env.retrieval.search("光合作用", "hybrid", plain, top_k=n)).items) == n
+
+
+async def test_a_huge_block_is_embedded_from_its_head_and_fully_searchable(env: Env) -> None:
+    """A pasted log without blank lines is one block of megabytes: the whole of it goes to the embedder
+    (~54 s per MB with USE, and over a remote endpoint's input limit, failing the batch on every retry)."""
+    from sidecar.retrieval.service import EMBED_MAX_CHARS
+
+    content = "进程调度 process scheduling. " * 40_000 + "光合作用"
+    note = await env.knowledge.create_note(CreateNoteParams(title="log", content=content))
+    assert len(note.blocks) == 1 and len(note.blocks[0].text) > 10 * EMBED_MAX_CHARS
+    assert env.embedder.texts and max(len(t) for t in env.embedder.texts) <= EMBED_MAX_CHARS
+    for mode in ("vector", "hybrid"):
+        assert await _ids(env.retrieval, "进程调度 process scheduling", mode) == [note.blocks[0].block_id], mode
+    assert await _ids(env.retrieval, "光合作用", "fts") == [note.blocks[0].block_id], "full text is indexed whole"
+
+
+async def test_a_root_folder_filter_means_every_note_as_in_notes_list(env: Env) -> None:
+    a = await env.knowledge.create_note(CreateNoteParams(title="a", folder="课程", content="光合作用 第一讲"))
+    b = await env.knowledge.create_note(CreateNoteParams(title="b", content="光合作用 第二讲"))
+    assert (await env.knowledge.list_notes(folder="/")).page.total == 2
+    for folder in ("", "/", " / "):
+        for mode in ("fts", "vector", "hybrid"):
+            hits = (await env.retrieval.search("光合作用", mode, filters={"folder": folder})).items  # type: ignore[arg-type]
+            assert {h.note_id for h in hits} == {a.note_id, b.note_id}, (folder, mode)
+    only_b = {"folder": "/", "note_ids": [b.note_id]}
+    assert {h.note_id for h in (await env.retrieval.search("光合作用", "fts", filters=only_b)).items} == {b.note_id}

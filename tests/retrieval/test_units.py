@@ -165,3 +165,28 @@ def test_ivf_layout_keeps_results_close_to_exact_and_follows_writes() -> None:
     left = cache.search(q, 5000, exact=True)
     assert len(left) == len(ids) - len(ids) * 3 // 4
     assert {h[0] for h in cache.search(q, 5)} <= {h[0] for h in left}
+
+
+@pytest.mark.parametrize(
+    "embeddings",
+    [
+        [["a", "b"]],  # not numbers
+        [[1.0, 2.0], [1.0]],  # ragged
+        [[]],  # no dimension
+        [7],  # not a vector
+        [[float("nan"), 1.0]],  # json.loads takes NaN; the wire answer could not carry it
+    ],
+)
+def test_a_malformed_embeddings_body_is_an_upstream_error(embeddings: list[object]) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = '{"embeddings": ' + str(embeddings).replace("'", '"').replace("nan", "NaN") + "}"
+        return httpx.Response(200, content=body.encode(), headers={"content-type": "application/json"})
+
+    emb = RemoteEmbedder("ollama", "http://localhost:1", "m", transport=httpx.MockTransport(handler))
+    with pytest.raises(SidecarError) as info:
+        emb.embed(["x"] * len(embeddings))
+    assert (info.value.status, info.value.code) == (502, "EMBEDDER_FAILED")
+    fixed = RemoteEmbedder("ollama", "http://localhost:1", "m", 2, transport=httpx.MockTransport(handler))
+    with pytest.raises(SidecarError) as info:
+        fixed.embed(["x"] * len(embeddings))
+    assert (info.value.status, info.value.code) == (502, "EMBEDDER_FAILED")
