@@ -53,7 +53,7 @@ class CursorPage(Phase2Model, Generic[T]):
 
 class PageParams(Params):
     limit: int = Field(50, ge=1, le=500)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=2**31 - 1)
 
 
 class CursorParams(Params):

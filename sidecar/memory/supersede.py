@@ -38,7 +38,7 @@ SupersedeReason = Literal["explicit", "correction", "changed_value", "negation"]
 
 CORRECTION_MIN_SIMILARITY = 0.5
 CORRECTION_TIE_MARGIN = 0.03
-FRAME_MIN_SIMILARITY = 0.4
+FRAME_MIN_SIMILARITY = 0.6
 FRAME_MIN_SHARED = 0.5
 
 _ZH_CUES = (
