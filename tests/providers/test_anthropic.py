@@ -27,6 +27,7 @@ from sidecar.providers.base import ProviderConfig
 from sidecar.providers.errors import ProviderError, phase2_code
 from sidecar.providers.models import CONSERVATIVE, THINKING, TOOL_CALLING, VISION
 from sidecar.providers.presets import PRESETS
+from tests.providers.support import request, tool
 
 pytestmark = pytest.mark.anyio
 
@@ -98,47 +99,6 @@ def config(vendor: str, **options: Any) -> ProviderConfig:
 
 def adapter(vendor: str, replay: Replay, **options: Any) -> AnthropicAdapter:
     return AnthropicAdapter(config(vendor, **options), transport=httpx.MockTransport(replay))
-
-
-def request(
-    messages: list[dict[str, Any]] | None = None,
-    *,
-    params: dict[str, Any] | None = None,
-    tools: list[dict[str, Any]] | None = None,
-    constraints: dict[str, Any] | None = None,
-) -> MetonaRequest:
-    data: dict[str, Any] = {
-        "meta": {"sessionId": "s_1", "iteration": 1, "requestId": "r_1", "timestamp": 1, "agentVersion": "1.0.0"},
-        "systemPrompt": {
-            "roleDefinition": "You are Metona.",
-            "outputConstraints": "Answer briefly.",
-            "safetyGuidelines": "Be safe.",
-            "dynamicReminders": "Today is Monday.",
-        },
-        "messages": messages or [{"role": "user", "content": "Hello", "timestamp": 1}],
-        "params": params or {},
-    }
-    if tools is not None:
-        data["tools"] = tools
-    if constraints is not None:
-        data["constraints"] = constraints
-    return MetonaRequest.model_validate(data)
-
-
-def tool(name: str, prop: str = "location") -> dict[str, Any]:
-    return {
-        "name": name,
-        "description": f"the {name} tool",
-        "parameters": {
-            "type": "object",
-            "properties": {prop: {"type": "string", "description": "where"}},
-            "required": [prop],
-        },
-        "category": "network",
-        "riskLevel": "safe",
-        "requiresPermission": False,
-        "timeoutMs": 1000,
-    }
 
 
 async def stream(vendor: str, name: str, req: MetonaRequest | None = None, **options: Any):
