@@ -107,19 +107,25 @@ class SecretStore:
         return cls(db, load_master_key(key_file))
 
     async def set(self, name: str, value: str) -> None:
+        await self._db.run(lambda conn: self.put_in(conn, name, value))
+
+    def put_in(self, conn: sqlite3.Connection, name: str, value: str) -> None:
+        """Store ``name`` inside the caller's transaction (``Database.run``): a record and its secret commit
+        together or not at all."""
         nonce = os.urandom(_NONCE)
         ciphertext = self._aead.encrypt(nonce, value.encode("utf-8"), name.encode("utf-8"))
         now = now_iso()
+        conn.execute(
+            "INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, "
+            "updated_at = excluded.updated_at",
+            (name, nonce, ciphertext, now, now),
+        )
 
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO secrets (name, nonce, ciphertext, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET nonce = excluded.nonce, ciphertext = excluded.ciphertext, "
-                "updated_at = excluded.updated_at",
-                (name, nonce, ciphertext, now, now),
-            )
-
-        await self._db.run(write)
+    @staticmethod
+    def delete_in(conn: sqlite3.Connection, name: str) -> int:
+        """Remove ``name`` inside the caller's transaction; the number of rows removed."""
+        return conn.execute("DELETE FROM secrets WHERE name = ?", (name,)).rowcount
 
     async def get(self, name: str) -> str | None:
         """The clear text of ``name`` (None if unset). For the provider layer's memory only — never return it."""
@@ -152,7 +158,4 @@ class SecretStore:
         return {r[0] for r in rows}
 
     async def delete(self, name: str) -> bool:
-        def remove(conn: sqlite3.Connection) -> int:
-            return conn.execute("DELETE FROM secrets WHERE name = ?", (name,)).rowcount
-
-        return bool(await self._db.run(remove))
+        return bool(await self._db.run(lambda conn: self.delete_in(conn, name)))

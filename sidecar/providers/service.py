@@ -193,13 +193,14 @@ class ProviderService:
                 f"INSERT INTO providers ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (pid, *[row[c] for c in _COLUMNS.split(", ")[1:]]),
             )
+            # one transaction: a crash never leaves a provider without the key it was created with
+            if api_key:
+                self._secrets.put_in(conn, _key_name(pid), api_key)
+            if headers:
+                self._secrets.put_in(conn, _headers_name(pid), json.dumps(headers))
             return pid
 
         pid = await self._db.run(insert)
-        if api_key:
-            await self._secrets.set(_key_name(pid), api_key)
-        if headers:
-            await self._secrets.set(_headers_name(pid), json.dumps(headers))
         return await self.get(pid)
 
     async def get(self, provider_id: str) -> Provider:
@@ -244,18 +245,18 @@ class ProviderService:
         def write(conn: sqlite3.Connection) -> None:
             sets = ", ".join(f"{k} = ?" for k in changes)
             conn.execute(f"UPDATE providers SET {sets} WHERE provider_id = ?", (*changes.values(), provider_id))
+            if api_key is not None:
+                if api_key:
+                    self._secrets.put_in(conn, _key_name(provider_id), api_key)
+                else:
+                    self._secrets.delete_in(conn, _key_name(provider_id))
+            if headers is not None:
+                if headers:
+                    self._secrets.put_in(conn, _headers_name(provider_id), json.dumps(headers))
+                else:
+                    self._secrets.delete_in(conn, _headers_name(provider_id))
 
         await self._db.run(write)
-        if api_key is not None:
-            if api_key:
-                await self._secrets.set(_key_name(provider_id), api_key)
-            else:
-                await self._secrets.delete(_key_name(provider_id))
-        if headers is not None:
-            if headers:
-                await self._secrets.set(_headers_name(provider_id), json.dumps(headers))
-            else:
-                await self._secrets.delete(_headers_name(provider_id))
         await self._forget(provider_id)
         return await self.get(provider_id)
 
@@ -265,9 +266,13 @@ class ProviderService:
 
     async def delete(self, provider_id: str) -> None:
         await self._row(provider_id)
-        await self._db.run(lambda conn: conn.execute("DELETE FROM providers WHERE provider_id = ?", (provider_id,)))
-        await self._secrets.delete(_key_name(provider_id))
-        await self._secrets.delete(_headers_name(provider_id))
+
+        def remove(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM providers WHERE provider_id = ?", (provider_id,))
+            self._secrets.delete_in(conn, _key_name(provider_id))
+            self._secrets.delete_in(conn, _headers_name(provider_id))
+
+        await self._db.run(remove)
         await self._forget(provider_id)
 
     # ---- adapters -------------------------------------------------------------------------------------------

@@ -530,3 +530,24 @@ async def test_extra_headers_are_secrets_too(env: Any, tmp_path: Path) -> None:
     for path in (tmp_path / "data").rglob("*"):
         if path.is_file():
             assert CANARY.encode() not in path.read_bytes(), path
+
+
+async def test_a_provider_and_its_key_commit_together(env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    service, _config, _db = env
+    secrets = service._secrets
+
+    def broken(conn: sqlite3.Connection, name: str, value: str) -> None:
+        raise OSError("disk went away mid-transaction")
+
+    monkeypatch.setattr(secrets, "put_in", broken)
+    with pytest.raises(OSError):
+        await service.create(preset="openai", provider_id="half", api_key=CANARY)
+    assert await service.list() == []  # no provider without the key it was created with
+    monkeypatch.undo()
+    await service.create(preset="openai", provider_id="whole", api_key=CANARY)
+    monkeypatch.setattr(secrets, "put_in", broken)
+    with pytest.raises(OSError):
+        await service.update("whole", display_name="renamed", api_key="sk-new")
+    assert (await service.get("whole")).display_name == "OpenAI"  # the update rolled back as a whole
+    monkeypatch.undo()
+    assert (await service.adapter("whole")).config.api_key == CANARY
