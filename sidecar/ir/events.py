@@ -29,6 +29,10 @@ _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), chec
 
 # The fixed head of every line (%d also renders a stray bool as a JSON number), then the nested payloads.
 _HEAD = '{"type":%s,"requestId":%s,"sessionId":%s,"iteration":%d,"seq":%d,"timestamp":%d'
+_HEAD_TO_SEQ = '{"type":%s,"requestId":%s,"sessionId":%s,"iteration":%d,"seq":'
+_SEQ_TIMESTAMP = '%d,"timestamp":%d'
+_HEADS: dict[tuple[str, str, str, int], str] = {}
+_HEADS_MAX = 1024
 _NESTED = (
     ("tool_call_delta", ',"toolCallDelta":'),
     ("tool_call", ',"toolCall":'),
@@ -97,14 +101,29 @@ class MetonaStreamEvent(WireModel):
 
     def _render(self, esc: Callable[[str], str], encoder: json.JSONEncoder) -> str:
         f = self.__dict__
-        line = _HEAD % (
-            esc(f["type"]),
-            esc(f["request_id"]),
-            esc(f["session_id"]),
-            f["iteration"],
-            f["seq"],
-            f["timestamp"],
-        )
+        if esc is _esc:
+            # the head up to "seq" is the same for every event of one request: escape it once
+            key = (f["type"], f["request_id"], f["session_id"], f["iteration"])
+            head = _HEADS.get(key)
+            if head is None:
+                if len(_HEADS) >= _HEADS_MAX:
+                    _HEADS.clear()
+                head = _HEADS[key] = _HEAD_TO_SEQ % (
+                    esc(f["type"]),
+                    esc(f["request_id"]),
+                    esc(f["session_id"]),
+                    f["iteration"],
+                )
+            line = head + _SEQ_TIMESTAMP % (f["seq"], f["timestamp"])
+        else:
+            line = _HEAD % (
+                esc(f["type"]),
+                esc(f["request_id"]),
+                esc(f["session_id"]),
+                f["iteration"],
+                f["seq"],
+                f["timestamp"],
+            )
         if f["delta"] is not None:
             line += ',"delta":' + esc(f["delta"])
         for name, key in _NESTED:

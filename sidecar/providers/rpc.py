@@ -68,7 +68,7 @@ def methods(providers: ProviderService) -> list[Method[Any, Any]]:
             raise to_sidecar_error(exc) from None
 
     async def stream(ctx: RequestContext, p: ChatParams) -> MetonaResponse:
-        send_line = ctx.send_line
+        send_line = ctx.outbox.send_line  # the hot path of a stream: one call layer less per line
 
         async def emit(event: MetonaStreamEvent) -> None:
             await send_line(event.to_line())
