@@ -29,7 +29,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaModelInfo, MetonaRequest, MetonaTokenUsage
+from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaRequest, MetonaTokenUsage
 from . import _http
 from .base import BaseAdapter, system_text, tools_allowed
 from .errors import ProviderError, code_for_status, json_body, provider_error, retry_after_ms, safe_message
@@ -402,24 +402,14 @@ class AnthropicAdapter(BaseAdapter):
         specs.extend(spec for spec in self.config.models if spec.id not in seen)
         return specs
 
-    async def list_models(self) -> list[MetonaModelInfo]:
-        return [spec.to_ir(self.config.provider_id) for spec in await self.model_specs()]
-
     async def _fetch_models(self) -> list[tuple[str, str]]:
-        client = self.client()
-        provider = self.config.provider_id
-        url = self.config.base_url.rstrip("/") + self.models_path
         found: list[tuple[str, str]] = []
         after: str | None = None
         for _ in range(MAX_MODEL_PAGES):
             query: dict[str, str | int] = {"limit": 1000}
             if after:
                 query["after_id"] = after
-            with _http.transport_errors(provider):
-                response = await client.get(url, params=query, headers=self.headers())
-            if response.status_code >= 400:
-                raise self.error_from_response(response.status_code, response.headers, response.content)
-            data = json_body(response.content)
+            data = await self.request_json("GET", self.models_path, params=query)
             items = data.get("data") if isinstance(data, dict) else None
             if not isinstance(items, list):
                 raise self.protocol_error("the model list has no data array", interrupted=False)

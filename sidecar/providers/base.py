@@ -97,7 +97,28 @@ class BaseAdapter:
         return await self._collect(request, model, on_event)
 
     async def list_models(self) -> list[MetonaModelInfo]:
-        return [spec.to_ir(self.config.provider_id) for spec in self.config.models]
+        return [spec.to_ir(self.config.provider_id) for spec in await self.model_specs()]
+
+    async def model_specs(self) -> list[ModelSpec]:
+        """The provider's models (the phase-2 ``providers/models`` view): the configured ones, unless the vendor
+        lists its own (adapters override this)."""
+        return list(self.config.models)
+
+    async def request_json(
+        self, method: str, path: str, *, body: Any = None, params: Mapping[str, Any] | None = None
+    ) -> Any:
+        """A small JSON request beside the chat calls (model lists, versions), its errors mapped like theirs."""
+        client = self.client()
+        url = self.config.base_url.rstrip("/") + path
+        with _http.transport_errors(self.config.provider_id):
+            response = await client.request(method, url, json=body, params=params, headers=self.headers())
+        if response.status_code >= 400:
+            content = response.content[: _http.MAX_ERROR_BODY]
+            raise self.error_from_response(response.status_code, response.headers, content)
+        data = json_body(response.content)
+        if data is None:
+            raise self.protocol_error(f"{path}: the answer is not JSON", interrupted=False)
+        return data
 
     # ---- the engine ------------------------------------------------------------------------------------
 

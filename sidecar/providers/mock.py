@@ -13,7 +13,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaModelInfo, MetonaRequest, MetonaTokenUsage
+from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaRequest, MetonaTokenUsage
 from .base import BaseAdapter
 from .errors import provider_error
 from .stream import StreamAssembler
@@ -68,12 +68,6 @@ class MockAdapter(BaseAdapter):
         raw = config.options.get("script")
         self.script = MockScript.model_validate(raw) if raw is not None else MockScript()
         self._failures: dict[int, int] = {}
-
-    async def list_models(self) -> list[MetonaModelInfo]:
-        return [spec.to_ir(self.config.provider_id) for spec in self.config.models]
-
-    async def health_check(self) -> bool:
-        return True
 
     async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
         index = min(request.meta.iteration, len(self.script.turns)) - 1

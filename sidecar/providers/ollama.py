@@ -25,7 +25,6 @@ from ..ir import (
     MetonaErrorCode,
     MetonaFinishReason,
     MetonaMessage,
-    MetonaModelInfo,
     MetonaPerfStats,
     MetonaRequest,
     MetonaTokenUsage,
@@ -33,7 +32,7 @@ from ..ir import (
 )
 from . import _http
 from .base import BaseAdapter, ProviderConfig, system_text, tools_allowed
-from .errors import ProviderError, json_body, provider_error, safe_message
+from .errors import ProviderError, provider_error, safe_message
 from .models import CHAT, CONSERVATIVE, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from .stream import StreamAssembler
 
@@ -93,9 +92,6 @@ class OllamaAdapter(BaseAdapter):
         except ProviderError:
             return False
         return True
-
-    async def list_models(self) -> list[MetonaModelInfo]:
-        return [spec.to_ir(self.config.provider_id) for spec in await self.model_specs()]
 
     async def model_specs(self) -> list[ModelSpec]:
         """The local models (``/api/tags``), each with what ``/api/show`` says about it; chat models only."""
@@ -369,17 +365,10 @@ class OllamaAdapter(BaseAdapter):
     # ---- models -----------------------------------------------------------------------------------------
 
     async def _request_json(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        client = self.client()
-        url = self.config.base_url.rstrip("/") + path
         try:
-            with _http.transport_errors(self.config.provider_id):
-                response = await client.request(method, url, json=body, headers=self.headers())
-                content = response.content[: _http.MAX_ERROR_BODY] if response.status_code >= 400 else response.content
+            data = await self.request_json(method, path, body=body)
         except ProviderError as exc:
             raise self._unreachable(exc) from None
-        if response.status_code >= 400:
-            raise self.error_from_response(response.status_code, response.headers, content)
-        data = json_body(content)
         if not isinstance(data, dict):
             raise self.protocol_error(f"{path}: the answer is not a JSON object", interrupted=False)
         return data

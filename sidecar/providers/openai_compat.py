@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaModelInfo, MetonaRequest, MetonaTokenUsage
+from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaRequest, MetonaTokenUsage
 from . import _http
 from .base import BaseAdapter, system_text, tools_allowed
 from .errors import (
@@ -458,9 +458,6 @@ class OpenAICompatAdapter(BaseAdapter):
 
     # ---- models ----------------------------------------------------------------------------------------------
 
-    async def list_models(self) -> list[MetonaModelInfo]:
-        return [spec.to_ir(self.config.provider_id) for spec in await self.model_specs()]
-
     async def model_specs(self) -> list[ModelSpec]:
         """``GET {base_url}/models`` merged with what we know (the phase-2 ``providers/models`` view).
 
@@ -470,7 +467,7 @@ class OpenAICompatAdapter(BaseAdapter):
         id that is plainly not a chat model (embeddings, audio, image, video) is left out. Known models the server
         did not list follow (an alias it no longer lists may still answer).
         """
-        data = await self._get_json("/models")
+        data = await self.request_json("GET", "/models")
         items = data.get("data") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise self.protocol_error("the model list has no data array", interrupted=False)
@@ -506,25 +503,6 @@ class OpenAICompatAdapter(BaseAdapter):
         specs = {m.id: m for m in preset.models} if preset else {}
         specs.update({m.id: m for m in self.config.models})
         return specs
-
-    async def _get_json(self, path: str) -> Any:
-        provider = self.config.provider_id
-        client = self.client()
-        with _http.transport_errors(provider):
-            request = client.build_request("GET", self.config.base_url.rstrip("/") + path, headers=self.headers())
-            response = await client.send(request, stream=True)
-        try:
-            with _http.transport_errors(provider):
-                if response.status_code >= 400:
-                    body = await _http.read_error_body(response)
-                    raise self.error_from_response(response.status_code, response.headers, body)
-                body = await response.aread()
-        finally:
-            await response.aclose()
-        data = json_body(body)
-        if data is None:
-            raise self.protocol_error("the model list is not JSON", interrupted=False)
-        return data
 
 
 class _StreamState:

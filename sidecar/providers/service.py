@@ -292,7 +292,7 @@ class ProviderService:
     async def models(self, provider_id: str) -> list[ModelInfo]:
         adapter = await self.adapter(provider_id)
         with _redacting(adapter):
-            specs = await self._model_specs(adapter)
+            specs = await adapter.model_specs()
         return [ModelInfo.model_validate(s.to_phase2()) for s in specs]
 
     async def test(
@@ -333,7 +333,7 @@ class ProviderService:
         try:
             with _redacting(adapter):
                 self._require_key(adapter)
-                count = len(await self._model_specs(adapter))
+                count = len(await adapter.model_specs())
                 if model:
                     ping = _ping_request()
                     await adapter.run(ping, model, adapter.assembler(ping, model, None), stream=False)
@@ -562,12 +562,6 @@ class ProviderService:
                 retryable=False,
                 provider_code="missing_api_key",
             )
-
-    async def _model_specs(self, adapter: BaseAdapter) -> list[ModelSpec]:
-        specs = getattr(adapter, "model_specs", None)
-        if specs is not None:
-            return list(await specs())
-        return list(adapter.config.models)
 
     async def _row(self, provider_id: str) -> tuple[Any, ...]:
         row = await self._db.read(
