@@ -2,61 +2,24 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from sidecar.embeddings import HashEmbedder
 from sidecar.memory.models import MemoryListParams, MemorySearchParams
 from sidecar.memory.service import MemoryService
+from tests.support.kill9 import READY, run_and_kill
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")]
 
-ROOT = Path(__file__).resolve().parents[2]
 WRITER = Path(__file__).with_name("kill9_writer.py")
 
 
 async def _run_and_kill(data_dir: Path, stderr_path: Path, min_reported: int) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    reported: list[str] = []
-    with stderr_path.open("ab") as err:
-        proc = await anyio.open_process(
-            [sys.executable, str(WRITER), str(data_dir)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            cwd=ROOT,
-            env=env,
-        )
-        try:
-            assert proc.stdout is not None
-            lines = BufferedByteReceiveStream(proc.stdout)
-            with anyio.fail_after(60):
-                while len(reported) < min_reported:
-                    line = (await lines.receive_until(b"\n", 128)).decode()
-                    if line != "ready":
-                        reported.append(line)
-                proc.send_signal(signal.SIGKILL)  # the writer is mid-way through its next add
-                assert await proc.wait() == -signal.SIGKILL
-                while True:
-                    try:
-                        line = (await lines.receive_until(b"\n", 128)).decode()
-                    except (anyio.EndOfStream, anyio.IncompleteRead):
-                        break
-                    if line != "ready":
-                        reported.append(line)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            await proc.aclose()
-    return reported
+    lines = await run_and_kill(WRITER, [str(data_dir)], stderr_path, min_reported)
+    return [line for line in lines if line != READY]
 
 
 async def test_sigkill_leaves_no_half_applied_supersession(tmp_path: Path) -> None:

@@ -2,61 +2,26 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
-import anyio
 import pytest
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog
+from tests.support.kill9 import READY, run_and_kill
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(sys.platform == "win32", reason="needs SIGKILL")]
 
-ROOT = Path(__file__).resolve().parents[2]
 WRITER = Path(__file__).with_name("kill9_writer.py")
 RESOURCE = "job_kill9"
 
 
 async def _run_and_kill(data_dir: Path, stderr_path: Path, min_reported: int) -> list[int]:
     """Start the writer, read committed sequences until at least ``min_reported``, then SIGKILL it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    reported: list[int] = []
-    with stderr_path.open("ab") as err:
-        proc = await anyio.open_process(
-            [sys.executable, str(WRITER), str(data_dir), RESOURCE],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            cwd=ROOT,
-            env=env,
-        )
-        try:
-            assert proc.stdout is not None
-            lines = BufferedByteReceiveStream(proc.stdout)
-            with anyio.fail_after(60):
-                assert await lines.receive_until(b"\n", 64) == b"ready"
-                while len(reported) < min_reported:
-                    reported.append(int(await lines.receive_until(b"\n", 64)))
-                # The writer is still appending as fast as it can: this kill lands mid-run.
-                proc.send_signal(signal.SIGKILL)
-                assert await proc.wait() == -signal.SIGKILL
-                # Lines already in the pipe are commits too: drain them.
-                while True:
-                    try:
-                        reported.append(int(await lines.receive_until(b"\n", 64)))
-                    except (anyio.EndOfStream, anyio.IncompleteRead):
-                        break
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            await proc.aclose()
-    return reported
+    lines = await run_and_kill(WRITER, [str(data_dir), RESOURCE], stderr_path, min_reported)
+    assert lines[0] == READY
+    return [int(line) for line in lines[1:]]
 
 
 async def test_committed_events_survive_sigkill(tmp_path: Path) -> None:
