@@ -32,7 +32,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaRequest, MetonaTokenUsage
 from . import _http
 from .base import BaseAdapter, system_text, tools_allowed
-from .errors import ProviderError, code_for_status, json_body, provider_error, retry_after_ms, safe_message
+from .errors import (
+    ProviderError,
+    code_for_status,
+    provider_error,
+    retryable_for,
+    safe_message,
+)
 from .models import ModelSpec
 
 if TYPE_CHECKING:
@@ -302,7 +308,7 @@ class AnthropicAdapter(BaseAdapter):
             code,
             f"{self.config.provider_id}: {etype or 'error'}: {safe_message(message or 'no message')}",
             self.config.provider_id,
-            retryable=_retryable(code, status),
+            retryable=retryable_for(code, status),
             provider_code=etype or None,
             interrupted=interrupted,
         )
@@ -338,20 +344,6 @@ class AnthropicAdapter(BaseAdapter):
             asm.finish(reason)
 
     # ---- errors ------------------------------------------------------------------------------------------
-
-    def error_from_response(self, status: int, headers: Mapping[str, str], body: bytes) -> ProviderError:
-        data = json_body(body)
-        message, provider_code = self.error_details(data, body)
-        code = self.classify_error(status, provider_code, message)
-        return provider_error(
-            code,
-            f"{self.config.provider_id}: HTTP {status}: {safe_message(message)}",
-            self.config.provider_id,
-            retryable=_retryable(code, status),
-            provider_code=provider_code or str(status),
-            retry_after_ms=retry_after_ms(headers),
-            status=status,
-        )
 
     def classify_error(self, status: int, provider_code: str | None, message: str) -> MetonaErrorCode:
         if _CONTEXT_MESSAGES.search(message):
@@ -423,12 +415,6 @@ class AnthropicAdapter(BaseAdapter):
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
-
-
-def _retryable(code: MetonaErrorCode, status: int) -> bool:
-    return code in (C.RATE_LIMITED, C.MODEL_OVERLOADED, C.NETWORK_ERROR, C.NETWORK_TIMEOUT) or (
-        code is C.UNKNOWN and status >= 500
-    )
 
 
 def _usage(raw: Mapping[str, Any]) -> MetonaTokenUsage:

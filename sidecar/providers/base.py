@@ -21,7 +21,15 @@ import anyio
 from ..ir import MetonaErrorCode, MetonaModelInfo, MetonaRequest, MetonaResponse
 from ..ir.adapter import StreamEventCallback
 from . import _http
-from .errors import ProviderError, code_for_status, json_body, provider_error, retry_after_ms, safe_message
+from .errors import (
+    ProviderError,
+    code_for_status,
+    json_body,
+    provider_error,
+    retry_after_ms,
+    retryable_for,
+    safe_message,
+)
 from .models import ModelSpec
 from .stream import Emit, StreamAssembler
 
@@ -309,17 +317,11 @@ class BaseAdapter:
         message, provider_code = self.error_details(data, body)
         message = self.redact(message)
         code = self.classify_error(status, provider_code, message)
-        retryable = code in (
-            MetonaErrorCode.RATE_LIMITED,
-            MetonaErrorCode.MODEL_OVERLOADED,
-            MetonaErrorCode.NETWORK_ERROR,
-            MetonaErrorCode.NETWORK_TIMEOUT,
-        ) or (code is MetonaErrorCode.UNKNOWN and status >= 500)
         return provider_error(
             code,
             f"{self.config.provider_id}: HTTP {status}: {safe_message(message)}",
             self.config.provider_id,
-            retryable=retryable,
+            retryable=retryable_for(code, status),
             provider_code=provider_code or str(status),
             retry_after_ms=retry_after_ms(headers),
             status=status,

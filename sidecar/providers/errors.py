@@ -66,6 +66,12 @@ def provider_error(
 
 DEFAULT_RETRYABLE = frozenset({C.NETWORK_TIMEOUT, C.NETWORK_ERROR, C.RATE_LIMITED, C.MODEL_OVERLOADED})
 
+
+def retryable_for(code: MetonaErrorCode, status: int) -> bool:
+    """Whether an error answer is worth retrying: a transient code, or an unclassified server-side (5xx) failure."""
+    return code in DEFAULT_RETRYABLE or (code is C.UNKNOWN and status >= 500)
+
+
 # HTTP status → IR code, shared by the OpenAI-compatible, Anthropic and Ollama protocols; each adapter refines it
 # from the body (e.g. OpenAI's 429 ``insufficient_quota`` is QUOTA_EXCEEDED, not RATE_LIMITED).
 HTTP_STATUS_CODES: dict[int, MetonaErrorCode] = {

@@ -38,12 +38,12 @@ from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaReque
 from . import _http
 from .base import BaseAdapter, system_text, tools_allowed
 from .errors import (
-    DEFAULT_RETRYABLE,
     ProviderError,
     code_for_status,
     json_body,
     provider_error,
     retry_after_ms,
+    retryable_for,
     safe_message,
 )
 from .models import THINKING, ModelSpec
@@ -647,9 +647,9 @@ def _error_text(data: Any, provider_code: str | None) -> str:
 
 
 def _retryable(code: MetonaErrorCode, status: int, provider_code: str | None) -> bool:
-    if code in DEFAULT_RETRYABLE:
-        return True
-    return code is C.UNKNOWN and (status >= 500 or (provider_code or "") in ("server_error", "internal_error"))
+    return retryable_for(code, status) or (
+        code is C.UNKNOWN and (provider_code or "") in ("server_error", "internal_error")
+    )
 
 
 def _unknown_spec(model_id: str, item: dict[str, Any]) -> ModelSpec:
