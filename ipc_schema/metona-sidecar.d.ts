@@ -42,6 +42,62 @@ export type MetonaStreamEventType = ("text_delta" | "reasoning_delta" | "tool_ca
 export interface MetonaSidecarIpc {
 methods: {
 /**
+ * A tool result too large for its trace event (referenced by ToolResult.artifact).
+ */
+"agent/artifacts/get": {
+params: ArtifactParams
+result: Artifact
+}
+/**
+ * Answer a run's PermissionRequired: allow_once, allow_always (this session) or deny.
+ */
+"agent/permissions/resolve": {
+params: PermissionResolveParams
+result: PermissionResolveResult
+}
+/**
+ * Cancel a running run (RunCancelled); answers once it has stopped.
+ */
+"agent/runs/cancel": {
+params: RunIdParams
+result: RunCancelResult
+}
+/**
+ * Start an agent run; answers at once. Model output streams as MetonaStreamEvent lines when request.params.stream; the trace is the run's event log (events/subscribe, agent/runs/events).
+ */
+"agent/runs/create": {
+params: AgentRunCreateParams
+result: AgentRun
+}
+/**
+ * The run's AgentEvents after after_sequence (cursor page).
+ */
+"agent/runs/events": {
+params: RunEventsParams
+result: CursorPageStoredEvent
+}
+/**
+ * One agent run: status, summary, pending permission.
+ */
+"agent/runs/get": {
+params: RunIdParams
+result: AgentRun
+}
+/**
+ * Agent runs, newest first.
+ */
+"agent/runs/list": {
+params: AgentRunListParams
+result: PageAgentRun
+}
+/**
+ * Trace snapshot (phase-2 §6.2): a page of events, summary and config_snapshot.
+ */
+"agent/runs/trace": {
+params: RunEventsParams
+result: TraceSnapshot
+}
+/**
  * Delete an attachment and its file (409 ATTACHMENT_IN_USE while a block cites it).
  */
 "attachments/delete": {
@@ -335,6 +391,13 @@ shutdown: {
 params: EmptyParams
 result: null
 }
+/**
+ * The tools agent runs can use (MetonaToolDef).
+ */
+"tools/list": {
+params: EmptyParams
+result: ToolListResult
+}
 }
 notifications: {
 /**
@@ -362,76 +425,67 @@ streamLine: MetonaStreamEvent
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "AttachmentIdParams".
+ * via the `definition` "ArtifactParams".
  */
-export interface AttachmentIdParams {
-attachment_id: string
+export interface ArtifactParams {
+run_id: string
+artifact_id: string
 }
 /**
+ * A tool result too large for a trace event (phase-2 §6.4), kept whole (sanitised) beside the trace.
+ * 
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "DeleteResult".
+ * via the `definition` "Artifact".
  */
-export interface DeleteResult {
-deleted?: boolean
-}
-/**
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "Attachment".
- */
-export interface Attachment {
-attachment_id: string
-filename: string
-mime_type: string
+export interface Artifact {
+artifact_id: string
+run_id: string
+tool_call_id: string
 size_bytes: number
-sha256: string
+content: unknown
 created_at: string
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "ImportAttachmentParams".
+ * via the `definition` "PermissionResolveParams".
  */
-export interface ImportAttachmentParams {
-/**
- * Absolute path chosen by the host's file picker.
- */
-path: string
-/**
- * Display name (default: the file's).
- */
-filename?: (string | null)
+export interface PermissionResolveParams {
+run_id: string
+request_id: string
+decision: ("allow_once" | "allow_always" | "deny")
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "ListAttachmentsParams".
+ * via the `definition` "PermissionResolveResult".
  */
-export interface ListAttachmentsParams {
-limit?: number
-offset?: number
+export interface PermissionResolveResult {
+run_id: string
+request_id: string
+decision: ("allow_once" | "allow_always" | "deny")
+resolved?: boolean
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "Page_Attachment_".
+ * via the `definition` "RunIdParams".
  */
-export interface PageAttachment {
-items: Attachment[]
-page: PageInfo
+export interface RunIdParams {
+run_id: string
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "PageInfo".
+ * via the `definition` "RunCancelResult".
  */
-export interface PageInfo {
-total: number
-limit: number
-offset: number
+export interface RunCancelResult {
+accepted?: boolean
+status: ("queued" | "running" | "completed" | "failed" | "cancelled")
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "ChatParams".
+ * via the `definition` "AgentRunCreateParams".
  */
-export interface ChatParams {
+export interface AgentRunCreateParams {
 /**
- * default: config llm.defaultProvider, else the only provider
+ * default: config llm.defaultProvider
  */
 provider_id?: (string | null)
 /**
@@ -439,6 +493,22 @@ provider_id?: (string | null)
  */
 model?: (string | null)
 request: MetonaRequest
+/**
+ * default: config agent.maxIterations
+ */
+max_iterations?: (number | null)
+/**
+ * only these tools (default: every available tool)
+ */
+allowed_tools?: (string[] | null)
+/**
+ * stop the run once the model calls used this many tokens
+ */
+token_budget?: (number | null)
+/**
+ * default: request.meta.sessionId
+ */
+session_id?: (string | null)
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -600,6 +670,217 @@ export interface MetonaConstraints {
 allowedTools?: string[]
 maxToolCalls?: number
 timeoutMs?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "AgentRun".
+ */
+export interface AgentRun {
+run_id: string
+session_id: string
+status: ("queued" | "running" | "completed" | "failed" | "cancelled")
+provider_id: string
+model: string
+max_iterations: number
+allowed_tools: (string[] | null)
+token_budget: (number | null)
+iterations: number
+summary: RunSummary
+output: (string | null)
+error: (ErrorInfo | null)
+pending_permission: (PendingPermission | null)
+trace_available: boolean
+created_at: string
+started_at: (string | null)
+updated_at: string
+completed_at: (string | null)
+}
+/**
+ * phase-2 §6.2 ``summary``.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "RunSummary".
+ */
+export interface RunSummary {
+model_calls?: number
+tool_calls?: number
+duration_ms?: number
+token_usage?: number
+errors?: number
+invalid_tool_calls?: number
+}
+/**
+ * The phase-2 error body ``{"code", "message", "details"}`` (seed §4.5), used inside jobs.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ErrorInfo".
+ */
+export interface ErrorInfo {
+code: string
+message: string
+details?: {
+[k: string]: unknown
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PendingPermission".
+ */
+export interface PendingPermission {
+request_id: string
+tool_call_id: string
+tool_name: string
+permission: string
+risk_level: string
+created_at: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "RunEventsParams".
+ */
+export interface RunEventsParams {
+after_sequence?: number
+limit?: number
+run_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CursorPage_StoredEvent_".
+ */
+export interface CursorPageStoredEvent {
+items: StoredEvent[]
+next_sequence: number
+has_more: boolean
+}
+/**
+ * One persisted event of one resource; ``sequence`` rises by 1 per resource, starting at 1.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "StoredEvent".
+ */
+export interface StoredEvent {
+sequence: number
+resource_id: string
+event: string
+data?: {
+[k: string]: unknown
+}
+timestamp: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "AgentRunListParams".
+ */
+export interface AgentRunListParams {
+limit?: number
+offset?: number
+status?: (("queued" | "running" | "completed" | "failed" | "cancelled") | null)
+session_id?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Page_AgentRun_".
+ */
+export interface PageAgentRun {
+items: AgentRun[]
+page: PageInfo
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PageInfo".
+ */
+export interface PageInfo {
+total: number
+limit: number
+offset: number
+}
+/**
+ * phase-2 §6.2.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TraceSnapshot".
+ */
+export interface TraceSnapshot {
+run_id: string
+status: ("queued" | "running" | "completed" | "failed" | "cancelled")
+items: StoredEvent[]
+next_sequence: number
+has_more: boolean
+summary: RunSummary
+config_snapshot: {
+[k: string]: unknown
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "AttachmentIdParams".
+ */
+export interface AttachmentIdParams {
+attachment_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DeleteResult".
+ */
+export interface DeleteResult {
+deleted?: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Attachment".
+ */
+export interface Attachment {
+attachment_id: string
+filename: string
+mime_type: string
+size_bytes: number
+sha256: string
+created_at: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ImportAttachmentParams".
+ */
+export interface ImportAttachmentParams {
+/**
+ * Absolute path chosen by the host's file picker.
+ */
+path: string
+/**
+ * Display name (default: the file's).
+ */
+filename?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ListAttachmentsParams".
+ */
+export interface ListAttachmentsParams {
+limit?: number
+offset?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Page_Attachment_".
+ */
+export interface PageAttachment {
+items: Attachment[]
+page: PageInfo
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ChatParams".
+ */
+export interface ChatParams {
+/**
+ * default: config llm.defaultProvider, else the only provider
+ */
+provider_id?: (string | null)
+/**
+ * default: the provider's default_model
+ */
+model?: (string | null)
+request: MetonaRequest
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -876,19 +1157,6 @@ percent?: (number | null)
 message?: (string | null)
 }
 /**
- * The phase-2 error body ``{"code", "message", "details"}`` (seed §4.5), used inside jobs.
- * 
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "ErrorInfo".
- */
-export interface ErrorInfo {
-code: string
-message: string
-details?: {
-[k: string]: unknown
-}
-}
-/**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "RebuildJobParams".
  */
@@ -913,30 +1181,6 @@ export interface RebuildEventsParams {
 after_sequence?: number
 limit?: number
 job_id: string
-}
-/**
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "CursorPage_StoredEvent_".
- */
-export interface CursorPageStoredEvent {
-items: StoredEvent[]
-next_sequence: number
-has_more: boolean
-}
-/**
- * One persisted event of one resource; ``sequence`` rises by 1 per resource, starting at 1.
- * 
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "StoredEvent".
- */
-export interface StoredEvent {
-sequence: number
-resource_id: string
-event: string
-data?: {
-[k: string]: unknown
-}
-timestamp: string
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -1676,6 +1920,16 @@ vector_rank?: (number | null)
 vector_score?: (number | null)
 rrf_score?: (number | null)
 rerank_score?: (number | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ToolListResult".
+ */
+export interface ToolListResult {
+items: MetonaToolDef[]
+unavailable: {
+[k: string]: string
+}
 }
 /**
  * ``agent/providerSwitched``: the sidecar failed over to the configured fallback (IR 故障转移 step 3).

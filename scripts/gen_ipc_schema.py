@@ -138,6 +138,7 @@ def build_documents() -> dict[str, str]:
         "additionalProperties": False,
         "$defs": dict(sorted(top.get("$defs", {}).items())),
     }
+    doc = _merge_mode_variants(doc)
 
     _ir_keyed, ir_top = TypeAdapter.json_schemas(
         [(model.__name__, "serialization", TypeAdapter(model)) for model in IR_MODELS],
@@ -154,6 +155,30 @@ def build_documents() -> dict[str, str]:
         "$defs": dict(sorted(ir_top.get("$defs", {}).items())),
     }
     return {SCHEMA_FILE: _dump(_strip_field_titles(doc)), IR_FILE: _dump(_strip_field_titles(ir_doc))}
+
+
+def _merge_mode_variants(doc: dict[str, Any]) -> dict[str, Any]:
+    """Fold ``X-Input``/``X-Output`` into one ``X`` where both are the same once their refs are (pydantic splits a
+    model that one method takes and another returns, e.g. MetonaToolDef in chat params and ``tools/list``)."""
+    while True:
+        defs = doc["$defs"]
+        for name in defs:
+            base = name.removesuffix("-Input")
+            out = base + "-Output"
+            if base == name or out not in defs or base in defs:
+                continue
+            text = json.dumps(doc)
+            for variant in (name, out):
+                text = text.replace(f'"#/$defs/{variant}"', f'"#/$defs/{base}"')
+            unified = json.loads(text)
+            if unified["$defs"][name] == unified["$defs"][out]:
+                unified["$defs"][base] = unified["$defs"].pop(name)
+                del unified["$defs"][out]
+                unified["$defs"] = dict(sorted(unified["$defs"].items()))
+                doc = unified
+                break
+        else:
+            return doc
 
 
 def _bare_refs(node: Any) -> Any:

@@ -15,6 +15,9 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
+from .agent import rpc as agent_rpc
+from .agent.service import AgentService
+from .agent.tools import ToolServices, default_registry
 from .config import rpc as config_rpc
 from .config.service import ConfigService
 from .embeddings import default_embedder
@@ -53,6 +56,7 @@ class Services:
     memory: MemoryService
     knowledge: KnowledgeService
     retrieval: RetrievalService
+    agent: AgentService
 
 
 async def open_services(
@@ -86,6 +90,16 @@ async def open_services(
     await retrieval.start()
     knowledge.add_listener(retrieval.changed)  # notes/* answer once their changed blocks are indexed
     tg.start_soon(retrieval.catch_up)  # what a crash left unindexed
+    agent = AgentService(
+        events,
+        providers,
+        config,
+        default_registry(),
+        tg,
+        memories=memory.relevant_memories,
+        services=ToolServices(memory=memory, retrieval=retrieval),
+    )
+    await agent.start()
     return Services(
         db=db,
         events=events,
@@ -97,6 +111,7 @@ async def open_services(
         memory=memory,
         knowledge=knowledge,
         retrieval=retrieval,
+        agent=agent,
     )
 
 
@@ -108,6 +123,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += retrieval_rpc.methods(services.retrieval, services.jobs)
     methods += config_rpc.methods(services.config)
     methods += providers_rpc.methods(services.providers)
+    methods += agent_rpc.methods(services.agent)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
@@ -118,7 +134,11 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
 
 
 def shutdown_hooks(services: Services, settings: Settings) -> list[Callable[[], Awaitable[None]]]:
-    """Teardown in order: stop pushing events, cancel jobs (child processes are stopped by the app's own
-    hook, which runs after these)."""
+    """Teardown in order: cancel agent runs (their RunCancelled still reaches subscribers), stop pushing events,
+    cancel jobs (child processes are stopped by the app's own hook, which runs after these)."""
     grace = settings.shutdown_grace_s
-    return [services.subscriptions.close_all, lambda: services.jobs.shutdown(grace)]
+    return [
+        lambda: services.agent.shutdown(grace),
+        services.subscriptions.close_all,
+        lambda: services.jobs.shutdown(grace),
+    ]

@@ -14,11 +14,32 @@ KNOWN_KEYS: dict[str, tuple[tuple[type, ...], Any, str]] = {
     "llm.fallbackProvider": ((str,), None, "provider_id to fail over to after retries fail (IR 故障转移)"),
     "llm.fallbackModel": ((str,), None, "model of the fallback provider (default: its default_model)"),
     "llm.maxRetries": ((int,), 3, "retries of a retryable provider error before failing over (0-5)"),
+    "agent.workspaceRoots": (
+        (list,),
+        [],
+        "absolute folders the agent's file tools may read and write (nothing outside them; empty: no file access)",
+    ),
+    "agent.maxIterations": ((int,), 20, "ReAct iterations of a run when agent/runs/create gives none (1-200)"),
+    "agent.permissionTimeoutMs": (
+        (int,),
+        300_000,
+        "how long a run waits for agent/permissions/resolve before treating the request as denied (1000-86400000)",
+    ),
+    "agent.traceRetentionDays": (
+        (int,),
+        90,
+        "finished runs' trace events older than this are removed at start (run records stay); 0 keeps them forever",
+    ),
 }
 SECRET_KEYS: dict[str, str] = {
     "llm.fallbackApiKey": "API key used with the fallback provider instead of its own (write-only, encrypted)",
 }
-INT_RANGES: dict[str, tuple[int, int]] = {"llm.maxRetries": (0, 5)}
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "llm.maxRetries": (0, 5),
+    "agent.maxIterations": (1, 200),
+    "agent.permissionTimeoutMs": (1000, 86_400_000),
+    "agent.traceRetentionDays": (0, 36_500),
+}
 
 
 class SecretState(Phase2Model):

@@ -103,7 +103,27 @@ def _check(key: str, value: Any) -> Any:
             )
     if isinstance(value, str) and not value.strip():
         return None
+    if key == "agent.workspaceRoots":
+        return _check_roots(value)
     return value
+
+
+def _check_roots(value: list[Any]) -> list[str]:
+    """Absolute folder paths, normalised (symlinks resolved), without duplicates."""
+    import os
+
+    roots: list[str] = []
+    for item in value:
+        if not isinstance(item, str) or not item or "\x00" in item or not os.path.isabs(item):
+            raise BadRequestError(
+                "agent.workspaceRoots must list absolute folder paths",
+                code="VALIDATION_ERROR",
+                details={"key": "agent.workspaceRoots", "value": str(item)[:200]},
+            )
+        real = os.path.realpath(item)
+        if real not in roots:
+            roots.append(real)
+    return roots
 
 
 def _unknown(key: str) -> BadRequestError:

@@ -34,6 +34,7 @@ from sidecar.common import Page, PageInfo, iso
 from sidecar.embeddings import Embedder
 from sidecar.errors import BadRequestError, NotFoundError
 from sidecar.ir.memory import MetonaMemoryItem, MetonaMemoryType
+from sidecar.storage.lancedb import LANCEDB_DIRNAME
 
 from . import supersede
 from .models import (
@@ -53,7 +54,7 @@ from .models import (
     ScoreDetails,
     SupersededInfo,
 )
-from .store import MemoryTable, Row, id_list, quote
+from .store import TABLE, MemoryTable, Row, id_list, quote
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +143,9 @@ class MemoryService:
                 await self._run(table.optimize)
             except Exception:  # maintenance only: the data is already committed
                 logger.exception("optimizing the memories table failed")
+
+    def _table_on_disk(self) -> bool:
+        return (Path(self._data_dir) / LANCEDB_DIRNAME / f"{TABLE}.lance").exists()
 
     @property
     def _model_key(self) -> str:
@@ -340,6 +344,8 @@ class MemoryService:
         session and global ones, best first, ``relevanceScore`` set. An empty query or ``limit`` < 1 gives []."""
         if not query.strip() or limit < 1:
             return []
+        if self._table is None and not self._table_on_disk():
+            return []  # nothing was ever remembered: no reason to load LanceDB and the embedding model
         result = await self.search(
             MemorySearchParams(
                 query=query, top_k=min(limit, 100), types=types, session_id=session_id, min_similarity=min_similarity

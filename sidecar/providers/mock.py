@@ -4,6 +4,8 @@ Used by tests, benchmarks and demos (phase-2 names ``mock``/``mock-1``). Its scr
 ``options.script``: one turn per ReAct iteration (``meta.iteration`` 1 → turn 0; the last turn repeats). A turn
 may stream reasoning, text and tool calls in chunks, pause between chunks, report usage, or fail with a
 MetonaError (before or after its visible output). Without a script it answers ``mock: <last user message>``.
+A request whose ``meta.requestId`` ends with :data:`SUMMARY_REQUEST_SUFFIX` (the agent's context-compression
+calls) is answered by the script's ``summary`` turn when it has one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaRequest, MetonaTokenUsage
+from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaRequest, MetonaTokenUsage
 from .base import BaseAdapter
 from .errors import provider_error
 from .stream import StreamAssembler
@@ -57,6 +59,11 @@ class MockTurn(BaseModel):
 class MockScript(BaseModel):
     model_config = ConfigDict(extra="forbid")
     turns: list[MockTurn] = Field(default_factory=lambda: [MockTurn(echo=True)], min_length=1)
+    summary: MockTurn | None = None
+    """The answer to context-compression calls (requests whose ``meta.requestId`` ends with ``:summary``)."""
+
+
+SUMMARY_REQUEST_SUFFIX = ":summary"
 
 
 class MockAdapter(BaseAdapter):
@@ -70,8 +77,11 @@ class MockAdapter(BaseAdapter):
         self._failures: dict[int, int] = {}
 
     async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
-        index = min(request.meta.iteration, len(self.script.turns)) - 1
-        turn = self.script.turns[index]
+        if self.script.summary is not None and request.meta.request_id.endswith(SUMMARY_REQUEST_SUFFIX):
+            index, turn = -1, self.script.summary
+        else:
+            index = min(request.meta.iteration, len(self.script.turns)) - 1
+            turn = self.script.turns[index]
         error = turn.error
         if error is not None and error.times is not None:
             seen = self._failures.get(index, 0)
@@ -91,7 +101,7 @@ class MockAdapter(BaseAdapter):
         if turn.usage is not None:
             prompt, output = turn.usage
         else:
-            prompt = sum(len(m.content) for m in request.messages) // 4 + 1
+            prompt = _prompt_chars(request) // 4 + 1
             output = (len(text) + len(turn.reasoning)) // 4 + 1
         asm.usage(MetonaTokenUsage(input_tokens=prompt, output_tokens=output, total_tokens=prompt + output))
         if turn.finish is not None:
@@ -116,6 +126,31 @@ class MockAdapter(BaseAdapter):
             retry_after_ms=error.retry_after_ms,
             interrupted=interrupted,
         )
+
+
+def _prompt_chars(request: MetonaRequest) -> int:
+    """Characters the model would read of ``request``: system prompt, messages, tool definitions."""
+    sp = request.system_prompt
+    n = (
+        len(sp.role_definition)
+        + len(sp.output_constraints)
+        + len(sp.safety_guidelines)
+        + len(sp.dynamic_reminders or "")
+    )
+    n += sum(_chars(m) for m in request.messages)
+    for tool in request.tools or ():
+        n += len(tool.name) + len(tool.description) + len(tool.parameters.model_dump_json())
+    return n
+
+
+def _chars(message: MetonaMessage) -> int:
+    """Characters the model would read of ``message`` (for the usage estimate)."""
+    n = len(message.content)
+    if message.tool_result is not None:
+        n += len(message.tool_result.summary or message.tool_result.error or "")
+    for call in message.tool_calls or ():
+        n += len(call.name) + len(_json(call.args))
+    return n
 
 
 def _last_user(request: MetonaRequest) -> str:

@@ -42,6 +42,8 @@ from .stream import Emit, StreamAssembler
 logger = logging.getLogger(__name__)
 
 Notify = Callable[[str, Any], Awaitable[None]]
+Observe = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""Hears retries and failovers of a call: ``observe("retry" | "failover", data)``."""
 PROVIDER_SWITCHED = "agent/providerSwitched"
 
 RETRY_BASE_S = 0.5
@@ -414,17 +416,20 @@ class ProviderService:
         *,
         emit: Emit | None = None,
         notify: Notify | None = None,
+        observe: Observe | None = None,
     ) -> MetonaResponse:
         """Send ``request`` (streamed through ``emit`` when given); raise ProviderError when it finally fails.
 
-        ``constraints.timeoutMs`` bounds the whole call, retries and failover included.
+        ``constraints.timeoutMs`` bounds the whole call, retries and failover included. ``observe(kind, data)``
+        hears each failed attempt that is retried (``"retry"``) and a failover (``"failover"``): the agent's
+        trace records them.
         """
         pid = provider_id or await self.default_provider()
         primary = await self.adapter(pid)
         max_retries = int(await self._config.get("llm.maxRetries"))
         timeout_ms = request.constraints.timeout_ms if request.constraints else None
         deadline = anyio.current_time() + timeout_ms / 1000 if timeout_ms else None
-        asm, exc = await self._attempts(primary, model, request, emit, max_retries, deadline)
+        asm, exc = await self._attempts(primary, model, request, emit, max_retries, deadline, observe)
         if exc is None:
             return await asm.done()
         if (
@@ -446,6 +451,16 @@ class ProviderService:
                             reason=exc.error.code.value,
                         ).model_dump(mode="json"),
                     )
+                if fallback is not None and observe is not None:
+                    await observe(
+                        "failover",
+                        {
+                            "from_provider": pid,
+                            "to_provider": fallback[0].config.provider_id,
+                            "model": fallback[1] or fallback[0].config.default_model or "",
+                            "error": exc.error.model_dump(mode="json"),
+                        },
+                    )
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):  # cancelled between two attempts: the stream still ends
                     await asm.fail(_aborted(pid))
@@ -456,7 +471,9 @@ class ProviderService:
                 adapter, fallback_model = fallback
                 logger.warning("provider %s failed (%s); failing over to %s", pid, exc.error.code, adapter.provider_id)
                 try:
-                    asm, exc = await self._attempts(adapter, fallback_model, request, emit, max_retries, deadline)
+                    asm, exc = await self._attempts(
+                        adapter, fallback_model, request, emit, max_retries, deadline, observe
+                    )
                 finally:
                     with anyio.CancelScope(shield=True):  # also when cancelled: close a one-off adapter
                         await self._close_one_off(adapter)
@@ -478,6 +495,7 @@ class ProviderService:
         emit: Emit | None,
         max_retries: int,
         deadline: float | None = None,
+        observe: Observe | None = None,
     ) -> tuple[StreamAssembler, ProviderError | None]:
         """Run with retries; return the assembler of the last attempt (still open) and its error, if any.
 
@@ -508,6 +526,17 @@ class ProviderService:
                     wait_s,
                 )
                 attempt += 1
+                if observe is not None:
+                    await observe(
+                        "retry",
+                        {
+                            "provider_id": adapter.provider_id,
+                            "attempt": attempt,
+                            "max_retries": max_retries,
+                            "wait_ms": round(wait_s * 1000),
+                            "error": exc.error.model_dump(mode="json"),
+                        },
+                    )
                 await anyio.sleep(wait_s)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):

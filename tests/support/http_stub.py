@@ -8,7 +8,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +35,7 @@ class Seen:
 class StubServer:
     def __init__(self) -> None:
         self.answers: dict[str, list[Answer]] = {}
+        self.responders: dict[str, Callable[[Any], Answer]] = {}
         self.seen: list[Seen] = []
         self.disconnected = threading.Event()
         self.disconnected_at: float | None = None
@@ -59,8 +60,12 @@ class StubServer:
                 except ValueError:
                     body = raw
                 stub.seen.append(Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                queue = stub.answers.get(self.path) or [Answer(404, chunks=[b'{"error":"no stub"}'])]
-                answer = queue.pop(0) if len(queue) > 1 else queue[0]
+                responder = stub.responders.get(self.path)
+                if responder is not None:
+                    answer = responder(body)
+                else:
+                    queue = stub.answers.get(self.path) or [Answer(404, chunks=[b'{"error":"no stub"}'])]
+                    answer = queue.pop(0) if len(queue) > 1 else queue[0]
                 self.send_response(answer.status)
                 for k, v in answer.headers.items():
                     self.send_header(k, v)
@@ -97,6 +102,10 @@ class StubServer:
 
     def answer(self, path: str, *answers: Answer) -> None:
         self.answers[path] = list(answers)
+
+    def respond(self, path: str, responder: Callable[[Any], Answer]) -> None:
+        """Answer ``path`` with ``responder(request_body)`` (called in the server's thread)."""
+        self.responders[path] = responder
 
 
 @contextmanager

@@ -1,0 +1,356 @@
+"""Agent runs: create (returns at once, the loop runs in the background), read, list, cancel, trace, permissions.
+
+A run is a row in ``agent_runs`` plus its event log (resource ``run_id``); both are written together, so the
+run's status and its terminal event agree after any crash. At start, runs a crash left active are failed
+(``AGENT_RUN_INTERRUPTED``) and traces older than ``agent.traceRetentionDays`` are pruned.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from sidecar.common import CursorPage, Page, iso, utc_now
+from sidecar.errors import BadRequestError, NotFoundError
+from sidecar.trace.eventlog import EventLog
+from sidecar.trace.models import StoredEvent
+
+from . import models as ev
+from .context import ContextBuilder
+from .loop import AGENT_VERSION, AgentLoop, LineSink, MemorySource, Notify, RunSpec, last_user_text
+from .models import (
+    AgentRun,
+    AgentRunCreateParams,
+    Artifact,
+    PermissionDecision,
+    RunCancelResult,
+    ToolListResult,
+    TraceSnapshot,
+)
+from .permissions import PermissionBroker
+from .store import RunRecord, RunStore
+from .tokens import TokenCalibrator
+from .tools.base import ToolContext
+from .tools.registry import ToolRegistry
+from .tracing import TraceWriter
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Live:
+    loop: AgentLoop
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class AgentService:
+    def __init__(
+        self,
+        events: EventLog,
+        providers: Any,
+        config: Any,
+        registry: ToolRegistry,
+        task_group: TaskGroup,
+        *,
+        memories: MemorySource | None = None,
+        services: Any = None,
+    ) -> None:
+        self._events = events
+        self._providers = providers
+        self._config = config
+        self.registry = registry
+        self._tg = task_group
+        self._memories = memories
+        self._services = services
+        self.store = RunStore(events.db, events)
+        self.broker = PermissionBroker()
+        self._live: dict[str, _Live] = {}
+        self._calibrators: dict[tuple[str, str], TokenCalibrator] = {}
+
+    async def start(self) -> None:
+        """Migrate, fail the runs a crash interrupted, prune old traces."""
+        await self.store.migrate()
+        interrupted = await self.store.recover()
+        if interrupted:
+            logger.warning("marked %d agent run(s) interrupted by the last exit as failed", len(interrupted))
+        days = int(await self._config.get("agent.traceRetentionDays"))
+        if days > 0:
+            pruned = await self.store.prune(iso(utc_now() - timedelta(days=days)))
+            if pruned:
+                logger.info("pruned the traces of %d agent run(s) older than %d days", pruned, days)
+
+    # -- tools ------------------------------------------------------------------------------------------------
+
+    async def _tool_context(self) -> ToolContext:
+        roots = await self._config.get("agent.workspaceRoots")
+        return ToolContext(
+            run_id="", session_id="", tool_call_id="", workspace_roots=tuple(roots or ()), services=self._services
+        )
+
+    async def tools(self) -> ToolListResult:
+        ctx = await self._tool_context()
+        return ToolListResult(items=self.registry.definitions(), unavailable=self.registry.unavailable(ctx))
+
+    # -- runs -------------------------------------------------------------------------------------------------
+
+    async def create(
+        self, p: AgentRunCreateParams, *, stream: LineSink | None = None, notify: Notify | None = None
+    ) -> tuple[AgentRun, Callable[[], None]]:
+        """Validate, persist the run with its ``RunStarted`` event; return it and a ``start`` to call once the
+        answer is on the wire (so stream lines never precede it)."""
+        request = p.request
+        if not any(m.role == "user" for m in request.messages):
+            raise BadRequestError("request.messages must contain a user message (the task).", code="VALIDATION_ERROR")
+        provider_id = p.provider_id or await self._providers.default_provider()
+        adapter = await self._providers.adapter(provider_id)  # PROVIDER_NOT_FOUND
+        model = adapter.resolve_model_or_none(p.model)
+        if not model:
+            raise BadRequestError(
+                f"no model given and provider {provider_id!r} has no default_model",
+                code="MODEL_NOT_FOUND",
+                details={"provider_id": provider_id},
+            )
+        spec_of_model = adapter.model_spec(model)
+        context_window = spec_of_model.context_window if spec_of_model else 8192
+        ctx = await self._tool_context()
+        unavailable = self.registry.unavailable(ctx)
+        wanted = self._wanted_tools(p)
+        tools = [t for t in self.registry.definitions(wanted) if t.name not in unavailable]
+        max_iterations = p.max_iterations or int(await self._config.get("agent.maxIterations"))
+        timeout_s = int(await self._config.get("agent.permissionTimeoutMs")) / 1000
+        run_id = f"run_{uuid.uuid4().hex}"
+        session_id = p.session_id or request.meta.session_id
+        snapshot = {
+            "agent_version": AGENT_VERSION,
+            "provider_id": provider_id,
+            "preset": adapter.config.preset,
+            "protocol": adapter.config.protocol,
+            "base_url": adapter.config.base_url,
+            "model": model,
+            "context_window": context_window,
+            "max_iterations": max_iterations,
+            "allowed_tools": p.allowed_tools,
+            "tools": [t.name for t in tools],
+            "unavailable_tools": unavailable,
+            "token_budget": p.token_budget,
+            "params": request.params.model_dump(mode="json"),
+            "constraints": None if request.constraints is None else request.constraints.model_dump(mode="json"),
+            "llm_max_retries": await self._config.get("llm.maxRetries"),
+            "llm_fallback_provider": await self._config.get("llm.fallbackProvider"),
+            "llm_fallback_model": await self._config.get("llm.fallbackModel"),
+            "permission_timeout_ms": round(timeout_s * 1000),
+            "workspace_roots": list(ctx.workspace_roots),
+        }
+        record = RunRecord(
+            run_id=run_id,
+            session_id=session_id,
+            provider_id=provider_id,
+            model=model,
+            max_iterations=max_iterations,
+            allowed_tools=p.allowed_tools,
+            token_budget=p.token_budget,
+            config_snapshot=snapshot,
+        )
+        secrets = [adapter.config.api_key] if adapter.config.api_key else []
+        trace = TraceWriter(self._events, run_id, secrets=secrets)
+        started = {
+            "run_id": run_id,
+            "session_id": session_id,
+            "provider_id": provider_id,
+            "model": model,
+            "max_iterations": max_iterations,
+            "tools": [t.name for t in tools],
+            "token_budget": p.token_budget,
+            "stream": bool(request.params.stream),
+            "input": trace.sanitize(last_user_text(request.messages), max_chars=2000),
+        }
+
+        def insert(conn: Any, writer: Any) -> None:
+            RunStore.insert(conn, writer, record)
+            writer.append(run_id, ev.RUN_STARTED, trace.sanitize(started))
+
+        await self._events.transaction(insert)
+        calibrator = self._calibrators.setdefault((provider_id, model), TokenCalibrator())
+        spec = RunSpec(
+            run_id=run_id,
+            session_id=session_id,
+            provider_id=provider_id,
+            model=model,
+            request=request,
+            max_iterations=max_iterations,
+            tools=tools,
+            token_budget=p.token_budget,
+            context_window=context_window,
+            permission_timeout_s=timeout_s,
+            workspace_roots=ctx.workspace_roots,
+            stream=stream,
+            notify=notify,
+        )
+        loop = AgentLoop(
+            spec,
+            providers=self._providers,
+            registry=self.registry,
+            builder=ContextBuilder(calibrator=calibrator),
+            broker=self.broker,
+            trace=trace,
+            memories=self._memories,
+            services=self._services,
+            calibrator=calibrator,
+        )
+        live = _Live(loop)
+        self._live[run_id] = live
+
+        def start() -> None:
+            self._tg.start_soon(self._run, live)
+
+        run, _pruned = await self.store.get(run_id)
+        return run, start
+
+    def _wanted_tools(self, p: AgentRunCreateParams) -> set[str] | None:
+        """The intersection of ``allowed_tools``, ``request.constraints.allowedTools`` and ``request.tools``."""
+        sets: list[set[str]] = []
+        if p.allowed_tools is not None:
+            sets.append(set(p.allowed_tools))
+        if p.request.constraints is not None and p.request.constraints.allowed_tools is not None:
+            sets.append(set(p.request.constraints.allowed_tools))
+        if p.request.tools is not None:
+            sets.append({t.name for t in p.request.tools})
+        known = set(self.registry.names())
+        unknown = sorted(set().union(*sets) - known) if sets else []
+        if unknown:
+            raise BadRequestError(
+                f"unknown tool(s): {', '.join(unknown)}",
+                code="TOOL_NOT_FOUND",
+                details={"unknown": unknown, "known": sorted(known)},
+            )
+        return set.intersection(*sets) if sets else None
+
+    async def _run(self, live: _Live) -> None:
+        run_id = live.loop.spec.run_id
+        flusher_scope = anyio.CancelScope()
+        try:
+            with live.scope:
+                async with anyio.create_task_group() as tg:
+
+                    async def flusher() -> None:
+                        with flusher_scope:
+                            await live.loop.trace.run_flusher()
+
+                    tg.start_soon(flusher)
+                    try:
+                        await live.loop.run()
+                    finally:
+                        live.loop.trace.close()
+                        flusher_scope.cancel()
+        except Exception:
+            logger.exception("agent run %s: the run task failed", run_id)
+        finally:
+            self._live.pop(run_id, None)
+            live.done.set()
+
+    async def get(self, run_id: str) -> AgentRun:
+        run, _pruned = await self.store.get(run_id)
+        return self._with_live(run)
+
+    def _with_live(self, run: AgentRun) -> AgentRun:
+        live = self._live.get(run.run_id)
+        if live is None or run.status not in ev.ACTIVE_RUN_STATUSES:
+            return run
+        return run.model_copy(
+            update={
+                "summary": live.loop.summary(),
+                "iterations": live.loop.iterations,
+                "pending_permission": self.broker.pending(run.run_id),
+            }
+        )
+
+    async def list(self, *, status: str | None, session_id: str | None, limit: int, offset: int) -> Page[AgentRun]:
+        page = await self.store.list(status=status, session_id=session_id, limit=limit, offset=offset)
+        page.items = [self._with_live(r) for r in page.items]
+        return page
+
+    async def cancel(self, run_id: str) -> RunCancelResult:
+        """Cancel a running run; answers once its ``RunCancelled`` is committed. A finished run: its status."""
+        live = self._live.get(run_id)
+        if live is None:
+            run, _ = await self.store.get(run_id)
+            return RunCancelResult(accepted=False, status=run.status)
+        live.scope.cancel()
+        with anyio.move_on_after(10):
+            await live.done.wait()
+        run, _ = await self.store.get(run_id)
+        return RunCancelResult(accepted=True, status=run.status)
+
+    def resolve_permission(self, run_id: str, request_id: str, decision: PermissionDecision) -> None:
+        if run_id not in self._live:
+            raise NotFoundError(
+                "Agent run was not found or is not running.", code="AGENT_RUN_NOT_FOUND", details={"run_id": run_id}
+            )
+        self.broker.resolve(run_id, request_id, decision)
+
+    async def events(self, run_id: str, after_sequence: int, limit: int) -> CursorPage[StoredEvent]:
+        _run, pruned = await self.store.get(run_id)
+        if pruned:
+            raise _trace_gone(run_id, after_sequence)
+        page = await self._events.read(run_id, after_sequence, limit, not_found_code="AGENT_RUN_NOT_FOUND")
+        if not page.items and after_sequence > 0:
+            last = await self._events.last_event(run_id)
+            if last is None or after_sequence > last.sequence:
+                raise BadRequestError(
+                    "after_sequence is beyond the run's last event.",
+                    code="TRACE_CURSOR_INVALID",
+                    details={
+                        "run_id": run_id,
+                        "after_sequence": after_sequence,
+                        "last_sequence": last.sequence if last else 0,
+                    },
+                )
+        return page
+
+    async def trace(self, run_id: str, after_sequence: int, limit: int) -> TraceSnapshot:
+        page = await self.events(run_id, after_sequence, limit)
+        run = await self.get(run_id)
+        return TraceSnapshot(
+            run_id=run_id,
+            status=run.status,
+            items=page.items,
+            next_sequence=page.next_sequence,
+            has_more=page.has_more,
+            summary=run.summary,
+            config_snapshot=await self.store.config_snapshot(run_id),
+        )
+
+    async def artifact(self, run_id: str, artifact_id: str) -> Artifact:
+        return await self.store.artifact(run_id, artifact_id)
+
+    async def shutdown(self, grace_s: float = 5.0) -> None:
+        """Cancel every running run and wait (bounded) for their ``RunCancelled`` to be written."""
+        lives = list(self._live.values())
+        for live in lives:
+            live.loop.cancel_reason = "shutdown"
+            live.scope.cancel()
+        with anyio.move_on_after(grace_s):
+            for live in lives:
+                await live.done.wait()
+
+
+def _trace_gone(run_id: str, after_sequence: int) -> NotFoundError:
+    if after_sequence > 0:
+        return NotFoundError(
+            "The trace this cursor points into was removed by the retention policy.",
+            code="TRACE_CURSOR_EXPIRED",
+            details={"run_id": run_id, "after_sequence": after_sequence},
+        )
+    return NotFoundError(
+        "The run's trace is no longer available (removed by the retention policy).",
+        code="TRACE_NOT_AVAILABLE",
+        details={"run_id": run_id},
+    )

@@ -1,0 +1,250 @@
+"""``calculator``: arithmetic over a parsed expression tree, never ``eval``.
+
+The expression is parsed with :func:`ast.parse` and walked node by node; only numbers, arithmetic and comparison
+operators, a few constants and a fixed set of math functions are understood. Everything else (names, attributes,
+subscripts, lambdas, strings, ...) is refused before anything runs. Results are bounded so a short expression
+cannot pin the CPU or memory: exponents, integer size, factorials and float overflow are all checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import Field
+
+from sidecar.ir import MetonaRiskLevel, MetonaToolCategory
+
+from .base import Tool, ToolContext, ToolError, ToolOutput, ToolParams
+
+MAX_EXPRESSION_CHARS = 500
+MAX_EXPONENT = 10_000
+MAX_INT_DIGITS = 4_000
+"""Below Python's 4,300-digit int→str limit, so every result can be shown."""
+_MAX_INT_BITS = int(MAX_INT_DIGITS * math.log2(10))
+MAX_FACTORIAL = 1_000
+MAX_ARGS = 100
+
+Number = int | float
+
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "tau": math.tau}
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+
+
+def _log(x: Number, base: Number | None = None) -> float:
+    return math.log(x) if base is None else math.log(x, base)
+
+
+def _round(x: Number, ndigits: int | None = None) -> Number:
+    if ndigits is None:
+        return round(x)
+    if not isinstance(ndigits, int) or abs(ndigits) > 100:
+        raise ToolError("round: ndigits must be an integer between -100 and 100", "INVALID_EXPRESSION")
+    return round(x, ndigits)
+
+
+def _factorial(x: Number) -> int:
+    if isinstance(x, float):
+        if not x.is_integer():
+            raise ToolError("factorial needs a whole number", "MATH_ERROR")
+        x = int(x)
+    if x < 0:
+        raise ToolError("factorial needs a number >= 0", "MATH_ERROR")
+    if x > MAX_FACTORIAL:
+        raise ToolError(f"factorial is limited to n <= {MAX_FACTORIAL}", "RESULT_TOO_LARGE")
+    return math.factorial(x)
+
+
+def _min(*args: Number) -> Number:
+    return min(args)
+
+
+def _max(*args: Number) -> Number:
+    return max(args)
+
+
+# name -> (function, min args, max args)
+FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
+    "sqrt": (math.sqrt, 1, 1),
+    "sin": (math.sin, 1, 1),
+    "cos": (math.cos, 1, 1),
+    "tan": (math.tan, 1, 1),
+    "asin": (math.asin, 1, 1),
+    "acos": (math.acos, 1, 1),
+    "atan": (math.atan, 1, 1),
+    "log": (_log, 1, 2),
+    "log10": (math.log10, 1, 1),
+    "log2": (math.log2, 1, 1),
+    "exp": (math.exp, 1, 1),
+    "abs": (abs, 1, 1),
+    "round": (_round, 1, 2),
+    "min": (_min, 1, MAX_ARGS),
+    "max": (_max, 1, MAX_ARGS),
+    "floor": (math.floor, 1, 1),
+    "ceil": (math.ceil, 1, 1),
+    "factorial": (_factorial, 1, 1),
+}
+
+
+def evaluate(expression: str) -> Number | bool:
+    """The value of ``expression``; ``ToolError`` (INVALID_EXPRESSION, MATH_ERROR, RESULT_TOO_LARGE) otherwise."""
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ToolError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters", "INVALID_EXPRESSION")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ToolError(f"syntax error in the expression: {exc.msg}", "INVALID_EXPRESSION") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise ToolError("the expression cannot be parsed", "INVALID_EXPRESSION") from None
+    try:
+        return _Evaluator().visit(tree.body)
+    except ToolError:
+        raise
+    except ZeroDivisionError:
+        raise ToolError("division by zero", "MATH_ERROR") from None
+    except OverflowError:
+        raise ToolError("the result is too large", "RESULT_TOO_LARGE") from None
+    except (ValueError, ArithmeticError) as exc:
+        raise ToolError(f"math error: {exc}", "MATH_ERROR") from None
+    except RecursionError:
+        raise ToolError("the expression is nested too deeply", "INVALID_EXPRESSION") from None
+
+
+class _Evaluator:
+    def visit(self, node: ast.AST) -> Any:
+        method = getattr(self, f"visit_{type(node).__name__}", None)
+        if method is None:
+            raise ToolError(f"{_describe(node)} is not allowed in a calculation", "INVALID_EXPRESSION")
+        return _check(method(node))
+
+    def visit_Constant(self, node: ast.Constant) -> Number:
+        if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+            raise ToolError(f"{node.value!r} is not a number", "INVALID_EXPRESSION")
+        return node.value
+
+    def visit_Name(self, node: ast.Name) -> float:
+        if node.id not in CONSTANTS:
+            known = ", ".join([*CONSTANTS, *FUNCTIONS])
+            raise ToolError(f"unknown name {node.id!r}; known names: {known}", "INVALID_EXPRESSION")
+        return CONSTANTS[node.id]
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Number:
+        value = self.visit(node.operand)
+        if isinstance(node.op, ast.USub):
+            return -value
+        if isinstance(node.op, ast.UAdd):
+            return +value
+        raise ToolError(f"{_describe(node.op)} is not allowed in a calculation", "INVALID_EXPRESSION")
+
+    def visit_BinOp(self, node: ast.BinOp) -> Number:
+        if isinstance(node.op, ast.BitXor):
+            raise ToolError("'^' is not a power operator here; use '**' (e.g. 2**8)", "INVALID_EXPRESSION")
+        left, right = self.visit(node.left), self.visit(node.right)
+        if isinstance(node.op, ast.Pow):
+            return _power(left, right)
+        func = _BINARY.get(type(node.op))
+        if func is None:
+            raise ToolError(f"{_describe(node.op)} is not allowed in a calculation", "INVALID_EXPRESSION")
+        return func(left, right)
+
+    def visit_Compare(self, node: ast.Compare) -> bool:
+        left = self.visit(node.left)
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            func = _COMPARE.get(type(op))
+            if func is None:
+                raise ToolError(f"{_describe(op)} is not allowed in a calculation", "INVALID_EXPRESSION")
+            right = self.visit(comparator)
+            if not func(left, right):
+                return False
+            left = right
+        return True
+
+    def visit_Call(self, node: ast.Call) -> Number:
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            raise ToolError(
+                f"unknown function; allowed functions: {', '.join(FUNCTIONS)}",
+                "INVALID_EXPRESSION",
+            )
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise ToolError("functions take plain positional arguments only", "INVALID_EXPRESSION")
+        func, lo, hi = FUNCTIONS[node.func.id]
+        if not lo <= len(node.args) <= hi:
+            raise ToolError(f"{node.func.id} takes {lo}-{hi} arguments", "INVALID_EXPRESSION")
+        return func(*(self.visit(a) for a in node.args))
+
+
+def _power(base: Any, exponent: Any) -> Number:
+    if abs(exponent) > MAX_EXPONENT:
+        raise ToolError(f"exponents are limited to ±{MAX_EXPONENT}", "RESULT_TOO_LARGE")
+    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
+        if (abs(base).bit_length() - 1) * exponent > _MAX_INT_BITS:
+            raise ToolError(f"the result would have more than {MAX_INT_DIGITS} digits", "RESULT_TOO_LARGE")
+    result = base**exponent
+    if isinstance(result, complex):
+        raise ToolError("the result is not a real number", "MATH_ERROR")
+    return result
+
+
+def _check(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError("the result is too large (or not a number)", "RESULT_TOO_LARGE")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_INT_BITS:
+        raise ToolError(f"the result has more than {MAX_INT_DIGITS} digits", "RESULT_TOO_LARGE")
+    return value
+
+
+def _describe(node: ast.AST) -> str:
+    labels = {
+        ast.Attribute: "attribute access",
+        ast.Subscript: "indexing",
+        ast.Lambda: "lambda",
+        ast.BoolOp: "and/or",
+        ast.IfExp: "if/else",
+    }
+    return labels.get(type(node), f"'{type(node).__name__}'")
+
+
+class CalculatorParams(ToolParams):
+    expression: str = Field(
+        min_length=1,
+        max_length=MAX_EXPRESSION_CHARS,
+        description="e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'",
+    )
+
+
+class Calculator(Tool):
+    name = "calculator"
+    description = (
+        "Evaluate an arithmetic expression exactly: + - * / // % ** and comparisons; pi, e, tau; sqrt, sin, cos, "
+        "tan, asin, acos, atan (radians), log(x[, base]), log10, log2, exp, abs, round(x[, digits]), min, max, "
+        "floor, ceil, factorial."
+    )
+    Params = CalculatorParams
+    category = MetonaToolCategory.CALCULATION
+    risk_level = MetonaRiskLevel.SAFE
+    timeout_ms = 5_000
+
+    async def run(self, args: CalculatorParams, ctx: ToolContext) -> ToolOutput:
+        value = evaluate(args.expression)
+        return ToolOutput(
+            result={"expression": args.expression, "value": value}, summary=f"{args.expression} = {value}"
+        )

@@ -1,0 +1,492 @@
+"""The four file tools (read, write, list, search), confined to the configured workspace folders.
+
+Every path goes through :func:`resolve_in_workspace`: symlinks are followed first, and only then is the result
+checked against the roots, so neither ``../`` nor a link pointing outside escapes. All blocking I/O runs in a
+worker thread.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import anyio.to_thread
+from pydantic import Field
+
+from sidecar.ir import MetonaRiskLevel, MetonaToolCategory
+
+from .base import Tool, ToolContext, ToolError, ToolOutput, ToolParams
+
+MAX_READ_BYTES = 2 * 1024 * 1024
+MAX_WRITE_BYTES = 5 * 1024 * 1024
+MAX_SEARCH_FILE_BYTES = 2 * 1024 * 1024
+EXCERPT_CHARS = 200
+SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
+"""Never descended into by list (recursive) and search, besides every hidden (``.``) folder."""
+NO_WORKSPACE = "no workspace folder is configured (config agent.workspaceRoots)"
+
+
+# --- confinement -----------------------------------------------------------------------------------------------
+
+
+def resolve_in_workspace(path: str, roots: Sequence[str]) -> Path:
+    """The real path ``path`` names, if it lies inside one of ``roots``; else ``ToolError``.
+
+    A relative path is taken from the first root. Symlinks are resolved (``os.path.realpath``) before the
+    check, so a link that points outside is refused. A path that does not exist yet resolves through its
+    existing parents, which is what ``write_file`` needs.
+    """
+    if not roots:
+        raise ToolError(NO_WORKSPACE, "NO_WORKSPACE")
+    if "\x00" in path:
+        raise ToolError("the path contains a NUL character", "PATH_INVALID")
+    raw = path.strip() or "."
+    joined = raw if os.path.isabs(raw) else os.path.join(roots[0], raw)
+    real = os.path.realpath(joined)
+    if _root_of(real, roots) is None:
+        raise ToolError(
+            f"{path!r} is outside the workspace; allowed folders: {', '.join(roots)}", "PATH_OUTSIDE_WORKSPACE"
+        )
+    return Path(real)
+
+
+def _root_of(real: str, roots: Sequence[str]) -> str | None:
+    target = os.path.normcase(real)
+    for root in roots:
+        base = os.path.normcase(os.path.realpath(root))
+        try:
+            if os.path.commonpath([base, target]) == base:
+                return root
+        except ValueError:  # different drives (Windows)
+            continue
+    return None
+
+
+def _inside(real: str, roots: Sequence[str]) -> bool:
+    return _root_of(os.path.realpath(real), roots) is not None
+
+
+def display_path(real: Path, roots: Sequence[str]) -> str:
+    """How a path is shown to the model: relative to the first root (what a relative argument means), else
+    absolute."""
+    base = os.path.realpath(roots[0]) if roots else ""
+    try:
+        if base and os.path.commonpath([base, str(real)]) == base:
+            rel = os.path.relpath(real, base)
+            return "." if rel == "." else Path(rel).as_posix()
+    except ValueError:
+        pass
+    return str(real)
+
+
+class _FileTool(Tool):
+    def unavailable_reason(self, ctx: ToolContext) -> str | None:
+        return None if ctx.workspace_roots else NO_WORKSPACE
+
+
+def _skip_dir(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_DIRS
+
+
+# --- read_file -------------------------------------------------------------------------------------------------
+
+
+class ReadFileParams(ToolParams):
+    path: str = Field(min_length=1, max_length=4096, description="Relative to the workspace, or absolute.")
+    start_line: int = Field(1, ge=1, description="First line (1-based).")
+    max_lines: int = Field(2000, ge=1, le=2000, description="Most lines to return.")
+
+
+class ReadFile(_FileTool):
+    name = "read_file"
+    description = (
+        "Read a UTF-8 text file in the workspace: up to max_lines lines from start_line, and the total line "
+        "count. Binary files are refused; at most 2 MiB is read."
+    )
+    Params = ReadFileParams
+    category = MetonaToolCategory.FILESYSTEM
+    risk_level = MetonaRiskLevel.LOW
+    timeout_ms = 15_000
+
+    async def run(self, args: ReadFileParams, ctx: ToolContext) -> ToolOutput:
+        real = resolve_in_workspace(args.path, ctx.workspace_roots)
+        data, size_truncated = await anyio.to_thread.run_sync(_read_head, real)
+        text = _decode_text(data, args.path)
+        lines = _split_lines(text)
+        total = len(lines)
+        if total and args.start_line > total:
+            raise ToolError(
+                f"start_line {args.start_line} is past the end of the file ({total} lines)", "INVALID_RANGE"
+            )
+        start = args.start_line if total else 0
+        chosen = lines[max(start - 1, 0) : max(start - 1, 0) + args.max_lines]
+        end = start + len(chosen) - 1 if chosen else start
+        shown = display_path(real, ctx.workspace_roots)
+        result = {
+            "path": shown,
+            "start_line": start,
+            "end_line": end,
+            "total_lines": total,
+            "content": "\n".join(chosen),
+            "truncated": size_truncated or end < total,
+        }
+        header = f"File {shown}: lines {start}-{end} of {total}"
+        if size_truncated:
+            header += " (file larger than 2 MiB: only its first 2 MiB were read)"
+        elif end < total:
+            header += f" (more lines follow: read on with start_line={end + 1})"
+        return ToolOutput(result=result, summary=f"{header}\n{result['content']}")
+
+
+def _read_head(real: Path) -> tuple[bytes, bool]:
+    try:
+        st = real.stat()
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {real.name}", "NOT_FOUND") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{real.name} is a directory (use list_directory)", "IS_A_DIRECTORY")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{real.name} is not a regular file", "NOT_A_FILE")
+    with real.open("rb") as fh:
+        data = fh.read(MAX_READ_BYTES + 1)
+    if len(data) <= MAX_READ_BYTES:
+        return data, False
+    data = data[:MAX_READ_BYTES]
+    cut = data.rfind(b"\n")  # never end inside a multi-byte character
+    return (data[: cut + 1] if cut >= 0 else data), True
+
+
+def _decode_text(data: bytes, path: str) -> str:
+    if b"\x00" in data:
+        raise ToolError(f"{path} is a binary file, not text", "BINARY_FILE")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ToolError(f"{path} is not UTF-8 text (binary or another encoding)", "BINARY_FILE") from None
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines as an editor numbers them: split at ``\\n`` only, ``\\r\\n`` endings stripped."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+# --- write_file ------------------------------------------------------------------------------------------------
+
+
+class WriteFileParams(ToolParams):
+    path: str = Field(min_length=1, max_length=4096, description="Relative to the workspace, or absolute.")
+    content: str = Field(max_length=MAX_WRITE_BYTES, description="The text to write.")
+    mode: Literal["overwrite", "append", "create"] = Field(
+        "create",
+        description="create, overwrite or append.",
+    )
+
+
+class WriteFile(_FileTool):
+    name = "write_file"
+    description = (
+        "Write a UTF-8 text file in the workspace (missing folders are created). mode: create (fails if the "
+        "file exists), overwrite (replaces it) or append. Needs the user's permission."
+    )
+    Params = WriteFileParams
+    category = MetonaToolCategory.FILESYSTEM
+    risk_level = MetonaRiskLevel.HIGH
+    requires_permission = True
+    permission = "filesystem.write"
+    timeout_ms = 30_000
+
+    async def run(self, args: WriteFileParams, ctx: ToolContext) -> ToolOutput:
+        data = args.content.encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            raise ToolError(f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}", "CONTENT_TOO_LARGE")
+        real = resolve_in_workspace(args.path, ctx.workspace_roots)
+        created = await anyio.to_thread.run_sync(_write, real, data, args.mode)
+        shown = display_path(real, ctx.workspace_roots)
+        action = "appended to" if args.mode == "append" else "created" if created else "overwrote"
+        result = {"path": shown, "mode": args.mode, "bytes_written": len(data), "created": created}
+        return ToolOutput(result=result, summary=f"{action} {shown} ({len(data)} bytes written)")
+
+
+def _write(real: Path, data: bytes, mode: str) -> bool:
+    """Write ``data``; True when the file did not exist before."""
+    if real.is_dir():
+        raise ToolError(f"{real.name} is a directory", "IS_A_DIRECTORY")
+    existed = real.exists()
+    if mode == "create" and existed:
+        raise ToolError(f"{real.name} already exists (use mode 'overwrite' or 'append')", "FILE_EXISTS")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    if mode == "append":
+        with real.open("ab") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return not existed
+    _atomic_write(real, data, no_clobber=mode == "create")
+    return not existed
+
+
+def _atomic_write(real: Path, data: bytes, *, no_clobber: bool) -> None:
+    """Temp file in the same folder, fsync, then rename over (or hard-link for ``no_clobber``)."""
+    tmp = real.with_name(f".{real.name}.{uuid.uuid4().hex[:12]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if real.exists():
+            os.chmod(tmp, stat.S_IMODE(real.stat().st_mode))
+        if no_clobber:
+            _link_no_clobber(tmp, real)
+        else:
+            os.replace(tmp, real)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _fsync_dir(real.parent)
+
+
+def _link_no_clobber(tmp: Path, real: Path) -> None:
+    try:
+        os.link(tmp, real)  # fails if the target appeared meanwhile
+    except FileExistsError:
+        raise ToolError(f"{real.name} already exists (use mode 'overwrite' or 'append')", "FILE_EXISTS") from None
+    except OSError:  # no hard links on this file system
+        if real.exists():
+            raise ToolError(f"{real.name} already exists", "FILE_EXISTS") from None
+        os.replace(tmp, real)
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- list_directory --------------------------------------------------------------------------------------------
+
+
+class ListDirectoryParams(ToolParams):
+    path: str = Field(".", min_length=1, max_length=4096, description="Relative to the workspace, or absolute.")
+    recursive: bool = Field(False, description="Include subfolders (hidden ones skipped).")
+    max_entries: int = Field(500, ge=1, le=5000, description="Most entries.")
+
+
+class ListDirectory(_FileTool):
+    name = "list_directory"
+    description = "List a workspace folder: files with sizes, folders ending in '/'."
+    Params = ListDirectoryParams
+    category = MetonaToolCategory.FILESYSTEM
+    risk_level = MetonaRiskLevel.SAFE
+    timeout_ms = 15_000
+
+    async def run(self, args: ListDirectoryParams, ctx: ToolContext) -> ToolOutput:
+        real = resolve_in_workspace(args.path, ctx.workspace_roots)
+        stop = threading.Event()
+        try:
+            entries, truncated = await anyio.to_thread.run_sync(
+                partial(_list, real, args.recursive, args.max_entries, stop), abandon_on_cancel=True
+            )
+        finally:
+            stop.set()
+        shown = display_path(real, ctx.workspace_roots)
+        lines = [_entry_line(e) for e in entries]
+        header = f"{shown}: {len(entries)} entries" + (
+            f" (stopped at max_entries={args.max_entries})" if truncated else ""
+        )
+        result = {"path": shown, "entries": entries, "truncated": truncated}
+        return ToolOutput(result=result, summary="\n".join([header, *lines]))
+
+
+def _entry_line(entry: dict[str, Any]) -> str:
+    if entry["type"] == "dir":
+        return entry["path"] + "/"
+    if entry["type"] == "file":
+        return f"{entry['path']}  ({entry['size']} bytes)"
+    return f"{entry['path']}  ({entry['type']})"
+
+
+def _list(real: Path, recursive: bool, limit: int, stop: threading.Event) -> tuple[list[dict[str, Any]], bool]:
+    if not real.exists():
+        raise ToolError(f"no such folder: {real.name}", "NOT_FOUND")
+    if not real.is_dir():
+        raise ToolError(f"{real.name} is not a folder (use read_file)", "NOT_A_DIRECTORY")
+    entries: list[dict[str, Any]] = []
+    for rel, entry in _walk_entries(real, recursive):
+        if stop.is_set():
+            break
+        if len(entries) >= limit:
+            return entries, True
+        entries.append(_describe(rel, entry))
+    return entries, False
+
+
+def _walk_entries(base: Path, recursive: bool) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    pending = [base]
+    while pending:
+        folder = pending.pop(0)
+        try:
+            with os.scandir(folder) as it:
+                items = sorted(it, key=lambda e: e.name.lower())
+        except OSError:
+            continue
+        for entry in items:
+            yield Path(os.path.relpath(entry.path, base)).as_posix(), entry
+            if recursive and entry.is_dir(follow_symlinks=False) and not _skip_dir(entry.name):
+                pending.append(Path(entry.path))
+
+
+def _describe(rel: str, entry: os.DirEntry[str]) -> dict[str, Any]:
+    if entry.is_symlink():
+        return {"path": rel, "type": "symlink"}
+    if entry.is_dir():
+        return {"path": rel, "type": "dir"}
+    if entry.is_file():
+        try:
+            size = entry.stat().st_size
+        except OSError:
+            size = None
+        return {"path": rel, "type": "file", "size": size}
+    return {"path": rel, "type": "other"}
+
+
+# --- search_files ----------------------------------------------------------------------------------------------
+
+
+class SearchFilesParams(ToolParams):
+    query: str = Field(min_length=1, max_length=500, description="Text to find.")
+    path: str = Field(".", min_length=1, max_length=4096, description="Folder to search.")
+    glob: str = Field("*", min_length=1, max_length=200, description="File name pattern, e.g. '*.md'.")
+    max_results: int = Field(50, ge=1, le=500, description="Most matches.")
+    case_sensitive: bool = Field(False, description="Match case exactly.")
+
+
+class SearchFiles(_FileTool):
+    name = "search_files"
+    description = (
+        "Find plain text (not a regex) in file names and lines of text files under a workspace folder; "
+        "answers path:line: text. Binary files, files over 2 MiB and hidden folders are skipped."
+    )
+    Params = SearchFilesParams
+    category = MetonaToolCategory.SEARCH
+    risk_level = MetonaRiskLevel.LOW
+    timeout_ms = 30_000
+
+    async def run(self, args: SearchFilesParams, ctx: ToolContext) -> ToolOutput:
+        real = resolve_in_workspace(args.path, ctx.workspace_roots)
+        stop = threading.Event()
+        try:
+            found = await anyio.to_thread.run_sync(
+                partial(_search, real, args, list(ctx.workspace_roots), stop), abandon_on_cancel=True
+            )
+        finally:
+            stop.set()
+        matches, truncated, scanned = found
+        shown = display_path(real, ctx.workspace_roots)
+        result = {
+            "query": args.query,
+            "path": shown,
+            "matches": matches,
+            "truncated": truncated,
+            "files_scanned": scanned,
+        }
+        return ToolOutput(result=result, summary=_search_summary(args, shown, matches, truncated, scanned))
+
+
+def _search_summary(args: SearchFilesParams, shown: str, matches: list[dict[str, Any]], truncated: bool, n: int) -> str:
+    if not matches:
+        return f"No matches for {args.query!r} in {shown} ({n} files scanned)."
+    head = f"{len(matches)} matches for {args.query!r} in {shown}" + (
+        f" (stopped at max_results={args.max_results})" if truncated else ""
+    )
+    lines = [
+        f"{m['path']}: (file name)" if m["kind"] == "name" else f"{m['path']}:{m['line']}: {m['text']}" for m in matches
+    ]
+    return "\n".join([head, *lines])
+
+
+def _search(
+    base: Path, args: SearchFilesParams, roots: list[str], stop: threading.Event
+) -> tuple[list[dict[str, Any]], bool, int]:
+    if not base.exists():
+        raise ToolError(f"no such folder: {base.name}", "NOT_FOUND")
+    if not base.is_dir():
+        raise ToolError(f"{base.name} is not a folder", "NOT_A_DIRECTORY")
+    needle = args.query if args.case_sensitive else args.query.lower()
+    matches: list[dict[str, Any]] = []
+    scanned = 0
+    for full, rel in _walk_files(base, args.glob, roots):
+        if stop.is_set():
+            break
+        scanned += 1
+        name = os.path.basename(full)
+        if needle in (name if args.case_sensitive else name.lower()):
+            matches.append({"path": rel, "kind": "name"})
+        for line_no, line in _text_lines(full):
+            if len(matches) >= args.max_results:
+                return matches, True, scanned
+            hay = line if args.case_sensitive else line.lower()
+            at = hay.find(needle)
+            if at >= 0:
+                matches.append({"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)})
+        if len(matches) >= args.max_results:
+            return matches[: args.max_results], True, scanned
+    return matches, False, scanned
+
+
+def _walk_files(base: Path, pattern: str, roots: list[str]) -> Iterator[tuple[str, str]]:
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not _skip_dir(d))
+        for name in sorted(files):
+            if not fnmatch.fnmatch(name, pattern):
+                continue
+            full = os.path.join(folder, name)
+            if os.path.islink(full) and not _inside(full, roots):
+                continue  # a link out of the workspace: never read through it
+            yield full, Path(os.path.relpath(full, base)).as_posix()
+
+
+def _text_lines(full: str) -> Iterator[tuple[int, str]]:
+    try:
+        if os.path.getsize(full) > MAX_SEARCH_FILE_BYTES:
+            return
+        with open(full, "rb") as fh:
+            data = fh.read(MAX_SEARCH_FILE_BYTES + 1)
+    except OSError:
+        return
+    if b"\x00" in data:
+        return
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return
+    yield from enumerate(_split_lines(text), start=1)
+
+
+def _excerpt(line: str, at: int) -> str:
+    if len(line) <= EXCERPT_CHARS:
+        return line.strip()
+    start = max(0, at - EXCERPT_CHARS // 4)
+    piece = line[start : start + EXCERPT_CHARS]
+    return ("…" if start else "") + piece + ("…" if start + EXCERPT_CHARS < len(line) else "")

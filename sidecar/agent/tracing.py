@@ -1,0 +1,116 @@
+"""A run's trace writer: sanitised events, batched into few durable transactions, in order.
+
+The loop calls :meth:`TraceWriter.emit` (no waiting: the event is buffered); a flusher task commits what is
+buffered in one transaction per batch (``EventLog`` numbers them, then publishes them to live subscribers).
+Adjacent text/thinking deltas of the same model call are merged while they wait, so a fast stream costs a
+few events per batch instead of one per token. :meth:`flush` waits until everything emitted so far is
+committed (the loop flushes before it waits for a permission and at the end); :meth:`finish` commits the
+terminal event together with the run row's final state.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import anyio
+
+from sidecar.trace.eventlog import EventLog, EventWriter
+from sidecar.trace.redact import sanitize
+
+from .models import TEXT_DELTA, THINKING_DELTA
+
+logger = logging.getLogger(__name__)
+
+FLUSH_DELAY_S = 0.01
+"""How long the flusher lets events gather after the first one of a batch."""
+MAX_BUFFERED = 2_000
+"""Emitting waits for a flush beyond this many buffered events (bounded memory)."""
+MAX_STRING_CHARS = 4_000
+"""Longest string kept in an event's data (deltas are merged up to this size too)."""
+
+_MERGEABLE = frozenset({TEXT_DELTA, THINKING_DELTA})
+
+
+class TraceWriter:
+    def __init__(self, events: EventLog, run_id: str, *, secrets: Iterable[str] = ()) -> None:
+        self._events = events
+        self.run_id = run_id
+        self._secrets = tuple(s for s in secrets if s)
+        self._buffer: list[tuple[str, dict[str, Any]]] = []
+        self._lock = anyio.Lock()
+        self._wake = anyio.Event()
+        self._closed = False
+        self.committed = 0
+
+    def sanitize(self, value: Any, max_chars: int | None = MAX_STRING_CHARS) -> Any:
+        return sanitize(value, secrets=self._secrets, max_chars=max_chars)
+
+    def emit(self, event: str, data: Mapping[str, Any]) -> None:
+        """Buffer one event (sanitised now: later mutation of ``data`` cannot leak into the trace)."""
+        clean = self.sanitize(dict(data))
+        if event in _MERGEABLE and self._buffer:
+            last_event, last = self._buffer[-1]
+            if (
+                last_event == event
+                and last.get("model_call_id") == clean.get("model_call_id")
+                and len(last["delta"]) + len(clean["delta"]) <= MAX_STRING_CHARS
+            ):
+                last["delta"] += clean["delta"]
+                return
+        self._buffer.append((event, clean))
+        self._wake.set()
+
+    async def emit_bounded(self, event: str, data: Mapping[str, Any]) -> None:
+        """:meth:`emit`, then wait for a flush if the buffer is full (back-pressure on a runaway stream)."""
+        self.emit(event, data)
+        if len(self._buffer) >= MAX_BUFFERED:
+            await self.flush()
+
+    async def run_flusher(self) -> None:
+        """Commit batches until :meth:`close`; run it in the run's task group."""
+        while not self._closed:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if self._closed:
+                break
+            await anyio.sleep(FLUSH_DELAY_S)
+            try:
+                await self.flush()
+            except Exception:
+                logger.exception("run %s: writing trace events failed", self.run_id)
+
+    async def flush(self, extra: Callable[[sqlite3.Connection, EventWriter], None] | None = None) -> None:
+        """Commit everything buffered (and run ``extra`` in the same transaction)."""
+        async with self._lock:
+            batch, self._buffer = self._buffer, []
+            if not batch and extra is None:
+                return
+
+            def work(conn: sqlite3.Connection, writer: EventWriter) -> None:
+                for event, data in batch:
+                    writer.append(self.run_id, event, data)
+                if extra is not None:
+                    extra(conn, writer)
+
+            await self._events.transaction(work)
+            self.committed += len(batch)
+
+    async def finish(self, event: str, data: Mapping[str, Any], row: Callable[[sqlite3.Connection], None]) -> None:
+        """Commit the buffered events, the terminal ``event`` and the run row's final state, atomically."""
+        self._closed = True
+        self._wake.set()
+        clean = self.sanitize(dict(data))
+
+        def extra(conn: sqlite3.Connection, writer: EventWriter) -> None:
+            writer.append(self.run_id, event, clean)
+            row(conn)
+
+        with anyio.CancelScope(shield=True):
+            await self.flush(extra)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
