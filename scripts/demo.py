@@ -5,7 +5,8 @@
 
 It spawns the sidecar the way the Electron app does and drives the main jobs over stdio: the scripted
 ``mock`` provider answers a streamed chat, a memory is superseded by a correction, Chinese and English notes are
-indexed by the embedded USE model and found again by full-text, vector and hybrid search. Each request and a
+indexed by the embedded USE model and found again by full-text, vector and hybrid search, and an agent run
+searches those notes, calculates, asks permission to write a file in a workspace folder and answers. Each request and a
 short form of its answer are printed; the sidecar's own stdout carries only protocol lines (its logs go to
 its stderr, which this script discards unless --verbose).
 """
@@ -19,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,56 @@ def show(label: str, value: Any) -> None:
     print(f"   {label}: {json.dumps(value, ensure_ascii=False)}")
 
 
+def agent_run(client: Client, workspace: Path) -> None:
+    """A ReAct run on a scripted model: two tools in one turn, a permission, the answer; then its trace."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    client.call("config/update", {"values": {"agent.workspaceRoots": [str(workspace)]}})
+    turns = [
+        {
+            "tool_calls": [
+                {"id": "t1", "name": "knowledge_search", "args": {"query": "服务器为什么宕机", "top_k": 1}},
+                {"id": "t2", "name": "calculator", "args": {"expression": "7 * 24"}},
+            ]
+        },
+        {
+            "tool_calls": [
+                {"id": "t3", "name": "write_file", "args": {"path": "incident.md", "content": "磁盘被日志占满"}}
+            ]
+        },
+        {"text": "宕机原因：磁盘被日志占满（见《运维周报》）。一周 168 小时；已写入 incident.md。", "chunk_chars": 6},
+    ]
+    client.call(
+        "providers/create", {"provider_id": "agent-mock", "preset": "mock", "options": {"script": {"turns": turns}}}
+    )
+    request = ir_request("服务器为什么宕机？记下来。")
+    run = client.call("agent/runs/create", {"provider_id": "agent-mock", "request": request})
+    run_id = run["run_id"]
+    show("agent/runs/create", {"run_id": run_id[:12] + "…", "status": run["status"]})
+    asked = _wait_event(client, run_id, "PermissionRequired")
+    show("PermissionRequired", {k: asked[k] for k in ("tool_name", "permission", "risk_level")})
+    client.call(
+        "agent/permissions/resolve", {"run_id": run_id, "request_id": asked["request_id"], "decision": "allow_once"}
+    )
+    _wait_event(client, run_id, "RunCompleted")
+    done = client.call("agent/runs/get", {"run_id": run_id})
+    show("output", done["output"])
+    show("summary", done["summary"])
+    show("incident.md", (workspace / "incident.md").read_text(encoding="utf-8"))
+    trace = client.call("agent/runs/trace", {"run_id": run_id, "limit": 1000})
+    show("trace", [e["event"] for e in trace["items"] if e["event"] not in ("TextDelta", "Usage")])
+
+
+def _wait_event(client: Client, run_id: str, name: str, timeout_s: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        page = client.call("agent/runs/events", {"run_id": run_id, "limit": 1000}, show=False)
+        for item in page["items"]:
+            if item["event"] == name:
+                return item["data"]
+        time.sleep(0.05)
+    raise SystemExit(f"no {name} within {timeout_s} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, help="keep the data here (default: a temporary directory)")
@@ -129,6 +181,8 @@ def main() -> int:
             show(f"search/query {mode} {query!r}", hits[0]["text"] if hits else None)
         status = client.call("index/status", {})
         show("index/status", {"status": status["status"], "embedding": status["embedding"]["model_id"]})
+
+        agent_run(client, Path(tmp) / "workspace")
         code = client.close()
         print(f"sidecar exited with {code}")
         return code

@@ -26,4 +26,6 @@ def test_demo_runs_on_the_embedded_defaults(tmp_path: Path) -> None:
     assert '"你好！我是 Metona。How can I help?"' in out
     assert 'memory/search: ["更正：我现在住在上海"]' in out
     assert "服务器宕机的原因是磁盘被日志占满。" in out and "PostgreSQL" in out
+    assert "宕机原因：磁盘被日志占满" in out and 'incident.md: "磁盘被日志占满"' in out
+    assert '"PermissionResolved"' in out and '"RunCompleted"]' in out
     assert out.rstrip().endswith("sidecar exited with 0")
