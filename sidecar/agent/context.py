@@ -396,6 +396,8 @@ class ContextBuilder:
         self.threshold = threshold
         self.target = target
         self.calibrator = calibrator if calibrator is not None else TokenCalibrator()
+        self._token_cache: dict[int, tuple[MetonaMessage, int]] = {}  # id → (the message, kept alive; tokens)
+        self._tools_cache: tuple[tuple[int, ...], int, list[MetonaToolDef]] | None = None
         self.default_prompt = default_prompt
 
     # -- system prompt
@@ -434,9 +436,24 @@ class ContextBuilder:
     ) -> int:
         return (
             estimate_system_prompt_tokens(prompt)
-            + sum(estimate_message_tokens(m) for m in history)
-            + estimate_tools_tokens(tools)
+            + sum(self._message_tokens(m) for m in history)
+            + self._tools_tokens(tools)
         )
+
+    def _message_tokens(self, m: MetonaMessage) -> int:
+        """``estimate_message_tokens``, once per message: a history only grows, so each build costs O(new)."""
+        hit = self._token_cache.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        n = estimate_message_tokens(m)
+        self._token_cache[id(m)] = (m, n)
+        return n
+
+    def _tools_tokens(self, tools: list[MetonaToolDef]) -> int:
+        key = tuple(id(t) for t in tools)
+        if self._tools_cache is None or self._tools_cache[0] != key:
+            self._tools_cache = (key, estimate_tools_tokens(tools), tools)
+        return self._tools_cache[1]
 
     def estimate(self, prompt: MetonaSystemPrompt, history: Sequence[MetonaMessage], tools: list[MetonaToolDef]) -> int:
         """The calibrated token estimate of a request made of ``prompt``, ``history`` and ``tools``."""

@@ -17,13 +17,16 @@ from __future__ import annotations
 import json
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.to_thread
 
 from sidecar.common import ErrorInfo
+from sidecar.errors import SidecarError
 from sidecar.ir import (
     MetonaGenerationParams,
     MetonaMemoryItem,
@@ -58,6 +61,8 @@ TRACE_RESULT_MAX_BYTES = 16_384
 """A tool result larger than this (as JSON) goes to an artifact; the event keeps its summary and reference."""
 TRACE_SUMMARY_CHARS = 1_000
 """The tool summary kept in ToolCall/ToolResult events (the model got the full one)."""
+START_GRACE_S = 30.0
+"""A run whose create answer never went out (the request was cancelled) ends ``RunCancelled`` after this."""
 FUTILE_REPEATS = 2
 """The same tool, arguments and error this many times: the model is told to change course."""
 
@@ -139,6 +144,8 @@ class AgentLoop:
         self._tool_names = {t.name for t in spec.tools}
         self.counters = _Counters()
         self.iterations = 0
+        self.ready: anyio.Event | None = None
+        """Set once the run may start (its create answer is queued); ``None``: at once."""
         self.cancel_reason = "user_aborted"
         """What a cancellation means (``shutdown`` when the sidecar stops)."""
         self.started = time.perf_counter()
@@ -165,6 +172,8 @@ class AgentLoop:
         timeout_ms = self.spec.request.constraints.timeout_ms if self.spec.request.constraints else None
         outcome: Outcome
         try:
+            if not await self._released():
+                raise _Stop(self._cancelled("not_started", "REQUEST_CANCELLED"))
             with anyio.move_on_after(timeout_ms / 1000 if timeout_ms else None) as scope:
                 outcome = await self._loop()
             if scope.cancelled_caught:
@@ -172,12 +181,11 @@ class AgentLoop:
         except _Stop as stop:
             outcome = stop.outcome
         except anyio.get_cancelled_exc_class():
-            reason = {
-                "reason": self.cancel_reason,
-                "code": "USER_ABORTED" if self.cancel_reason == "user_aborted" else "SHUTTING_DOWN",
-            }
-            await self._end(Outcome(ev.RUN_CANCELLED, "cancelled", reason))
+            code = "USER_ABORTED" if self.cancel_reason == "user_aborted" else "SHUTTING_DOWN"
+            await self._end(self._cancelled(self.cancel_reason, code))
             raise
+        except SidecarError as exc:  # e.g. the provider was deleted while the run used it
+            outcome = self._failed(exc.code, exc.message, exc.details)
         except Exception:
             logger.exception("agent run %s failed unexpectedly", self.spec.run_id)
             outcome = self._failed("AGENT_INTERNAL_ERROR", "The agent run failed unexpectedly.")
@@ -187,8 +195,21 @@ class AgentLoop:
     async def _end(self, outcome: Outcome) -> None:
         summary = self.summary()
         data = {**outcome.data, "iterations": self.iterations, "summary": summary.model_dump()}
-        end = RunEnd(outcome.status, self.iterations, summary, output=outcome.output, error=outcome.error)
+        error = outcome.error and ErrorInfo.model_validate(self.trace.sanitize(outcome.error.model_dump()))
+        output = outcome.output and self.trace.sanitize(outcome.output, max_chars=None)
+        end = RunEnd(outcome.status, self.iterations, summary, output=output, error=error)
         await self.trace.finish(outcome.event, data, lambda conn: RunStore.finish(conn, self.spec.run_id, end))
+
+    async def _released(self) -> bool:
+        """Wait until the create answer is on the wire (stream lines must not precede it); False if it never was."""
+        if self.ready is None:
+            return True
+        with anyio.move_on_after(START_GRACE_S):
+            await self.ready.wait()
+        return self.ready.is_set()
+
+    def _cancelled(self, reason: str, code: str) -> Outcome:
+        return Outcome(ev.RUN_CANCELLED, "cancelled", {"reason": reason, "code": code})
 
     def _failed(self, code: str, message: str, details: dict[str, Any] | None = None) -> Outcome:
         error = ErrorInfo(code=code, message=message, details=details or {})
@@ -360,21 +381,17 @@ class AgentLoop:
                 observe=self._observer(call_id),
             )
         except ProviderError as exc:
-            self.counters.errors += 1
             code, _status = phase2_code(exc.error, interrupted=exc.interrupted)
-            error = ErrorInfo(
-                code=code, message=exc.error.message, details={"error": exc.error.model_dump(mode="json")}
-            )
-            self.trace.emit(
-                ev.MODEL_CALL_FAILED,
-                {
-                    "model_call_id": call_id,
-                    "duration_ms": _ms(t0),
-                    "error": error.model_dump(),
-                    "retryable": exc.error.retryable,
-                },
-            )
-            raise _Stop(Outcome(ev.RUN_FAILED, "failed", {"error": error.model_dump()}, error=error)) from None
+            details = {"error": exc.error.model_dump(mode="json")}
+            raise self._call_failed(call_id, t0, ErrorInfo(code=code, message=exc.error.message, details=details),
+                                    exc.error.retryable) from None  # fmt: skip
+        except SidecarError as exc:  # not the model's failure: the provider is gone, a setting is wrong, ...
+            error = ErrorInfo(code=exc.code, message=exc.message, details=exc.details)
+            raise self._call_failed(call_id, t0, error, False) from None
+        except anyio.get_cancelled_exc_class():
+            error = ErrorInfo(code="REQUEST_CANCELLED", message="The model call was cancelled with its run.")
+            self._call_failed(call_id, t0, error, False)
+            raise
         usage = response.usage
         self.counters.tokens += usage.total_tokens
         if not streaming:  # the trace still gets what the model said
@@ -408,6 +425,13 @@ class AgentLoop:
             self._calibrator.observe(round(estimated_tokens / self._calibrator.factor), usage.input_tokens)
         return response
 
+    def _call_failed(self, call_id: str, t0: float, error: ErrorInfo, retryable: bool) -> _Stop:
+        """Record a failed model call; the :class:`_Stop` that fails the run with its error."""
+        self.counters.errors += 1
+        data = {"model_call_id": call_id, "duration_ms": _ms(t0), "error": error.model_dump(), "retryable": retryable}
+        self.trace.emit(ev.MODEL_CALL_FAILED, data)
+        return _Stop(Outcome(ev.RUN_FAILED, "failed", {"error": error.model_dump()}, error=error))
+
     def _emitter(self, call_id: str) -> Callable[[MetonaStreamEvent], Awaitable[None]]:
         sink = self.spec.stream
         assert sink is not None
@@ -416,9 +440,9 @@ class AgentLoop:
         async def emit(event: MetonaStreamEvent) -> None:
             kind = event.type
             if kind is MetonaStreamEventType.TEXT_DELTA and event.delta:
-                trace.emit(ev.TEXT_DELTA, {"model_call_id": call_id, "delta": event.delta})
+                await trace.emit_bounded(ev.TEXT_DELTA, {"model_call_id": call_id, "delta": event.delta})
             elif kind is MetonaStreamEventType.REASONING_DELTA and event.delta:
-                trace.emit(ev.THINKING_DELTA, {"model_call_id": call_id, "delta": event.delta})
+                await trace.emit_bounded(ev.THINKING_DELTA, {"model_call_id": call_id, "delta": event.delta})
             await sink(event.to_line())
 
         return emit
@@ -529,6 +553,7 @@ class AgentLoop:
             self.counters.invalid_tool_calls += 1
         if not result.success:
             self.counters.errors += 1
+        trace = self.trace
         data: dict[str, Any] = {
             "tool_call_id": call.id,
             "tool_name": call.name,
@@ -536,26 +561,30 @@ class AgentLoop:
             "step": iteration,
             "success": result.success,
             "duration_ms": result.duration_ms,
-            "summary": self.trace.sanitize(result.summary or "", max_chars=TRACE_SUMMARY_CHARS),
+            "summary": trace.sanitize(result.summary or "", max_chars=TRACE_SUMMARY_CHARS),
         }
         if not result.success:
-            data["error"] = result.error or ""
+            data["error"] = trace.sanitize(result.error or "")
             data["error_code"] = execution.error_code
             data["invalid_arguments"] = execution.invalid_arguments
-        clean = self.trace.sanitize(result.result, max_chars=None)
-        encoded = json.dumps(clean, ensure_ascii=False, default=str)
-        if len(encoded.encode()) > TRACE_RESULT_MAX_BYTES:
-            artifact_id = f"{call.id}.artifact"[:200]
+
+        def prepare() -> tuple[Any, int]:  # a result may be megabytes: redact and measure it off the event loop
+            clean = trace.sanitize(result.result, max_chars=None)
+            return clean, len(json.dumps(clean, ensure_ascii=False, default=str).encode())
+
+        clean, size = await anyio.to_thread.run_sync(prepare)
+        if size > TRACE_RESULT_MAX_BYTES:
+            artifact_id = f"art_{uuid.uuid4().hex}"
             run_id = self.spec.run_id
 
             def store(conn: Any, _writer: Any) -> None:
-                RunStore.add_artifact(conn, f"{run_id}:{artifact_id}", run_id, call.id, clean)
+                RunStore.add_artifact(conn, artifact_id, run_id, call.id, clean)
 
-            await self.trace.flush(store)
-            data["artifact"] = {"artifact_id": f"{run_id}:{artifact_id}", "size_bytes": len(encoded.encode())}
+            await trace.flush(store)
+            data["artifact"] = {"artifact_id": artifact_id, "size_bytes": size}
         else:
             data["result"] = clean
-        self.trace.emit(ev.TOOL_RESULT, data)
+        trace.emit(ev.TOOL_RESULT, data, clean=True)
         for citation in execution.citations:
             self.trace.emit(ev.CITATION, {"tool_call_id": call.id, "parent_model_call_id": parent_id, **citation})
         message = MetonaMessage(role="tool", content="", tool_result=result, timestamp=now_ms(), iteration=iteration)

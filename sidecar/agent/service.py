@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sidecar.common import CursorPage, Page, iso, utc_now
-from sidecar.errors import BadRequestError, NotFoundError
+from sidecar.errors import BadRequestError, NotFoundError, SidecarError
 from sidecar.trace.eventlog import EventLog
 from sidecar.trace.models import StoredEvent
 
@@ -31,6 +31,7 @@ from .models import (
     Artifact,
     PermissionDecision,
     RunCancelResult,
+    RunSummary,
     ToolListResult,
     TraceSnapshot,
 )
@@ -157,10 +158,10 @@ class AgentService:
             max_iterations=max_iterations,
             allowed_tools=p.allowed_tools,
             token_budget=p.token_budget,
-            config_snapshot=snapshot,
+            config_snapshot={},
         )
-        secrets = [adapter.config.api_key] if adapter.config.api_key else []
-        trace = TraceWriter(self._events, run_id, secrets=secrets)
+        trace = TraceWriter(self._events, run_id, secrets=await self._known_secrets(adapter))
+        snapshot = trace.sanitize(snapshot, max_chars=None)
         started = {
             "run_id": run_id,
             "session_id": session_id,
@@ -173,11 +174,14 @@ class AgentService:
             "input": trace.sanitize(last_user_text(request.messages), max_chars=2000),
         }
 
-        def insert(conn: Any, writer: Any) -> None:
-            RunStore.insert(conn, writer, record)
-            writer.append(run_id, ev.RUN_STARTED, trace.sanitize(started))
+        record.config_snapshot = snapshot
 
-        await self._events.transaction(insert)
+        def insert(conn: Any, writer: Any) -> str:
+            created = RunStore.insert(conn, writer, record)
+            writer.append(run_id, ev.RUN_STARTED, trace.sanitize(started))
+            return created
+
+        created_at = await self._events.transaction(insert)
         calibrator = self._calibrators.setdefault((provider_id, model), TokenCalibrator())
         spec = RunSpec(
             run_id=run_id,
@@ -205,14 +209,46 @@ class AgentService:
             services=self._services,
             calibrator=calibrator,
         )
+        loop.ready = anyio.Event()
+        trace.on_commit(lambda conn: RunStore.progress(conn, run_id, loop.iterations, loop.summary()))
         live = _Live(loop)
         self._live[run_id] = live
+        # From the commit on, nothing here waits: the run task exists before this request could be cancelled, and
+        # it ends RunCancelled by itself if the answer never goes out (``start`` is never called).
+        self._tg.start_soon(self._run, live)
+        run = AgentRun(
+            run_id=run_id,
+            session_id=session_id,
+            status="running",
+            provider_id=provider_id,
+            model=model,
+            max_iterations=max_iterations,
+            allowed_tools=p.allowed_tools,
+            token_budget=p.token_budget,
+            iterations=0,
+            summary=RunSummary(),
+            output=None,
+            error=None,
+            pending_permission=None,
+            trace_available=True,
+            created_at=created_at,
+            started_at=created_at,
+            updated_at=created_at,
+            completed_at=None,
+        )
+        return run, loop.ready.set
 
-        def start() -> None:
-            self._tg.start_soon(self._run, live)
-
-        run, _pruned = await self.store.get(run_id)
-        return run, start
+    async def _known_secrets(self, adapter: Any) -> list[str]:
+        """Keys this run may use (its provider's, the fallback's): cut out of its trace wherever they appear."""
+        keys = [adapter.config.api_key]
+        try:
+            keys.append(await self._config.secret("llm.fallbackApiKey"))
+            fallback = await self._config.get("llm.fallbackProvider")
+            if fallback:
+                keys.append((await self._providers.adapter(str(fallback))).config.api_key)
+        except SidecarError:
+            logger.debug("the fallback provider's key is not available for redaction", exc_info=True)
+        return [k for k in keys if k]
 
     def _wanted_tools(self, p: AgentRunCreateParams) -> set[str] | None:
         """The intersection of ``allowed_tools``, ``request.constraints.allowedTools`` and ``request.tools``."""

@@ -203,6 +203,7 @@ class RunStore:
             ]
             for run_id in ids:
                 conn.execute("DELETE FROM events WHERE resource_id = ?", (run_id,))
+                conn.execute("DELETE FROM resources WHERE resource_id = ?", (run_id,))  # subscribe: not found
                 conn.execute("DELETE FROM agent_artifacts WHERE run_id = ?", (run_id,))
                 conn.execute("UPDATE agent_runs SET trace_pruned = 1 WHERE run_id = ?", (run_id,))
             return len(ids)

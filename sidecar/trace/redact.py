@@ -2,16 +2,19 @@
 
 :func:`sanitize` returns a JSON-able copy of a value in which
 
-* the value of a key that names a credential (``api_key``, ``authorization``, ``password``, ``secret``,
-  ``access_token``, ``cookie``, ...) is ``"[redacted]"`` — token *counts* (``input_tokens``) are not credentials;
-* strings that look like credentials (``Bearer …``, ``sk-…``/``sk-ant-…`` keys, ``data:`` URIs, long base64
-  blobs — an attachment's or image's body) are replaced by a short marker saying what was removed;
+* the string value of a key that names a credential (``api_key``, ``OPENAI_API_KEY``, ``authorization``,
+  ``password``, ``client_secret``, ``github_token``, ``cookie``, ...) is ``"[redacted]"`` — token *counts*
+  (``input_tokens``, ``max_tokens``) are not credentials;
+* strings that look like credentials (``Bearer …``/``Basic …`` values, ``sk-…``/``sk-ant-…`` keys, the user and
+  password of a URL, ``?key=``/``?token=`` URL parameters) are cut out, and ``data:`` URIs and long base64 runs
+  (an attachment's or image's body) are replaced by a short marker saying what was removed;
 * every known secret value passed in ``secrets`` (a run's provider key) is cut out wherever it appears;
 * strings longer than ``max_chars`` are cut, with the original length noted.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -20,41 +23,62 @@ from pydantic_core import to_jsonable_python
 
 REDACTED = "[redacted]"
 
+# A key names a credential when (after camelCase → snake_case, lower-cased) it ends with one of these words.
 _SECRET_KEY = re.compile(
-    r"^(?:authorization|proxy[-_]?authorization|x[-_]?api[-_]?key|api[-_]?key|apikey|secret|client[-_]?secret"
-    r"|[a-z0-9_-]*[-_]secret|password|passwd|passphrase|access[-_]?token|refresh[-_]?token|id[-_]?token"
-    r"|auth[-_]?token|bearer|token|cookie|set[-_]?cookie|private[-_]?key|credentials?)$",
-    re.IGNORECASE,
+    r"(?:^|[-_])(?:api[-_]?key|apikey|access[-_]?key|secret(?:[-_]?key)?|token|password|passwd|passphrase"
+    r"|private[-_]?key|credentials?|cookie|authorization|auth|bearer|signature)$"
 )
-_BEARER = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_BEARER = re.compile(r"\b(Bearer|Basic) ([A-Za-z0-9._~+/-]{12,}=*)")
 _KEY_LIKE = re.compile(r"\b(?:sk|sk-ant|sk-proj|pk|rk)-[A-Za-z0-9_-]{16,}\b")
+_URL_USERINFO = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@")
+_URL_SECRET_PARAM = re.compile(
+    r"([?&](?:key|api[-_]?key|apikey|token|access[-_]?token|auth|sig|signature|password)=)[^&#\s]+", re.IGNORECASE
+)
 _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]{64,}")
 _BASE64_BLOB = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{512,}={0,2}")
 
 
 def is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.match(key))
+    return bool(_SECRET_KEY.search(_CAMEL.sub("_", key).lower()))
+
+
+def _bearer(match: re.Match[str]) -> str:
+    token = match.group(2)
+    # a credential has digits or padding; "Basic arithmetic" does not (and is not 12+ chars anyway)
+    if any(c.isdigit() for c in token) or token.endswith("="):
+        return f"{match.group(1)} {REDACTED}"
+    return match.group(0)
 
 
 def clean_text(text: str, secrets: Iterable[str] = (), max_chars: int | None = None) -> str:
+    cut = max_chars is not None and len(text) > max_chars
+    original = len(text)
+    if cut:  # what is not kept is not scanned (a 5 MB argument costs no more than a short one)
+        text = text[: max_chars + 256]
     for secret in secrets:
         if secret and len(secret) >= 6 and secret in text:
             text = text.replace(secret, REDACTED)
-    if "earer " in text or "asic " in text:
-        text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    if "Bearer " in text or "Basic " in text:
+        text = _BEARER.sub(_bearer, text)
     if "-" in text:
         text = _KEY_LIKE.sub(REDACTED, text)
+    if "://" in text:
+        text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    if "=" in text:
+        text = _URL_SECRET_PARAM.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
     if "base64," in text:
         text = _DATA_URI.sub(lambda m: f"[attachment body omitted: {len(m.group(0))} chars]", text)
     if len(text) >= 512:
         text = _BASE64_BLOB.sub(lambda m: f"[binary body omitted: {len(m.group(0))} chars]", text)
-    if max_chars is not None and len(text) > max_chars:
-        text = f"{text[:max_chars]}…[truncated: {len(text)} chars]"
+    if cut:
+        assert max_chars is not None
+        text = f"{text[:max_chars]}…[truncated: {original} chars]"
     return text
 
 
 def sanitize(value: Any, *, secrets: Iterable[str] = (), max_chars: int | None = None) -> Any:
-    """A JSON-able, redacted copy of ``value`` (see the module doc)."""
+    """A JSON-able, redacted copy of ``value`` (see the module doc). Non-finite floats become ``None``."""
     known = tuple(s for s in secrets if s)
     return _walk(to_jsonable_python(value), known, max_chars)
 
@@ -64,13 +88,13 @@ def _walk(value: Any, secrets: tuple[str, ...], max_chars: int | None) -> Any:
         return clean_text(value, secrets, max_chars)
     if isinstance(value, dict):
         return {
-            k: (
-                REDACTED
-                if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
-                else _walk(v, secrets, max_chars)
-            )
+            k: REDACTED
+            if isinstance(k, str) and isinstance(v, str) and v and is_secret_key(k)
+            else _walk(v, secrets, max_chars)
             for k, v in value.items()
         }
     if isinstance(value, list):
         return [_walk(v, secrets, max_chars) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN/Infinity: one such value must not make a whole batch unwritable
     return value

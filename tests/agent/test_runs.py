@@ -343,6 +343,7 @@ async def test_cursors_and_unknown_runs(env: Env) -> None:
         await env.agent.trace(run_id, 3, 10)
     assert expired.value.code == "TRACE_CURSOR_EXPIRED"
     assert (await env.agent.get(run_id)).trace_available is False
+    assert await env.events.kind_of(run_id) is None, "events/subscribe answers not found instead of waiting"
 
 
 async def test_runs_left_running_by_a_crash_are_failed(env: Env) -> None:
@@ -356,3 +357,30 @@ async def test_runs_left_running_by_a_crash_are_failed(env: Env) -> None:
     assert names(items) == ["RunStarted", "RunFailed"]
     listed = await env.agent.list(status="failed", session_id="s1", limit=10, offset=0)
     assert [r.run_id for r in listed.items] == ["run_crashed"]
+
+
+async def test_odd_inputs_still_end_the_run(env: Env) -> None:
+    """A NaN in a tool call's arguments, and a vendor reusing one tool call id for two large results."""
+    (env.workspace / "large.txt").write_text("line of text\n" * 3000, encoding="utf-8")
+    again = {"tool_calls": [call("read_file", {"path": "large.txt"}, "call_0")]}
+    await mock(
+        env, {"tool_calls": [call("calculator", {"expression": float("nan")}, "n")]}, again, again, {"text": "ok"}
+    )
+    run_id = await start(env)
+    items = await finish(env, run_id)
+    assert (await env.agent.get(run_id)).status == "completed", names(items)
+    nan_call = next(i.data for i in items if i.event == "ToolCall" and i.data["tool_call_id"] == "n")
+    assert nan_call["args"] == {"expression": None}
+    artifacts = [i.data["artifact"]["artifact_id"] for i in items if i.event == "ToolResult" and "artifact" in i.data]
+    assert len(artifacts) == 2 and len(set(artifacts)) == 2
+
+
+async def test_a_run_whose_answer_never_went_out_ends_cancelled(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sidecar.agent.loop.START_GRACE_S", 0.05)
+    await mock(env, {"text": "never"})
+    run, _start = await env.agent.create(
+        AgentRunCreateParams.model_validate({"provider_id": "mock", "request": ir_request()})
+    )
+    items = await finish(env, run.run_id)
+    assert names(items) == ["RunStarted", "RunCancelled"] and items[-1].data["reason"] == "not_started"
+    assert (await env.agent.get(run.run_id)).status == "cancelled"

@@ -35,6 +35,18 @@ def test_credential_keys_are_redacted_but_token_counts_are_not() -> None:
     assert not is_secret_key("tokens") and is_secret_key("refresh_token") and is_secret_key("X-Api-Key")
 
 
+def test_more_credential_names_and_values() -> None:
+    data = {"OPENAI_API_KEY": "v", "githubToken": "v", "aws_secret_access_key": "v", "session_token": "v",
+            "x-goog-api-key": "v", "token": 12345, "secret": 0, "nan": float("nan"), "inf": float("-inf")}  # fmt: skip
+    clean = sanitize(data)
+    assert [k for k, v in clean.items() if v == REDACTED] == list(data)[:5]
+    assert clean["token"] == 12345 and clean["secret"] == 0, "numbers are not credentials"
+    assert clean["nan"] is None and clean["inf"] is None
+    url = clean_text("GET https://user:pa55@example.com/x?key=AIzaSyA-123&q=ok")
+    assert url == "GET https://[redacted]@example.com/x?key=[redacted]&q=ok"
+    assert clean_text("Basic arithmetic and a bearer bond") == "Basic arithmetic and a bearer bond"
+
+
 def test_credentials_inside_text_are_cut_out() -> None:
     text = f"call failed: Authorization: Bearer {KEY}; retry with key {KEY} or basic Basic dXNlcjpwYXNzd29yZA=="
     clean = clean_text(text)
@@ -48,7 +60,8 @@ def test_attachment_bodies_and_long_strings() -> None:
     body = base64.b64encode(bytes(range(256)) * 8).decode()
     clean = sanitize({"image": f"data:image/png;base64,{body}", "blob": body, "note": "x" * 90}, max_chars=60)
     assert clean["image"].startswith("[attachment body omitted:") and body not in clean["image"]
-    assert clean["blob"].startswith("[binary body omitted:")
+    assert clean["blob"] == body[:60] + f"…[truncated: {len(body)} chars]", "only what is kept is scanned"
+    assert sanitize(body).startswith("[binary body omitted:")
     assert clean["note"] == "x" * 60 + "…[truncated: 90 chars]"
     assert sanitize(["plain", 1, None, {"nested": [{"token": "t"}]}]) == [
         "plain",
