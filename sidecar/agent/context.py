@@ -34,6 +34,7 @@ from sidecar.ir import (
     MetonaSystemPrompt,
     MetonaToolDef,
 )
+from sidecar.providers.base import tool_text
 
 from .tokens import (
     TokenCalibrator,
@@ -161,20 +162,6 @@ def _status(success: bool) -> str:
     return "success" if success else "failed"
 
 
-def _tool_text(m: MetonaMessage) -> str:
-    """What the model read of a tool message (as the adapters send it): summary, content, error, raw result."""
-    result = m.tool_result
-    if result is None:
-        return m.content
-    if result.summary:
-        return result.summary
-    if m.content:
-        return m.content
-    if not result.success and result.error:
-        return f"Error: {result.error}"
-    return _json(result.result)
-
-
 def _is_summary(m: MetonaMessage) -> bool:
     return m.role == "user" and m.content.startswith(SUMMARY_HEADER)
 
@@ -194,7 +181,7 @@ def _render_line(m: MetonaMessage) -> str:
         result = m.tool_result
         name = result.tool_name if result else "tool"
         status = _status(result.success) if result else "unknown"
-        return f"Tool {name} ({status}): {_one_line(_tool_text(m), _TRANSCRIPT_TOOL_CHARS)}"
+        return f"Tool {name} ({status}): {_one_line(tool_text(m), _TRANSCRIPT_TOOL_CHARS)}"
     label = {"user": "User", "assistant": "Assistant", "system": "System"}[m.role]
     parts = [f"{label}: {_cut(m.content, _TRANSCRIPT_TEXT_CHARS)}"] if m.content.strip() else []
     parts.extend(
@@ -361,7 +348,7 @@ def _reduce_tool(m: MetonaMessage, limit: int) -> MetonaMessage:
     result = m.tool_result
     if m.role != "tool" or result is None:
         return m
-    text = f"[{result.tool_name}: {_status(result.success)}] {_cut(_tool_text(m), limit)}".rstrip()
+    text = f"[{result.tool_name}: {_status(result.success)}] {_cut(tool_text(m), limit)}".rstrip()
     if estimate_message_tokens(m) <= estimate_tokens(text) + 8:
         return m  # already small: keep it verbatim
     error = _cut(result.error, 200) if result.error else None
@@ -685,7 +672,7 @@ class _Plan:
         share = (self._limit() - 1 - others) / len(newest) - 16  # 16: the "[name: status]" prefix, overhead
         limits = []
         for m in newest:
-            text = _tool_text(m)
+            text = tool_text(m)
             tokens = max(1, estimate_tokens(text))
             limits.append(int(len(text) * min(1.0, max(0.0, share) / tokens)))
         return max(_MIN_LAST_TOOL_CHARS, min(limits))

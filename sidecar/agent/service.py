@@ -31,7 +31,6 @@ from .models import (
     Artifact,
     PermissionDecision,
     RunCancelResult,
-    RunSummary,
     ToolListResult,
     TraceSnapshot,
 )
@@ -216,26 +215,7 @@ class AgentService:
         # From the commit on, nothing here waits: the run task exists before this request could be cancelled, and
         # it ends RunCancelled by itself if the answer never goes out (``start`` is never called).
         self._tg.start_soon(self._run, live)
-        run = AgentRun(
-            run_id=run_id,
-            session_id=session_id,
-            status="running",
-            provider_id=provider_id,
-            model=model,
-            max_iterations=max_iterations,
-            allowed_tools=p.allowed_tools,
-            token_budget=p.token_budget,
-            iterations=0,
-            summary=RunSummary(),
-            output=None,
-            error=None,
-            pending_permission=None,
-            trace_available=True,
-            created_at=created_at,
-            started_at=created_at,
-            updated_at=created_at,
-            completed_at=None,
-        )
+        run = record.new_run(created_at)
         return run, loop.ready.set
 
     async def _known_secrets(self, adapter: Any) -> list[str]:

@@ -84,6 +84,29 @@ class RunRecord:
     token_budget: int | None
     config_snapshot: dict[str, Any] = field(default_factory=dict)
 
+    def new_run(self, created_at: str) -> AgentRun:
+        """The run as it was just inserted (``running``, nothing done yet)."""
+        return AgentRun(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            status="running",
+            provider_id=self.provider_id,
+            model=self.model,
+            max_iterations=self.max_iterations,
+            allowed_tools=self.allowed_tools,
+            token_budget=self.token_budget,
+            iterations=0,
+            summary=RunSummary(),
+            output=None,
+            error=None,
+            pending_permission=None,
+            trace_available=True,
+            created_at=created_at,
+            started_at=created_at,
+            updated_at=created_at,
+            completed_at=None,
+        )
+
 
 @dataclass
 class RunEnd:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ..ir import MetonaErrorCode, MetonaModelInfo, MetonaRequest, MetonaResponse
+from ..ir import MetonaErrorCode, MetonaMessage, MetonaModelInfo, MetonaRequest, MetonaResponse
 from ..ir.adapter import StreamEventCallback
 from . import _http
 from .errors import (
@@ -410,6 +411,23 @@ def system_text(request: MetonaRequest) -> str:
     sp = request.system_prompt
     parts = [sp.role_definition, sp.output_constraints, sp.safety_guidelines, sp.dynamic_reminders or ""]
     return "\n\n".join(p.strip() for p in parts if p and p.strip())
+
+
+def tool_text(message: MetonaMessage) -> str:
+    """What the model reads of a ``tool`` message: the summary (IR: "供 LLM 阅读"), else the message text, else the
+    error of a failed call, else the raw result (JSON unless a string)."""
+    result = message.tool_result
+    if result is None:
+        return message.content
+    if result.summary:
+        return result.summary
+    if message.content:
+        return message.content
+    if not result.success and result.error:
+        return f"Error: {result.error}"
+    if isinstance(result.result, str):
+        return result.result
+    return json.dumps(result.result, ensure_ascii=False, default=str)
 
 
 def tools_allowed(request: MetonaRequest) -> list[Any]:

@@ -28,10 +28,9 @@ from ..ir import (
     MetonaPerfStats,
     MetonaRequest,
     MetonaTokenUsage,
-    MetonaToolResult,
 )
 from . import _http
-from .base import BaseAdapter, ProviderConfig, system_text, tools_allowed
+from .base import BaseAdapter, ProviderConfig, system_text, tool_text, tools_allowed
 from .errors import ProviderError, provider_error, safe_message
 from .models import CHAT, CONSERVATIVE, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from .stream import StreamAssembler
@@ -221,7 +220,7 @@ class OllamaAdapter(BaseAdapter):
             return {"role": "tool", "content": message.content}
         return {
             "role": "tool",
-            "content": tool_result_text(result) or message.content,
+            "content": tool_text(message),
             "tool_name": result.tool_name,
             "tool_call_id": result.tool_call_id,
         }
@@ -399,17 +398,6 @@ def think_value(request: MetonaRequest) -> str | bool | None:
     if params.thinking_enabled:
         return True
     return None
-
-
-def tool_result_text(result: MetonaToolResult) -> str:
-    """What the model reads of a tool result: the summary, else the raw result (JSON unless a string)."""
-    if result.summary:
-        return result.summary
-    if result.result is None and result.error:
-        return f"error: {result.error}"
-    if isinstance(result.result, str):
-        return result.result
-    return json.dumps(result.result, ensure_ascii=False, default=str)
 
 
 def perf_stats(data: Mapping[str, Any]) -> MetonaPerfStats | None:

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaRequest, MetonaTokenUsage
 from . import _http
-from .base import BaseAdapter, system_text, tools_allowed
+from .base import BaseAdapter, system_text, tool_text, tools_allowed
 from .errors import (
     ProviderError,
     code_for_status,
@@ -237,7 +237,7 @@ class OpenAICompatAdapter(BaseAdapter):
         if m.role == "tool":
             if m.tool_result is None:
                 raise self.request_error("a tool message has no toolResult (its toolCallId is needed)")
-            return {"role": "tool", "tool_call_id": m.tool_result.tool_call_id, "content": _tool_text(m)}
+            return {"role": "tool", "tool_call_id": m.tool_result.tool_call_id, "content": tool_text(m)}
         if m.role == "assistant":
             out: dict[str, Any] = {"role": "assistant", "content": m.content}
             if m.tool_calls:
@@ -557,22 +557,6 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text") or "" for p in content if isinstance(p, dict) and p.get("type") == "text")
     return ""
-
-
-def _tool_text(m: MetonaMessage) -> str:
-    """What the model reads of a tool result: the summary (IR: "供 LLM 阅读"), else the message text, else the
-    error of a failed call, else the raw result as JSON."""
-    result = m.tool_result
-    assert result is not None
-    if result.summary:
-        return result.summary
-    if m.content:
-        return m.content
-    if not result.success and result.error:
-        return f"Error: {result.error}"
-    if isinstance(result.result, str):
-        return result.result
-    return json.dumps(result.result, ensure_ascii=False, default=str)
 
 
 def _tool_turn_assistants(messages: list[MetonaMessage]) -> set[int]:
