@@ -384,3 +384,35 @@ async def test_a_run_whose_answer_never_went_out_ends_cancelled(env: Env, monkey
     items = await finish(env, run.run_id)
     assert names(items) == ["RunStarted", "RunCancelled"] and items[-1].data["reason"] == "not_started"
     assert (await env.agent.get(run.run_id)).status == "cancelled"
+
+
+async def test_run_timeout_and_failover_in_the_trace(env: Env) -> None:
+    await mock(env, {"text": "slow " * 40, "chunk_chars": 5, "delay_ms": 50})
+    constraints = {"timeoutMs": 200}
+    request = ir_request(constraints=constraints, params={"stream": True})
+
+    async def sink(_line: bytes) -> None:
+        pass
+
+    run, go = await env.agent.create(
+        AgentRunCreateParams.model_validate({"provider_id": "mock", "request": request}), stream=sink
+    )
+    go()
+    items = await finish(env, run.run_id)
+    failed = (await env.agent.get(run.run_id)).error
+    assert failed is not None and failed.code == "TIMEOUT"
+    assert names(items)[-2:] == ["ModelCallFailed", "RunFailed"]
+
+    await env.providers.create(
+        provider_id="backup", preset="mock", options={"script": {"turns": [{"text": "from the backup"}]}}
+    )
+    await env.providers.delete("mock")
+    await mock(env, {"error": {"code": "model_overloaded", "retryable": False}})
+    await env.config.update({"llm.fallbackProvider": "backup"})
+    run_id = await start(env)
+    items = await finish(env, run_id)
+    switched = next(i.data for i in items if i.event == "ProviderSwitched")
+    assert switched["from_provider"] == "mock" and switched["to_provider"] == "backup"
+    assert (await env.agent.get(run_id)).output == "from the backup"
+    completed = next(i.data for i in items if i.event == "ModelCallCompleted")
+    assert completed["provider_id"] == "backup"
