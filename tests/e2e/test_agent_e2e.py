@@ -349,3 +349,35 @@ def test_kill_9_during_a_run_then_restart(data_dir: Path, tmp_path: Path) -> Non
         assert again.call("agent/runs/cancel", {"run_id": run_id})["result"] == {"accepted": False, "status": "failed"}
     finally:
         again.close()
+
+
+def test_shutdown_cancels_a_waiting_run_cleanly(data_dir: Path, tmp_path: Path) -> None:
+    import time
+
+    workspace = make_workspace(tmp_path)
+    sc = Sidecar(data_dir)
+    try:
+        sc.initialize()
+        sc.result("config/update", {"values": {"agent.workspaceRoots": [str(workspace)]}})
+        write = {"id": "w", "name": "write_file", "args": {"path": "x.txt", "content": "x"}}
+        sc.result("providers/create", {"preset": "mock", "options": {"script": {"turns": [{"tool_calls": [write]}]}}})
+        run_id = sc.result("agent/runs/create", {"request": ir_request("write", stream=False)})["run_id"]
+        deadline = time.monotonic() + 20
+        while sc.result("agent/runs/get", {"run_id": run_id})["pending_permission"] is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert sc.result("shutdown") is None
+        sc.notify("exit")
+        assert sc.wait() == 0
+    finally:
+        sc.close()
+    again = Sidecar(data_dir)
+    try:
+        again.initialize()
+        run = again.result("agent/runs/get", {"run_id": run_id})
+        assert run["status"] == "cancelled" and run["pending_permission"] is None
+        last = page_all(again, run_id)[-1]
+        assert last["event"] == "RunCancelled" and last["data"]["reason"] == "shutdown"
+        assert not (workspace / "x.txt").exists()
+    finally:
+        again.close()
