@@ -28,6 +28,7 @@ import anyio.to_thread
 from sidecar.common import ErrorInfo
 from sidecar.errors import SidecarError
 from sidecar.ir import (
+    MetonaContext,
     MetonaGenerationParams,
     MetonaMemoryItem,
     MetonaMessage,
@@ -236,22 +237,7 @@ class AgentLoop:
             )
             if context.needs_compression:
                 context = await self._compress(context, iteration, memories, reminders)
-            call_id = f"{spec.run_id}.m{self.counters.model_calls + 1}"
-            request = MetonaRequest(
-                meta=MetonaRequestMeta(
-                    session_id=spec.session_id,
-                    iteration=iteration,
-                    request_id=call_id,
-                    timestamp=now_ms(),
-                    agent_version=AGENT_VERSION,
-                ),
-                system_prompt=context.system_prompt,
-                messages=context.history,
-                tools=context.available_tools or None,
-                params=spec.request.params,
-                constraints=spec.request.constraints,
-            )
-            response = await self._model_call(call_id, iteration, request, context.estimated_tokens)
+            call_id, response = await self._ask(context, iteration, memories, reminders)
             reminders = []
             assistant = MetonaMessage(
                 role="assistant",
@@ -291,6 +277,43 @@ class AgentLoop:
             {"max_iterations": spec.max_iterations},
         )
 
+    async def _ask(
+        self, context: MetonaContext, iteration: int, memories: list[MetonaMemoryItem], reminders: list[str]
+    ) -> tuple[str, MetonaResponse]:
+        """The iteration's model call. When the provider says the context is too long although the estimate fit,
+        the context is compressed against what was sent and the call made once more (then the error stands)."""
+        spec = self.spec
+        for attempt in (1, 2):
+            call_id = f"{spec.run_id}.m{self.counters.model_calls + 1}"
+            request = MetonaRequest(
+                meta=MetonaRequestMeta(
+                    session_id=spec.session_id,
+                    iteration=iteration,
+                    request_id=call_id,
+                    timestamp=now_ms(),
+                    agent_version=AGENT_VERSION,
+                ),
+                system_prompt=context.system_prompt,
+                messages=context.history,
+                tools=context.available_tools or None,
+                params=spec.request.params,
+                constraints=spec.request.constraints,
+            )
+            try:
+                return call_id, await self._model_call(call_id, iteration, request, context.estimated_tokens)
+            except _Stop as stop:
+                if attempt == 2 or not _context_too_long(stop.outcome):
+                    raise
+            # what was sent counts as a full window now: compress to half of it
+            context = await self._compress(
+                context,
+                iteration,
+                memories,
+                reminders,
+                window=max(1, min(spec.context_window, context.estimated_tokens)),
+            )
+        raise AssertionError("unreachable")
+
     # -- context ----------------------------------------------------------------------------------------------
 
     async def _relevant_memories(self, query: str) -> list[MetonaMemoryItem]:
@@ -305,21 +328,28 @@ class AgentLoop:
             return []
 
     async def _compress(
-        self, context: Any, iteration: int, memories: list[MetonaMemoryItem], reminders: list[str]
-    ) -> Any:
+        self,
+        context: MetonaContext,
+        iteration: int,
+        memories: list[MetonaMemoryItem],
+        reminders: list[str],
+        *,
+        window: int | None = None,
+    ) -> MetonaContext:
         async def summarise(transcript: str) -> str | None:
             return await self._summarise(transcript, iteration)
 
         compressed, record = await self._builder.compress(
             context,
             summarise,
-            context_window=self.spec.context_window,
+            context_window=window or self.spec.context_window,
             base_prompt=self.spec.request.system_prompt,
             memories=memories,
             reminders=reminders,
         )
         self.view = list(compressed.history)
-        self.trace.emit(ev.CONTEXT_COMPRESSED, {"iteration": iteration, **record.to_event()})
+        forced = {"forced_by": "context_length_exceeded", "window": window} if window is not None else {}
+        self.trace.emit(ev.CONTEXT_COMPRESSED, {"iteration": iteration, **record.to_event(), **forced})
         return compressed
 
     async def _summarise(self, transcript: str, iteration: int) -> str | None:
@@ -626,6 +656,11 @@ def _refused(call: MetonaToolCall, code: str, message: str, *, invalid: bool = F
         invalid_arguments=invalid,
         citations=[],
     )
+
+
+def _context_too_long(outcome: Outcome) -> bool:
+    error = outcome.error
+    return error is not None and error.details.get("error", {}).get("code") == "context_length_exceeded"
 
 
 def last_user_text(messages: list[MetonaMessage]) -> str:

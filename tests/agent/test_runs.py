@@ -416,3 +416,23 @@ async def test_run_timeout_and_failover_in_the_trace(env: Env) -> None:
     assert (await env.agent.get(run_id)).output == "from the backup"
     completed = next(i.data for i in items if i.event == "ModelCallCompleted")
     assert completed["provider_id"] == "backup"
+
+
+async def test_a_context_length_error_compresses_and_resubmits_once(env: Env) -> None:
+    read = {"tool_calls": [call("read_file", {"path": "notes.txt"}, "r1")]}
+    too_long = {"error": {"code": "context_length_exceeded", "times": 1}, "text": "it fits now"}
+    await mock(env, read, read, too_long, summary={"text": "The user had notes.txt read twice."})
+    run_id = await start(env)
+    items = await finish(env, run_id)
+    assert (await env.agent.get(run_id)).output == "it fits now"
+    compressed = next(i.data for i in items if i.event == "ContextCompressed")
+    assert compressed["forced_by"] == "context_length_exceeded" and compressed["rounds_summarised"] >= 1
+    failed = [i.data for i in items if i.event == "ModelCallFailed"]
+    assert len(failed) == 1 and failed[0]["error"]["code"] == "MODEL_CONTEXT_LENGTH_EXCEEDED"
+
+    await env.providers.delete("mock")
+    await mock(env, read, {"error": {"code": "context_length_exceeded"}})  # every time: the error stands
+    run_id = await start(env)
+    await finish(env, run_id)
+    run = await env.agent.get(run_id)
+    assert run.status == "failed" and run.error is not None and run.error.code == "MODEL_CONTEXT_LENGTH_EXCEEDED"
