@@ -44,6 +44,7 @@ from sidecar.ir import (
 )
 from sidecar.providers.errors import ProviderError, phase2_code
 from sidecar.providers.mock import SUMMARY_REQUEST_SUFFIX
+from sidecar.trace.redact import cut_credentials
 
 from . import models as ev
 from .context import ContextBuilder
@@ -197,7 +198,7 @@ class AgentLoop:
         summary = self.summary()
         data = {**outcome.data, "iterations": self.iterations, "summary": summary.model_dump()}
         error = outcome.error and ErrorInfo.model_validate(self.trace.sanitize(outcome.error.model_dump()))
-        output = outcome.output and self.trace.sanitize(outcome.output, max_chars=None)
+        output = outcome.output and cut_credentials(outcome.output, self.trace.secrets)  # the whole answer, no keys
         end = RunEnd(outcome.status, self.iterations, summary, output=output, error=error)
         await self.trace.finish(outcome.event, data, lambda conn: RunStore.finish(conn, self.spec.run_id, end))
 
@@ -420,7 +421,7 @@ class AgentLoop:
             raise self._call_failed(call_id, t0, error, False) from None
         except anyio.get_cancelled_exc_class():
             error = ErrorInfo(code="REQUEST_CANCELLED", message="The model call was cancelled with its run.")
-            self._call_failed(call_id, t0, error, False)
+            self._call_failed(call_id, t0, error, False, counts=False)
             raise
         usage = response.usage
         self.counters.tokens += usage.total_tokens
@@ -455,9 +456,9 @@ class AgentLoop:
             self._calibrator.observe(round(estimated_tokens / self._calibrator.factor), usage.input_tokens)
         return response
 
-    def _call_failed(self, call_id: str, t0: float, error: ErrorInfo, retryable: bool) -> _Stop:
-        """Record a failed model call; the :class:`_Stop` that fails the run with its error."""
-        self.counters.errors += 1
+    def _call_failed(self, call_id: str, t0: float, error: ErrorInfo, retryable: bool, *, counts: bool = True) -> _Stop:
+        """Record a failed model call (``counts``: as an error of the run); the :class:`_Stop` that fails the run."""
+        self.counters.errors += counts
         data = {"model_call_id": call_id, "duration_ms": _ms(t0), "error": error.model_dump(), "retryable": retryable}
         self.trace.emit(ev.MODEL_CALL_FAILED, data)
         return _Stop(Outcome(ev.RUN_FAILED, "failed", {"error": error.model_dump()}, error=error))
@@ -531,8 +532,24 @@ class AgentLoop:
                 workspace_roots=spec.workspace_roots,
                 services=self._services,
             )
-            execution = await self._registry.execute(call, ctx)
-        return await self._record_result(call, execution, parent_id, iteration)
+            try:
+                execution = await self._registry.execute(call, ctx)
+            except anyio.get_cancelled_exc_class():
+                self.trace.emit(
+                    ev.TOOL_RESULT,
+                    {
+                        "tool_call_id": call.id,
+                        "tool_name": call.name,
+                        "parent_model_call_id": parent_id,
+                        "step": iteration,
+                        "success": False,
+                        "error": "the run was cancelled while the tool ran (its work may be done)",
+                        "error_code": "CANCELLED",
+                    },
+                )
+                raise
+        with anyio.CancelScope(shield=True):  # what a tool did is recorded even if the run is cancelled meanwhile
+            return await self._record_result(call, execution, parent_id, iteration)
 
     async def _permission(self, call: MetonaToolCall, tool: Any, parent_id: str) -> str | None:
         spec = self.spec
@@ -563,16 +580,14 @@ class AgentLoop:
             },
         )
         await self.trace.flush()  # durable (and pushed to subscribers) before the run waits on it
-        decision = await self._broker.wait(request, spec.permission_timeout_s)
-        self.trace.emit(
-            ev.PERMISSION_RESOLVED,
-            {
-                "request_id": request.request_id,
-                **base,
-                "decision": decision or "deny",
-                "source": "user" if decision is not None else "timeout",
-            },
-        )
+        resolved = {"request_id": request.request_id, **base}
+        try:
+            decision = await self._broker.wait(request, spec.permission_timeout_s)
+        except anyio.get_cancelled_exc_class():
+            self.trace.emit(ev.PERMISSION_RESOLVED, {**resolved, "decision": "deny", "source": "cancelled"})
+            raise
+        source = request.source if decision is not None else "timeout"
+        self.trace.emit(ev.PERMISSION_RESOLVED, {**resolved, "decision": decision or "deny", "source": source})
         return decision
 
     async def _record_result(

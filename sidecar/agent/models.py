@@ -60,14 +60,16 @@ AGENT_EVENTS: tuple[str, ...] = (
 
 
 class AgentRunCreateParams(Params):
-    provider_id: str | None = Field(None, description="default: config llm.defaultProvider")
-    model: str | None = Field(None, description="default: the provider's default_model")
+    provider_id: str | None = Field(None, min_length=1, max_length=64, description="default: llm.defaultProvider")
+    model: str | None = Field(None, min_length=1, max_length=256, description="default: the provider's default_model")
     request: MetonaRequest
     """The conversation so far (its last user message is the task), system prompt, tool filter and generation
     params; ``params.stream`` sends the model output as MetonaStreamEvent lines."""
     max_iterations: int | None = Field(None, ge=1, le=200, description="default: config agent.maxIterations")
     allowed_tools: list[str] | None = Field(None, description="only these tools (default: every available tool)")
-    token_budget: int | None = Field(None, ge=1, description="stop the run once the model calls used this many tokens")
+    token_budget: int | None = Field(
+        None, ge=1, le=2**53, description="stop the run once the model calls used this many tokens"
+    )
     session_id: str | None = Field(None, min_length=1, max_length=256, description="default: request.meta.sessionId")
 
 

@@ -25,6 +25,8 @@ class PermissionRequest:
     session_id: str
     pending: PendingPermission
     decision: PermissionDecision | None = None
+    source: str = "user"
+    """Who decided: ``user``, or ``session_rule`` (an ``allow_always`` given to another request of the session)."""
     _answered: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -89,7 +91,16 @@ class PermissionBroker:
                 details={"run_id": run_id, "request_id": request_id, "decision": request.decision},
             )
         request.decision = decision
-        if decision == "allow_always":
-            self._always.setdefault(request.session_id, set()).add(request.pending.tool_name)
         request._answered.set()
+        if decision == "allow_always":
+            tool = request.pending.tool_name
+            self._always.setdefault(request.session_id, set()).add(tool)
+            for other in self._open.values():  # the session's other runs waiting on the same tool
+                if (
+                    other.session_id == request.session_id
+                    and other.pending.tool_name == tool
+                    and other.decision is None
+                ):
+                    other.decision, other.source = "allow_always", "session_rule"
+                    other._answered.set()
         return request

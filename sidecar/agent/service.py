@@ -127,7 +127,7 @@ class AgentService:
         max_iterations = p.max_iterations or int(await self._config.get("agent.maxIterations"))
         timeout_s = int(await self._config.get("agent.permissionTimeoutMs")) / 1000
         run_id = f"run_{uuid.uuid4().hex}"
-        session_id = p.session_id or request.meta.session_id
+        session_id = p.session_id or request.meta.session_id or run_id  # no session: one of its own
         snapshot = {
             "agent_version": AGENT_VERSION,
             "provider_id": provider_id,

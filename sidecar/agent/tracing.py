@@ -44,7 +44,7 @@ class TraceWriter:
     ) -> None:
         self._events = events
         self.run_id = run_id
-        self._secrets = tuple(s for s in secrets if s)
+        self.secrets = tuple(s for s in secrets if s)
         self._on_commit: Callable[[sqlite3.Connection], None] | None = None
         self._buffer: list[tuple[str, dict[str, Any]]] = []
         self._open_delta: dict[str, Any] | None = None  # the last buffered delta, still raw (merging)
@@ -58,7 +58,7 @@ class TraceWriter:
         self._on_commit = fn
 
     def sanitize(self, value: Any, max_chars: int | None = MAX_STRING_CHARS) -> Any:
-        return sanitize(value, secrets=self._secrets, max_chars=max_chars)
+        return sanitize(value, secrets=self.secrets, max_chars=max_chars)
 
     def emit(self, event: str, data: Mapping[str, Any], *, clean: bool = False) -> None:
         """Buffer one event. Its data is sanitised now (``clean``: the caller did it already), so later mutation

@@ -51,14 +51,18 @@ def _bearer(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-def clean_text(text: str, secrets: Iterable[str] = (), max_chars: int | None = None) -> str:
-    cut = max_chars is not None and len(text) > max_chars
-    original = len(text)
-    if cut:  # what is not kept is not scanned (a 5 MB argument costs no more than a short one)
-        text = text[: max_chars + 256]
+def cut_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every known secret value (6+ characters) replaced by ``[redacted]``."""
     for secret in secrets:
         if secret and len(secret) >= 6 and secret in text:
             text = text.replace(secret, REDACTED)
+    return text
+
+
+def cut_credentials(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without the known ``secrets`` and anything that looks like a credential (keys, ``Bearer``/``Basic``
+    values, a URL's user and password or key parameters); the rest of the text is left as it is."""
+    text = cut_secrets(text, secrets)
     if "Bearer " in text or "Basic " in text:
         text = _BEARER.sub(_bearer, text)
     if "-" in text:
@@ -67,6 +71,15 @@ def clean_text(text: str, secrets: Iterable[str] = (), max_chars: int | None = N
         text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
     if "=" in text:
         text = _URL_SECRET_PARAM.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+    return text
+
+
+def clean_text(text: str, secrets: Iterable[str] = (), max_chars: int | None = None) -> str:
+    cut = max_chars is not None and len(text) > max_chars
+    original = len(text)
+    if cut:  # what is not kept is not scanned (a 5 MB argument costs no more than a short one)
+        text = text[: max_chars + 256]
+    text = cut_credentials(text, secrets)
     if "base64," in text:
         text = _DATA_URI.sub(lambda m: f"[attachment body omitted: {len(m.group(0))} chars]", text)
     if len(text) >= 512:
