@@ -485,7 +485,7 @@ status: ("queued" | "running" | "completed" | "failed" | "cancelled")
  */
 export interface AgentRunCreateParams {
 /**
- * default: config llm.defaultProvider
+ * default: llm.defaultProvider
  */
 provider_id?: (string | null)
 /**
