@@ -505,6 +505,13 @@ class AgentLoop:
                 "step": iteration,
             },
         )
+        ctx = ToolContext(
+            run_id=spec.run_id,
+            session_id=spec.session_id,
+            tool_call_id=call.id,
+            workspace_roots=spec.workspace_roots,
+            services=self._services,
+        )
         execution: ToolExecution | None = None
         if over_limit is not None:
             execution = _refused(
@@ -519,19 +526,14 @@ class AgentLoop:
                 f"tool {call.name!r} is not available in this run; available: {', '.join(sorted(self._tool_names))}",
                 invalid=True,
             )
+        elif (execution := self._registry.check(call, ctx)) is not None:
+            pass  # refused as it stands (invalid arguments, ...): nothing to ask the user about
         elif tool.requires_permission:
             decision = await self._permission(call, tool, parent_id)
             if decision not in ("allow_once", "allow_always"):
                 reason = "timed out waiting for the user's permission" if decision is None else "denied by the user"
                 execution = _refused(call, "PERMISSION_DENIED", f"permission for {call.name} was {reason}")
         if execution is None:
-            ctx = ToolContext(
-                run_id=spec.run_id,
-                session_id=spec.session_id,
-                tool_call_id=call.id,
-                workspace_roots=spec.workspace_roots,
-                services=self._services,
-            )
             try:
                 execution = await self._registry.execute(call, ctx)
             except anyio.get_cancelled_exc_class():

@@ -436,3 +436,12 @@ async def test_a_context_length_error_compresses_and_resubmits_once(env: Env) ->
     await finish(env, run_id)
     run = await env.agent.get(run_id)
     assert run.status == "failed" and run.error is not None and run.error.code == "MODEL_CONTEXT_LENGTH_EXCEEDED"
+
+
+async def test_invalid_arguments_are_refused_before_asking_permission(env: Env) -> None:
+    await mock(env, {"tool_calls": [call("write_file", {"path": "x.txt"}, "w")]}, {"text": "oops"})
+    run_id = await start(env)
+    items = await finish(env, run_id)
+    assert "PermissionRequired" not in names(items)
+    result = next(i.data for i in items if i.event == "ToolResult")
+    assert result["error_code"] == "INVALID_ARGUMENTS" and result["invalid_arguments"] is True

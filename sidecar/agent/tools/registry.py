@@ -104,8 +104,13 @@ class ToolRegistry:
                 out[name] = reason
         return out
 
-    async def execute(self, call: MetonaToolCall, ctx: ToolContext) -> ToolExecution:
-        started = time.perf_counter()
+    def check(self, call: MetonaToolCall, ctx: ToolContext) -> ToolExecution | None:
+        """The failed result ``call`` would get without running (unknown tool, unavailable, invalid arguments), or
+        ``None``: lets the loop refuse a bad call before it asks the user's permission for it."""
+        prepared = self._prepare(call, ctx, time.perf_counter())
+        return prepared if isinstance(prepared, ToolExecution) else None
+
+    def _prepare(self, call: MetonaToolCall, ctx: ToolContext, started: float) -> ToolExecution | tuple[Tool, Any]:
         entry = self._entries.get(call.name)
         if entry is None:
             return _failure(call, started, UNKNOWN_TOOL, self._unknown_message(call.name), invalid=True)
@@ -114,10 +119,17 @@ class ToolRegistry:
         if reason is not None:
             return _failure(call, started, TOOL_UNAVAILABLE, f"the tool is unavailable: {reason}")
         try:
-            args = tool.Params.model_validate(call.args)
+            return tool, tool.Params.model_validate(call.args)
         except ValidationError as exc:
             error = f"invalid arguments: {describe_validation_error(exc)}"
             return _failure(call, started, INVALID_ARGUMENTS, error, invalid=True)
+
+    async def execute(self, call: MetonaToolCall, ctx: ToolContext) -> ToolExecution:
+        started = time.perf_counter()
+        prepared = self._prepare(call, ctx, started)
+        if isinstance(prepared, ToolExecution):
+            return prepared
+        tool, args = prepared
         timeout_s = tool.timeout_ms / 1000 if tool.timeout_ms > 0 else None
         scope = None
         try:
