@@ -6,7 +6,7 @@ and failover happen inside the provider layer and are recorded), then run the to
 one — asking the host's permission first where a tool requires it — and append the assistant message and one
 ``tool`` message per call (``summary`` for the model, the raw ``result`` kept for audit). The run ends on a
 final answer (no tool calls), on ``max_iterations``, on the token budget, on its timeout, on cancel, or on a
-non-recoverable provider error. Every step is a trace event.
+non-recoverable provider error. Every step is a trace event. The tool step itself is :mod:`.toolsteps`.
 
 The full transcript is kept (``messages``); compression only changes the view the model is sent (``view``),
 so nothing is destroyed.
@@ -14,16 +14,13 @@ so nothing is destroyed.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 from sidecar.common import ErrorInfo
 from sidecar.errors import SidecarError
@@ -38,60 +35,27 @@ from sidecar.ir import (
     MetonaStreamEvent,
     MetonaStreamEventType,
     MetonaSystemPrompt,
-    MetonaToolCall,
-    MetonaToolDef,
-    MetonaToolResult,
 )
 from sidecar.providers.errors import ProviderError, phase2_code
 from sidecar.providers.mock import SUMMARY_REQUEST_SUFFIX
 from sidecar.trace.redact import cut_credentials
 
 from . import models as ev
-from .context import ContextBuilder
+from .context import SUMMARISE_INSTRUCTIONS, ContextBuilder
 from .models import RunSummary
 from .permissions import PermissionBroker
+from .runspec import Counters, MemorySource, RunSpec, now_ms
 from .store import RunEnd, RunStore
 from .tokens import TokenCalibrator
-from .tools.base import ToolContext
-from .tools.registry import ToolExecution, ToolRegistry
+from .tools.registry import ToolRegistry
+from .toolsteps import ToolSteps
 from .tracing import TraceWriter
 
 logger = logging.getLogger(__name__)
 
 AGENT_VERSION = "metona-sidecar-agent/1"
-TRACE_RESULT_MAX_BYTES = 16_384
-"""A tool result larger than this (as JSON) goes to an artifact; the event keeps its summary and reference."""
-TRACE_SUMMARY_CHARS = 1_000
-"""The tool summary kept in ToolCall/ToolResult events (the model got the full one)."""
 START_GRACE_S = 30.0
 """A run whose create answer never went out (the request was cancelled) ends ``RunCancelled`` after this."""
-FUTILE_REPEATS = 2
-"""The same tool, arguments and error this many times: the model is told to change course."""
-
-MemorySource = Callable[[str, str, int], Awaitable[list[MetonaMemoryItem]]]
-LineSink = Callable[[bytes], Awaitable[None]]
-Notify = Callable[[str, Any], Awaitable[None]]
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class RunSpec:
-    run_id: str
-    session_id: str
-    provider_id: str
-    model: str
-    request: MetonaRequest
-    max_iterations: int
-    tools: list[MetonaToolDef]
-    token_budget: int | None
-    context_window: int
-    permission_timeout_s: float
-    workspace_roots: Sequence[str] = ()
-    stream: LineSink | None = None
-    notify: Notify | None = None
 
 
 @dataclass
@@ -110,16 +74,6 @@ class _Stop(Exception):
         self.outcome = outcome
 
 
-@dataclass
-class _Counters:
-    model_calls: int = 0
-    tool_calls: int = 0
-    tokens: int = 0
-    errors: int = 0
-    invalid_tool_calls: int = 0
-    failures: dict[tuple[str, str, str], int] = field(default_factory=dict)
-
-
 class AgentLoop:
     def __init__(
         self,
@@ -136,15 +90,14 @@ class AgentLoop:
     ) -> None:
         self.spec = spec
         self._providers = providers
-        self._registry = registry
         self._builder = builder
-        self._broker = broker
         self.trace = trace
         self._memories = memories
-        self._services = services
         self._calibrator = calibrator
-        self._tool_names = {t.name for t in spec.tools}
-        self.counters = _Counters()
+        self.counters = Counters()
+        self._tools = ToolSteps(
+            spec, registry=registry, broker=broker, trace=trace, counters=self.counters, services=services
+        )
         self.iterations = 0
         self.ready: anyio.Event | None = None
         """Set once the run may start (its create answer is queued); ``None``: at once."""
@@ -261,7 +214,7 @@ class AgentLoop:
             limit = spec.request.constraints.max_tool_calls if spec.request.constraints else None
             for n, call in enumerate(response.tool_calls):
                 over = limit is not None and n >= limit
-                message, repeated = await self._tool(call, call_id, iteration, over_limit=limit if over else None)
+                message, repeated = await self._tools.run(call, call_id, iteration, over_limit=limit if over else None)
                 self.messages.append(message)
                 self.view.append(message)
                 if repeated:
@@ -367,11 +320,7 @@ class AgentLoop:
             ),
             system_prompt=MetonaSystemPrompt(
                 role_definition="You condense an assistant's earlier conversation for its own later use.",
-                output_constraints=(
-                    "Write a compact summary in the conversation's language: the user's goals and requests, "
-                    "facts and decisions established, file paths, numbers and names that were mentioned, and what "
-                    "is still open. No preamble."
-                ),
+                output_constraints=SUMMARISE_INSTRUCTIONS,
                 safety_guidelines="Never include API keys, passwords or other secrets.",
             ),
             messages=[MetonaMessage(role="user", content=transcript, timestamp=now_ms())],
@@ -487,192 +436,6 @@ class AgentLoop:
         return observe
 
     # -- tools ------------------------------------------------------------------------------------------------
-
-    async def _tool(
-        self, call: MetonaToolCall, parent_id: str, iteration: int, *, over_limit: int | None = None
-    ) -> tuple[MetonaMessage, str | None]:
-        """Run one tool call (after permission); its ``tool`` message and, when futile, a reminder for the model."""
-        spec = self.spec
-        self.counters.tool_calls += 1
-        tool = self._registry.get(call.name)
-        self.trace.emit(
-            ev.TOOL_CALL,
-            {
-                "tool_call_id": call.id,
-                "tool_name": call.name,
-                "args": self.trace.sanitize(call.args, max_chars=500),
-                "parent_model_call_id": parent_id,
-                "step": iteration,
-            },
-        )
-        ctx = ToolContext(
-            run_id=spec.run_id,
-            session_id=spec.session_id,
-            tool_call_id=call.id,
-            workspace_roots=spec.workspace_roots,
-            services=self._services,
-        )
-        execution: ToolExecution | None = None
-        if over_limit is not None:
-            execution = _refused(
-                call,
-                "TOOL_CALL_LIMIT",
-                f"not run: at most {over_limit} tool call(s) per turn (constraints.maxToolCalls)",
-            )
-        elif call.name not in self._tool_names or tool is None:
-            execution = _refused(
-                call,
-                "TOOL_NOT_ALLOWED" if tool is not None else "UNKNOWN_TOOL",
-                f"tool {call.name!r} is not available in this run; available: {', '.join(sorted(self._tool_names))}",
-                invalid=True,
-            )
-        elif (execution := self._registry.check(call, ctx)) is not None:
-            pass  # refused as it stands (invalid arguments, ...): nothing to ask the user about
-        elif tool.requires_permission:
-            decision = await self._permission(call, tool, parent_id)
-            if decision not in ("allow_once", "allow_always"):
-                reason = "timed out waiting for the user's permission" if decision is None else "denied by the user"
-                execution = _refused(call, "PERMISSION_DENIED", f"permission for {call.name} was {reason}")
-        if execution is None:
-            try:
-                execution = await self._registry.execute(call, ctx)
-            except anyio.get_cancelled_exc_class():
-                self.trace.emit(
-                    ev.TOOL_RESULT,
-                    {
-                        "tool_call_id": call.id,
-                        "tool_name": call.name,
-                        "parent_model_call_id": parent_id,
-                        "step": iteration,
-                        "success": False,
-                        "error": "the run was cancelled while the tool ran (its work may be done)",
-                        "error_code": "CANCELLED",
-                    },
-                )
-                raise
-        with anyio.CancelScope(shield=True):  # what a tool did is recorded even if the run is cancelled meanwhile
-            return await self._record_result(call, execution, parent_id, iteration)
-
-    async def _permission(self, call: MetonaToolCall, tool: Any, parent_id: str) -> str | None:
-        spec = self.spec
-        base = {"tool_call_id": call.id, "tool_name": call.name, "permission": tool.permission}
-        if self._broker.remembered(spec.session_id, call.name):
-            self.trace.emit(
-                ev.PERMISSION_RESOLVED,
-                {"request_id": None, **base, "decision": "allow_always", "source": "session_rule"},
-            )
-            return "allow_always"
-        request = self._broker.open(
-            spec.run_id,
-            spec.session_id,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            permission=tool.permission,
-            risk_level=str(tool.risk_level),
-        )
-        self.trace.emit(
-            ev.PERMISSION_REQUIRED,
-            {
-                "request_id": request.request_id,
-                **base,
-                "risk_level": str(tool.risk_level),
-                "args": self.trace.sanitize(call.args, max_chars=500),
-                "parent_model_call_id": parent_id,
-                "timeout_ms": round(spec.permission_timeout_s * 1000),
-            },
-        )
-        await self.trace.flush()  # durable (and pushed to subscribers) before the run waits on it
-        resolved = {"request_id": request.request_id, **base}
-        try:
-            decision = await self._broker.wait(request, spec.permission_timeout_s)
-        except anyio.get_cancelled_exc_class():
-            self.trace.emit(ev.PERMISSION_RESOLVED, {**resolved, "decision": "deny", "source": "cancelled"})
-            raise
-        source = request.source if decision is not None else "timeout"
-        self.trace.emit(ev.PERMISSION_RESOLVED, {**resolved, "decision": decision or "deny", "source": source})
-        return decision
-
-    async def _record_result(
-        self, call: MetonaToolCall, execution: ToolExecution, parent_id: str, iteration: int
-    ) -> tuple[MetonaMessage, str | None]:
-        result = execution.result
-        if execution.invalid_arguments:
-            self.counters.invalid_tool_calls += 1
-        if not result.success:
-            self.counters.errors += 1
-        trace = self.trace
-        data: dict[str, Any] = {
-            "tool_call_id": call.id,
-            "tool_name": call.name,
-            "parent_model_call_id": parent_id,
-            "step": iteration,
-            "success": result.success,
-            "duration_ms": result.duration_ms,
-            "summary": trace.sanitize(result.summary or "", max_chars=TRACE_SUMMARY_CHARS),
-        }
-        if not result.success:
-            data["error"] = trace.sanitize(result.error or "")
-            data["error_code"] = execution.error_code
-            data["invalid_arguments"] = execution.invalid_arguments
-
-        def prepare() -> tuple[Any, int]:  # a result may be megabytes: redact and measure it off the event loop
-            clean = trace.sanitize(result.result, max_chars=None)
-            return clean, len(json.dumps(clean, ensure_ascii=False, default=str).encode())
-
-        clean, size = await anyio.to_thread.run_sync(prepare)
-        if size > TRACE_RESULT_MAX_BYTES:
-            artifact_id = f"art_{uuid.uuid4().hex}"
-            run_id = self.spec.run_id
-
-            def store(conn: Any, _writer: Any) -> None:
-                RunStore.add_artifact(conn, artifact_id, run_id, call.id, clean)
-
-            await trace.flush(store)
-            data["artifact"] = {"artifact_id": artifact_id, "size_bytes": size}
-        else:
-            data["result"] = clean
-        trace.emit(ev.TOOL_RESULT, data, clean=True)
-        for citation in execution.citations:
-            self.trace.emit(ev.CITATION, {"tool_call_id": call.id, "parent_model_call_id": parent_id, **citation})
-        message = MetonaMessage(role="tool", content="", tool_result=result, timestamp=now_ms(), iteration=iteration)
-        return message, self._futile(call, result)
-
-    def _futile(self, call: MetonaToolCall, result: MetonaToolResult) -> str | None:
-        """A reminder once the same call failed the same way ``FUTILE_REPEATS`` times (trace ``LoopDetected``)."""
-        if result.success:
-            return None
-        key = (call.name, json.dumps(call.args, sort_keys=True, default=str), result.error or "")
-        seen = self.counters.failures.get(key, 0) + 1
-        self.counters.failures[key] = seen
-        if seen < FUTILE_REPEATS:
-            return None
-        self.trace.emit(
-            ev.LOOP_DETECTED,
-            {"tool_name": call.name, "tool_call_id": call.id, "repeats": seen, "error": result.error or ""},
-        )
-        return (
-            f"You called {call.name} {seen} times with the same arguments and it failed the same way each time "
-            f"({result.error}). Do not call it like that again: change the arguments, use another tool, or answer "
-            "the user with what you know and say what is missing."
-        )
-
-
-def _refused(call: MetonaToolCall, code: str, message: str, *, invalid: bool = False) -> ToolExecution:
-    return ToolExecution(
-        result=MetonaToolResult(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            result=None,
-            summary=f"{call.name} failed: {message}",
-            success=False,
-            error=message,
-            duration_ms=0,
-            timestamp=now_ms(),
-        ),
-        error_code=code,
-        invalid_arguments=invalid,
-        citations=[],
-    )
 
 
 def _context_too_long(outcome: Outcome) -> bool:

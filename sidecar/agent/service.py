@@ -24,7 +24,7 @@ from sidecar.trace.models import StoredEvent
 
 from . import models as ev
 from .context import ContextBuilder
-from .loop import AGENT_VERSION, AgentLoop, LineSink, MemorySource, Notify, RunSpec, last_user_text
+from .loop import AGENT_VERSION, AgentLoop, last_user_text
 from .models import (
     AgentRun,
     AgentRunCreateParams,
@@ -35,6 +35,7 @@ from .models import (
     TraceSnapshot,
 )
 from .permissions import PermissionBroker
+from .runspec import LineSink, MemorySource, Notify, RunSpec
 from .store import RunRecord, RunStore
 from .tokens import TokenCalibrator
 from .tools.base import ToolContext
