@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from sidecar.agent.tools import ToolContext, ToolError, default_registry, resolve_in_workspace
+from sidecar.agent.tools import files as files_module
 from sidecar.agent.tools.registry import ToolExecution
 from sidecar.ir import MetonaToolCall
 
@@ -199,11 +205,12 @@ async def test_write_failure_leaves_old_content(ws: Path, monkeypatch: pytest.Mo
     target.write_text("keep me")
 
     def broken_replace(src: Any, dst: Any) -> None:
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
     result = await run("write_file", {"path": "f.txt", "content": "new", "mode": "overwrite"}, ws)
-    assert result.error_code == "TOOL_INTERNAL_ERROR"
+    assert result.error_code == "NO_SPACE"  # a model-readable error, not TOOL_INTERNAL_ERROR
+    assert result.result.error == "f.txt: No space left on device"
     assert target.read_text() == "keep me"
     assert listing(ws) == ["f.txt"]
 
@@ -285,3 +292,178 @@ async def test_search_files_stops_at_max_results(ws: Path) -> None:
     result = await run("search_files", {"query": "hit", "max_results": 3}, ws)
     assert [m["line"] for m in result.result.result["matches"]] == [1, 2, 3]
     assert result.result.result["truncated"] is True
+
+
+# --- special files, hard links, OS errors, threads ---------------------------------------------------------------
+
+
+@pytest.fixture
+def fifo(ws: Path) -> Any:
+    """A FIFO in the workspace; a guard thread opens it after 2 s so that a tool blocking on it is released."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    path = ws / "pipe"
+    os.mkfifo(path)
+    done = threading.Event()
+
+    def guard() -> None:
+        if not done.wait(2):
+            fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)  # releases a blocked reader or writer
+            time.sleep(0.2)
+            os.close(fd)
+
+    thread = threading.Thread(target=guard, daemon=True)
+    thread.start()
+    yield path
+    done.set()
+    thread.join()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_file", {"path": "pipe"}),
+        ("write_file", {"path": "pipe", "content": "x", "mode": "append"}),
+        ("write_file", {"path": "pipe", "content": "x", "mode": "overwrite"}),
+    ],
+)
+async def test_special_files_are_refused_without_blocking(
+    ws: Path, fifo: Path, tool: str, args: dict[str, Any]
+) -> None:
+    started = time.monotonic()
+    result = await run(tool, args, ws)
+    assert result.error_code == "NOT_A_FILE"
+    assert time.monotonic() - started < 1.5
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # not replaced by a regular file either
+
+
+@pytest.mark.anyio
+async def test_search_skips_special_files_without_blocking(ws: Path, fifo: Path) -> None:
+    (ws / "a.txt").write_text("hello\n")
+    (ws / "pipe_link").symlink_to(fifo)
+    started = time.monotonic()
+    result = await run("search_files", {"query": "hello"}, ws)
+    assert time.monotonic() - started < 1.5
+    assert result.error_code is None
+    assert result.result.result["matches"] == [{"path": "a.txt", "kind": "content", "line": 1, "text": "hello"}]
+
+
+@pytest.mark.anyio
+async def test_append_refuses_a_hard_link_to_outside(ws: Path) -> None:
+    outside = ws.parent / "outside" / "secret.txt"
+    os.link(outside, ws / "innocent.txt")
+    result = await run("write_file", {"path": "innocent.txt", "content": "INJECTED\n", "mode": "append"}, ws)
+    assert result.error_code == "HARD_LINKED"
+    assert outside.read_text() == "top secret\n"
+    replaced = await run("write_file", {"path": "innocent.txt", "content": "mine\n", "mode": "overwrite"}, ws)
+    assert replaced.error_code is None  # overwrite renames a new file over the name: the other name is untouched
+    assert outside.read_text() == "top secret\n" and (ws / "innocent.txt").read_text() == "mine\n"
+
+
+@pytest.mark.anyio
+async def test_os_errors_become_readable_tool_errors(ws: Path) -> None:
+    (ws / "file.txt").write_text("x\n")
+    (ws / "self").symlink_to("self")
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("read_file", {"path": "file.txt/child"}, "NOT_A_DIRECTORY"),
+        ("read_file", {"path": "self"}, "SYMLINK_LOOP"),
+        ("write_file", {"path": "file.txt/child.txt", "content": "x"}, "NOT_A_DIRECTORY"),
+    ]
+    for tool, args, code in cases:
+        result = await run(tool, args, ws)
+        assert result.error_code == code, (tool, args)
+        assert (result.result.error or "").startswith(args["path"]), result.result.error
+
+
+@pytest.mark.anyio
+async def test_write_a_255_byte_file_name(ws: Path) -> None:
+    name = "n" * 252 + ".md"
+    for mode in ("create", "overwrite"):
+        result = await run("write_file", {"path": name, "content": mode, "mode": mode}, ws)
+        assert result.error_code is None, result.result.error
+    assert listing(ws) == [name] and (ws / name).read_text() == "overwrite"
+
+
+@pytest.mark.anyio
+async def test_read_file_thread_is_abandoned_on_timeout(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (ws / "f.txt").write_text("x\n")
+    monkeypatch.setattr(files_module, "_read_head", lambda real: time.sleep(1.5))  # a hung mount
+    monkeypatch.setattr(files_module.ReadFile, "timeout_ms", 100)
+    started = time.monotonic()
+    result = await run("read_file", {"path": "f.txt"}, ws)
+    assert result.error_code == "TOOL_TIMEOUT"
+    assert time.monotonic() - started < 1.0
+
+
+@pytest.mark.anyio
+async def test_no_file_system_calls_on_the_event_loop(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (ws / "a").mkdir()
+    (ws / "a" / "f.txt").write_text("hi\n")
+    loop_thread = threading.get_ident()
+    on_loop: list[str] = []
+    real_realpath, real_stat = os.path.realpath, os.stat
+
+    def realpath(path: Any, *a: Any, **k: Any) -> Any:
+        if threading.get_ident() == loop_thread:
+            on_loop.append(f"realpath {path}")
+        return real_realpath(path, *a, **k)
+
+    def stat(path: Any, *a: Any, **k: Any) -> Any:
+        if threading.get_ident() == loop_thread:
+            on_loop.append(f"stat {path}")
+        return real_stat(path, *a, **k)
+
+    monkeypatch.setattr(os.path, "realpath", realpath)
+    monkeypatch.setattr(os, "stat", stat)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("read_file", {"path": "a/f.txt"}),
+        ("write_file", {"path": "a/g.txt", "content": "x"}),
+        ("list_directory", {"path": "a"}),
+        ("search_files", {"query": "hi", "path": "a"}),
+    ]
+    for tool, args in calls:
+        result = await run(tool, args, ws)
+        assert result.error_code is None, (tool, result.result.error)
+    assert on_loop == []
+
+
+@pytest.mark.anyio
+async def test_unresolved_root_still_confines_and_shows_relative_paths(ws: Path, tmp_path: Path) -> None:
+    (ws / "f.txt").write_text("hi\n")
+    alias = tmp_path / "alias"
+    alias.symlink_to(ws, target_is_directory=True)
+    result = await run("read_file", {"path": "f.txt"}, alias)
+    assert result.error_code is None and result.result.result["path"] == "f.txt"
+    assert (await run("read_file", {"path": "../outside/secret.txt"}, alias)).error_code == "PATH_OUTSIDE_WORKSPACE"
+    listed = await run("search_files", {"query": "hi"}, alias)
+    assert [m["path"] for m in listed.result.result["matches"]] == ["f.txt"]
+
+
+def test_search_walk_checks_the_stop_flag_per_folder(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(20):
+        (ws / f"d{i}" / "x").mkdir(parents=True)
+    visited: list[str] = []
+    real_walk = os.walk
+
+    def counting_walk(top: Any, *a: Any, **k: Any) -> Any:
+        for item in real_walk(top, *a, **k):
+            visited.append(item[0])
+            yield item
+
+    monkeypatch.setattr(files_module.os, "walk", counting_walk)
+    stop = threading.Event()
+    stop.set()  # the call was abandoned
+    args = files_module.SearchFilesParams(query="q", glob="*.nomatch")
+    assert files_module._search(ws, args, [str(ws)], stop) == ([], False, 0)
+    assert len(visited) <= 1
+
+
+@pytest.mark.anyio
+async def test_cancelling_a_read_returns_at_once(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (ws / "f.txt").write_text("x\n")
+    monkeypatch.setattr(files_module, "_read_head", lambda real: time.sleep(1.5))
+    started = time.monotonic()
+    with anyio.move_on_after(0.1):
+        await run("read_file", {"path": "f.txt"}, ws)
+    assert time.monotonic() - started < 1.0

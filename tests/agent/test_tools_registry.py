@@ -408,3 +408,18 @@ async def test_result_is_made_json_able_and_citations_pass_through() -> None:
     run = await registry(Cites()).execute(make_call("cites", {"text": "x"}), make_ctx())
     assert run.result.result == {"model": {"a": 3}, "set": [1, 2]}
     assert run.citations == [{"note_id": "n1"}]
+
+
+@pytest.mark.anyio
+async def test_error_is_capped_like_the_summary() -> None:
+    class Loud(Echo):
+        name = "loud"
+
+        async def run(self, args: EchoParams, ctx: ToolContext) -> ToolOutput:
+            raise ToolError("z" * 50_000, "LOUD")
+
+    run = await registry(Loud()).execute(make_call("loud", {"text": "x"}), make_ctx())
+    assert run.error_code == "LOUD"
+    assert len(run.result.error or "") <= MAX_SUMMARY_CHARS
+    assert len(run.result.summary or "") <= MAX_SUMMARY_CHARS
+    assert (run.result.error or "").endswith("of 50000 chars]")

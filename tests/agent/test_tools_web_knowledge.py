@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import socket
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from sidecar.agent.tools import ToolContext, ToolServices, default_registry
+from sidecar.agent.tools import ToolContext, ToolServices, default_registry, web
 from sidecar.agent.tools.registry import ToolExecution
 from sidecar.errors import ConflictError
 from sidecar.ir import MetonaMemoryItem, MetonaToolCall
@@ -111,6 +113,8 @@ async def test_http_get_redirect_limits(stub: StubServer) -> None:
         ("ftp://example.com/x", "URL_SCHEME_NOT_ALLOWED"),
         ("javascript:alert(1)", "URL_SCHEME_NOT_ALLOWED"),
         ("http:///nohost", "INVALID_URL"),
+        ("http://xn--/", "INVALID_URL"),  # IDNA: an UnicodeError inside httpx
+        ("http://xn--ls8h.la/", "INVALID_URL"),
     ],
 )
 async def test_http_get_refuses_bad_urls(url: str, code: str) -> None:
@@ -126,6 +130,108 @@ async def test_http_get_connection_error() -> None:
     result = await run("http_get", {"url": f"http://127.0.0.1:{port}/x"})  # nothing listens there now
     assert result.error_code == "HTTP_ERROR"
     assert result.result.success is False
+
+
+@pytest.mark.anyio
+async def test_http_get_refuses_a_redirect_from_public_to_local(
+    stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_addresses = web._host_addresses
+
+    async def addresses(host: str) -> list[str]:  # pretend the approved 127.0.0.1 is a public server
+        return ["93.184.216.34"] if host == "127.0.0.1" else await real_addresses(host)
+
+    monkeypatch.setattr(web, "_host_addresses", addresses)
+    port = stub.url.rsplit(":", 1)[1]
+    stub.answer("/r", Answer(status=302, headers={"location": f"http://localhost:{port}/admin"}))
+    stub.answer("/admin", Answer(headers={"content-type": "text/plain"}, chunks=[b"token=abc"]))
+    refused = await run("http_get", {"url": f"{stub.url}/r"})
+    assert refused.error_code == "REDIRECT_NOT_ALLOWED"
+    assert [s.path for s in stub.seen] == ["/r"]
+    stub.answer("/r2", Answer(status=302, headers={"location": f"{stub.url}/admin"}))  # public -> public
+    allowed = await run("http_get", {"url": f"{stub.url}/r2"})
+    assert allowed.error_code is None and allowed.result.result["text"] == "token=abc"
+
+
+@pytest.mark.anyio
+async def test_http_get_local_url_may_redirect_within_local_space(stub: StubServer) -> None:
+    port = stub.url.rsplit(":", 1)[1]
+    stub.answer("/r", Answer(status=302, headers={"location": f"http://localhost:{port}/admin"}))
+    stub.answer("/admin", Answer(headers={"content-type": "text/plain"}, chunks=[b"ok"]))
+    result = await run("http_get", {"url": f"{stub.url}/r"})
+    assert result.error_code is None and result.result.result["text"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("93.184.216.34", True),
+        ("2606:2800:220:1:248:1893:25c8:1946", True),
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("172.16.0.1", False),
+        ("192.168.1.1", False),
+        ("169.254.169.254", False),
+        ("0.0.0.0", False),
+        ("100.64.0.1", False),
+        ("::1", False),
+        ("::", False),
+        ("fd00::1", False),
+        ("fe80::1%eth0", False),
+        ("::ffff:127.0.0.1", False),
+        ("224.0.0.1", False),
+        ("not an ip", False),
+    ],
+)
+def test_public_addresses(address: str, public: bool) -> None:
+    assert web._is_public_ip(address) is public
+
+
+def _gzip(data: bytes) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    return packer.compress(data) + packer.flush()
+
+
+@pytest.mark.anyio
+async def test_http_get_decodes_gzip_and_deflate(stub: StubServer) -> None:
+    text = "hello gzip " * 100
+    raw_deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    bodies = {
+        "gzip": _gzip(text.encode()),
+        "deflate": zlib.compress(text.encode()),
+        "Deflate": raw_deflate.compress(text.encode()) + raw_deflate.flush(),  # no zlib header
+        "identity": text.encode(),
+    }
+    for encoding, body in bodies.items():
+        headers = {"content-type": "text/plain", "content-encoding": encoding}
+        stub.answer("/z", Answer(headers=headers, chunks=[body[:10], body[10:]]))
+        result = await run("http_get", {"url": f"{stub.url}/z"})
+        assert result.error_code is None, encoding
+        assert (result.result.result["text"], result.result.result["truncated"]) == (text, False), encoding
+    cut = await run("http_get", {"url": f"{stub.url}/z", "max_bytes": len(text)})
+    assert cut.result.result["truncated"] is False
+    stub.answer("/z", Answer(headers={"content-type": "text/plain", "content-encoding": "gzip"}, chunks=[b"junk"]))
+    assert (await run("http_get", {"url": f"{stub.url}/z"})).error_code == "HTTP_ERROR"
+    stub.answer("/br", Answer(headers={"content-type": "text/plain", "content-encoding": "br"}, chunks=[b"\x1b\x03"]))
+    other = await run("http_get", {"url": f"{stub.url}/br"})
+    assert other.error_code is None
+    assert (other.result.result["text"], other.result.result["bytes"]) == (None, 2)  # undecoded: binary
+    assert stub.seen[-1].headers["accept-encoding"] == "gzip, deflate"
+
+
+@pytest.mark.anyio
+async def test_http_get_gzip_bomb_is_not_inflated(stub: StubServer) -> None:
+    bomb = _gzip(bytes(32 * 1024 * 1024))  # 32 MiB of zeros in ~32 KB
+    stub.answer("/bomb", Answer(headers={"content-type": "text/plain", "content-encoding": "gzip"}, chunks=[bomb]))
+    tracemalloc.start()
+    try:
+        result = await run("http_get", {"url": f"{stub.url}/bomb", "max_bytes": 1000})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.error_code is None
+    assert (result.result.result["bytes"], result.result.result["truncated"]) == (1000, True)
+    assert peak < 8 * 1024 * 1024
 
 
 # --- memory_search ----------------------------------------------------------------------------------------------

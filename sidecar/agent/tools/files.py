@@ -1,21 +1,30 @@
 """The four file tools (read, write, list, search), confined to the configured workspace folders.
 
 Every path goes through :func:`resolve_in_workspace`: symlinks are followed first, and only then is the result
-checked against the roots, so neither ``../`` nor a link pointing outside escapes. All blocking I/O runs in a
-worker thread.
+checked against the roots, so neither ``../`` nor a link pointing outside escapes. All file-system calls,
+resolving the path included, run in a worker thread, never on the event loop; read, list and search abandon
+that thread when the call times out or the run is cancelled (a write is waited for, so its result is known).
+
+Files are opened through :func:`_open_regular` (non-blocking, no final symlink, checked with ``fstat``):
+anything but a regular file (a FIFO, socket or device) is refused with ``NOT_A_FILE`` instead of blocking, and
+appending to a file with more than one hard link (``HARD_LINKED``) is refused, since the other name may lie
+outside the workspace. ``search_files`` skips such files. An ``OSError`` becomes a ``ToolError`` whose code
+names the errno (``NOT_A_DIRECTORY``, ``SYMLINK_LOOP``, ``PERMISSION_DENIED_BY_OS``, ``NAME_TOO_LONG``,
+``NO_SPACE``, else ``OS_ERROR``).
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import stat
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
-from functools import partial
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -33,6 +42,25 @@ SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 """Never descended into by list (recursive) and search, besides every hidden (``.``) folder."""
 NO_WORKSPACE = "no workspace folder is configured (config agent.workspaceRoots)"
 
+_OPEN_FLAGS = (
+    getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_ERRNO_CODES = {
+    errno.ENOENT: "NOT_FOUND",
+    errno.ENOTDIR: "NOT_A_DIRECTORY",
+    errno.EISDIR: "IS_A_DIRECTORY",
+    errno.ELOOP: "SYMLINK_LOOP",
+    errno.EACCES: "PERMISSION_DENIED_BY_OS",
+    errno.EPERM: "PERMISSION_DENIED_BY_OS",
+    errno.ENAMETOOLONG: "NAME_TOO_LONG",
+    errno.ENOSPC: "NO_SPACE",
+    getattr(errno, "EDQUOT", errno.ENOSPC): "NO_SPACE",
+}
+_T = TypeVar("_T")
+
 
 # --- confinement -----------------------------------------------------------------------------------------------
 
@@ -42,42 +70,48 @@ def resolve_in_workspace(path: str, roots: Sequence[str]) -> Path:
 
     A relative path is taken from the first root. Symlinks are resolved (``os.path.realpath``) before the
     check, so a link that points outside is refused. A path that does not exist yet resolves through its
-    existing parents, which is what ``write_file`` needs.
+    existing parents, which is what ``write_file`` needs. Blocking (file-system calls): run it in a thread.
     """
+    return _resolve(path, roots, _real_roots(roots))
+
+
+def _real_roots(roots: Sequence[str]) -> list[str]:
+    return [os.path.realpath(root) for root in roots]
+
+
+def _resolve(path: str, roots: Sequence[str], real_roots: Sequence[str]) -> Path:
+    """:func:`resolve_in_workspace` with the roots already resolved (``real_roots``; ``roots`` for messages)."""
     if not roots:
         raise ToolError(NO_WORKSPACE, "NO_WORKSPACE")
     if "\x00" in path:
         raise ToolError("the path contains a NUL character", "PATH_INVALID")
     raw = path.strip() or "."
-    joined = raw if os.path.isabs(raw) else os.path.join(roots[0], raw)
+    joined = raw if os.path.isabs(raw) else os.path.join(real_roots[0], raw)
     real = os.path.realpath(joined)
-    if _root_of(real, roots) is None:
+    if not _within(real, real_roots):
         raise ToolError(
             f"{path!r} is outside the workspace; allowed folders: {', '.join(roots)}", "PATH_OUTSIDE_WORKSPACE"
         )
     return Path(real)
 
 
-def _root_of(real: str, roots: Sequence[str]) -> str | None:
+def _within(real: str, real_roots: Sequence[str]) -> bool:
+    """Whether the resolved ``real`` lies in one of the resolved ``real_roots`` (no file-system access)."""
     target = os.path.normcase(real)
-    for root in roots:
-        base = os.path.normcase(os.path.realpath(root))
+    for root in real_roots:
+        base = os.path.normcase(root)
         try:
             if os.path.commonpath([base, target]) == base:
-                return root
+                return True
         except ValueError:  # different drives (Windows)
             continue
-    return None
+    return False
 
 
-def _inside(real: str, roots: Sequence[str]) -> bool:
-    return _root_of(os.path.realpath(real), roots) is not None
-
-
-def display_path(real: Path, roots: Sequence[str]) -> str:
-    """How a path is shown to the model: relative to the first root (what a relative argument means), else
-    absolute."""
-    base = os.path.realpath(roots[0]) if roots else ""
+def display_path(real: Path, real_roots: Sequence[str]) -> str:
+    """How a path is shown to the model: relative to the first (resolved) root, which is what a relative
+    argument means, else absolute."""
+    base = real_roots[0] if real_roots else ""
     try:
         if base and os.path.commonpath([base, str(real)]) == base:
             rel = os.path.relpath(real, base)
@@ -85,6 +119,86 @@ def display_path(real: Path, roots: Sequence[str]) -> str:
     except ValueError:
         pass
     return str(real)
+
+
+@dataclass(frozen=True)
+class _Where:
+    """A resolved tool path: the real path, how the model sees it, and the resolved roots."""
+
+    real: Path
+    shown: str
+    roots: list[str]
+
+
+def _locate(path: str, roots: Sequence[str]) -> _Where:
+    real_roots = _real_roots(roots)  # once per call
+    real = _resolve(path, roots, real_roots)
+    return _Where(real, display_path(real, real_roots), real_roots)
+
+
+async def _in_thread(
+    path: str, ctx: ToolContext, work: Callable[[_Where, threading.Event], _T], *, abandon: bool = True
+) -> tuple[_Where, _T]:
+    """Resolve ``path`` and run ``work`` on it in one worker thread; an ``OSError`` becomes a ``ToolError``.
+
+    ``abandon``: on timeout/cancel, return at once and leave the thread behind (it sees the stop event set).
+    """
+    roots = list(ctx.workspace_roots)
+    stop = threading.Event()
+
+    def job() -> tuple[_Where, _T]:
+        where = None
+        try:
+            where = _locate(path, roots)
+            return where, work(where, stop)
+        except OSError as exc:
+            raise _os_error(exc, where.shown if where else path) from None
+
+    try:
+        return await anyio.to_thread.run_sync(job, abandon_on_cancel=abandon)
+    finally:
+        stop.set()
+
+
+def _os_error(exc: OSError, shown: str) -> ToolError:
+    code = _ERRNO_CODES.get(exc.errno or 0, "OS_ERROR")
+    why = exc.strerror or str(exc) or type(exc).__name__
+    return ToolError(f"{shown}: {why}", code)
+
+
+def _open_regular(real: Path | str, flags: int, *, append: bool = False) -> int:
+    """An fd for the regular file ``real``, opened without blocking and without following a final symlink.
+
+    Anything but a regular file is refused (``NOT_A_FILE``; a directory: ``IS_A_DIRECTORY``), and with
+    ``append`` a file with several hard links too (``HARD_LINKED``). The caller owns (closes) the fd.
+    """
+    name = os.path.basename(real)
+    try:
+        fd = os.open(real, flags | _OPEN_FLAGS, 0o666)
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {name}", "NOT_FOUND") from None
+    except IsADirectoryError:
+        raise ToolError(f"{name} is a directory", "IS_A_DIRECTORY") from None
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):  # a FIFO without reader, a socket
+            raise ToolError(f"{name} is not a regular file", "NOT_A_FILE") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{name} is a directory", "IS_A_DIRECTORY")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"{name} is not a regular file", "NOT_A_FILE")
+        if append and st.st_nlink > 1:
+            raise ToolError(
+                f"{name} has {st.st_nlink} hard links; appending would also change the other names "
+                "(use mode 'overwrite' to replace it)",
+                "HARD_LINKED",
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class _FileTool(Tool):
@@ -117,8 +231,7 @@ class ReadFile(_FileTool):
     timeout_ms = 15_000
 
     async def run(self, args: ReadFileParams, ctx: ToolContext) -> ToolOutput:
-        real = resolve_in_workspace(args.path, ctx.workspace_roots)
-        data, size_truncated = await anyio.to_thread.run_sync(_read_head, real)
+        where, (data, size_truncated) = await _in_thread(args.path, ctx, lambda w, _stop: _read_head(w.real))
         text = _decode_text(data, args.path)
         lines = _split_lines(text)
         total = len(lines)
@@ -129,7 +242,7 @@ class ReadFile(_FileTool):
         start = args.start_line if total else 0
         chosen = lines[max(start - 1, 0) : max(start - 1, 0) + args.max_lines]
         end = start + len(chosen) - 1 if chosen else start
-        shown = display_path(real, ctx.workspace_roots)
+        shown = where.shown
         result = {
             "path": shown,
             "start_line": start,
@@ -147,15 +260,9 @@ class ReadFile(_FileTool):
 
 
 def _read_head(real: Path) -> tuple[bytes, bool]:
-    try:
-        st = real.stat()
-    except FileNotFoundError:
-        raise ToolError(f"no such file: {real.name}", "NOT_FOUND") from None
-    if stat.S_ISDIR(st.st_mode):
+    if real.is_dir():
         raise ToolError(f"{real.name} is a directory (use list_directory)", "IS_A_DIRECTORY")
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{real.name} is not a regular file", "NOT_A_FILE")
-    with real.open("rb") as fh:
+    with os.fdopen(_open_regular(real, os.O_RDONLY), "rb") as fh:
         data = fh.read(MAX_READ_BYTES + 1)
     if len(data) <= MAX_READ_BYTES:
         return data, False
@@ -212,9 +319,10 @@ class WriteFile(_FileTool):
         data = args.content.encode("utf-8")
         if len(data) > MAX_WRITE_BYTES:
             raise ToolError(f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}", "CONTENT_TOO_LARGE")
-        real = resolve_in_workspace(args.path, ctx.workspace_roots)
-        created = await anyio.to_thread.run_sync(_write, real, data, args.mode)
-        shown = display_path(real, ctx.workspace_roots)
+        where, created = await _in_thread(
+            args.path, ctx, lambda w, _stop: _write(w.real, data, args.mode), abandon=False
+        )
+        shown = where.shown
         action = "appended to" if args.mode == "append" else "created" if created else "overwrote"
         result = {"path": shown, "mode": args.mode, "bytes_written": len(data), "created": created}
         return ToolOutput(result=result, summary=f"{action} {shown} ({len(data)} bytes written)")
@@ -222,14 +330,21 @@ class WriteFile(_FileTool):
 
 def _write(real: Path, data: bytes, mode: str) -> bool:
     """Write ``data``; True when the file did not exist before."""
-    if real.is_dir():
+    try:
+        st: os.stat_result | None = os.stat(real)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{real.name} is a directory", "IS_A_DIRECTORY")
-    existed = real.exists()
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{real.name} is not a regular file", "NOT_A_FILE")
+    existed = st is not None
     if mode == "create" and existed:
         raise ToolError(f"{real.name} already exists (use mode 'overwrite' or 'append')", "FILE_EXISTS")
     real.parent.mkdir(parents=True, exist_ok=True)
     if mode == "append":
-        with real.open("ab") as fh:
+        fd = _open_regular(real, os.O_WRONLY | os.O_APPEND | os.O_CREAT, append=True)
+        with os.fdopen(fd, "ab") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -240,7 +355,7 @@ def _write(real: Path, data: bytes, mode: str) -> bool:
 
 def _atomic_write(real: Path, data: bytes, *, no_clobber: bool) -> None:
     """Temp file in the same folder, fsync, then rename over (or hard-link for ``no_clobber``)."""
-    tmp = real.with_name(f".{real.name}.{uuid.uuid4().hex[:12]}.tmp")
+    tmp = real.with_name(f".{uuid.uuid4().hex[:16]}.tmp")  # short: a 255-byte file name still works
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -302,15 +417,10 @@ class ListDirectory(_FileTool):
     timeout_ms = 15_000
 
     async def run(self, args: ListDirectoryParams, ctx: ToolContext) -> ToolOutput:
-        real = resolve_in_workspace(args.path, ctx.workspace_roots)
-        stop = threading.Event()
-        try:
-            entries, truncated = await anyio.to_thread.run_sync(
-                partial(_list, real, args.recursive, args.max_entries, stop), abandon_on_cancel=True
-            )
-        finally:
-            stop.set()
-        shown = display_path(real, ctx.workspace_roots)
+        where, (entries, truncated) = await _in_thread(
+            args.path, ctx, lambda w, stop: _list(w.real, args.recursive, args.max_entries, stop)
+        )
+        shown = where.shown
         lines = [_entry_line(e) for e in entries]
         header = f"{shown}: {len(entries)} entries" + (
             f" (stopped at max_entries={args.max_entries})" if truncated else ""
@@ -394,16 +504,10 @@ class SearchFiles(_FileTool):
     timeout_ms = 30_000
 
     async def run(self, args: SearchFilesParams, ctx: ToolContext) -> ToolOutput:
-        real = resolve_in_workspace(args.path, ctx.workspace_roots)
-        stop = threading.Event()
-        try:
-            found = await anyio.to_thread.run_sync(
-                partial(_search, real, args, list(ctx.workspace_roots), stop), abandon_on_cancel=True
-            )
-        finally:
-            stop.set()
-        matches, truncated, scanned = found
-        shown = display_path(real, ctx.workspace_roots)
+        where, (matches, truncated, scanned) = await _in_thread(
+            args.path, ctx, lambda w, stop: _search(w.real, args, w.roots, stop)
+        )
+        shown = where.shown
         result = {
             "query": args.query,
             "path": shown,
@@ -436,11 +540,10 @@ def _search(
     needle = args.query if args.case_sensitive else args.query.lower()
     matches: list[dict[str, Any]] = []
     scanned = 0
-    for full, rel in _walk_files(base, args.glob, roots):
+    for full, rel, name in _walk_files(base, args.glob, roots, stop):
         if stop.is_set():
             break
         scanned += 1
-        name = os.path.basename(full)
         if needle in (name if args.case_sensitive else name.lower()):
             matches.append({"path": rel, "kind": "name"})
         for line_no, line in _text_lines(full):
@@ -455,25 +558,36 @@ def _search(
     return matches, False, scanned
 
 
-def _walk_files(base: Path, pattern: str, roots: list[str]) -> Iterator[tuple[str, str]]:
+def _walk_files(
+    base: Path, pattern: str, real_roots: list[str], stop: threading.Event
+) -> Iterator[tuple[str, str, str]]:
+    """(path to open, path shown, name) of each file matching ``pattern``; a symlink is given as its target, and
+    skipped when that lies outside the workspace. Stops walking as soon as ``stop`` is set."""
     for folder, dirs, files in os.walk(base):
+        if stop.is_set():
+            return
         dirs[:] = sorted(d for d in dirs if not _skip_dir(d))
         for name in sorted(files):
             if not fnmatch.fnmatch(name, pattern):
                 continue
             full = os.path.join(folder, name)
-            if os.path.islink(full) and not _inside(full, roots):
-                continue  # a link out of the workspace: never read through it
-            yield full, Path(os.path.relpath(full, base)).as_posix()
+            if os.path.islink(full):
+                full = os.path.realpath(full)
+                if not _within(full, real_roots):
+                    continue  # a link out of the workspace: never read through it
+            yield full, Path(os.path.relpath(os.path.join(folder, name), base)).as_posix(), name
 
 
 def _text_lines(full: str) -> Iterator[tuple[int, str]]:
+    """The lines of the regular UTF-8 text file ``full``; nothing for anything else (FIFOs, devices, binary,
+    too large, unreadable)."""
     try:
-        if os.path.getsize(full) > MAX_SEARCH_FILE_BYTES:
+        st = os.stat(full)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SEARCH_FILE_BYTES:
             return
-        with open(full, "rb") as fh:
+        with os.fdopen(_open_regular(full, os.O_RDONLY), "rb") as fh:
             data = fh.read(MAX_SEARCH_FILE_BYTES + 1)
-    except OSError:
+    except (OSError, ToolError):
         return
     if b"\x00" in data:
         return

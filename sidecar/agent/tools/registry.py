@@ -194,7 +194,7 @@ def _failure(call: MetonaToolCall, started: float, code: str, error: str, *, inv
         result=None,
         summary=cap_summary(f"{call.name[:100]} failed: {error}"),
         success=False,
-        error=error,
+        error=cap_summary(error),  # a tool's error message is as unbounded as its summary
         duration_ms=_elapsed_ms(started),
         timestamp=_now_ms(),
     )

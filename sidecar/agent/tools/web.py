@@ -2,14 +2,28 @@
 
 No cookies and no credentials ever leave: a fresh client per call with a cookie jar that accepts nothing, and
 ``trust_env=False`` so neither ``.netrc`` auth nor proxy settings from the environment are picked up.
+
+Redirects are followed by hand (at most :data:`MAX_REDIRECTS`), each hop's scheme checked again. When the URL the
+user approved names a public host, no hop may lead to a loopback, private, link-local, unique-local or
+unspecified address (``REDIRECT_NOT_ALLOWED``): an approved public URL must not become a way into the local
+network. (The check resolves the host itself; a DNS answer that changes between the check and the connection
+is not caught.) A URL that is itself local stays allowed, redirects within local space included.
+
+The body is read raw and decompressed here (gzip, deflate, identity), never beyond ``max_bytes`` of output, so a
+compression bomb costs no memory; a body in another content-encoding is returned undecoded, as binary.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
+import zlib
+from collections.abc import AsyncIterator
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 from pydantic import Field
 
 from sidecar.ir import MetonaRiskLevel, MetonaToolCategory
@@ -49,29 +63,48 @@ class HttpGet(Tool):
         jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
         timeout = httpx.Timeout(15.0, connect=10.0)
         try:
-            async with (
-                httpx.AsyncClient(
-                    follow_redirects=True,
-                    max_redirects=MAX_REDIRECTS,
-                    trust_env=False,
-                    cookies=jar,
-                    timeout=timeout,
-                    headers={"user-agent": USER_AGENT, "accept": "*/*"},
-                ) as client,
-                client.stream("GET", args.url) as response,
-            ):
-                body, truncated = await _read_capped(response.aiter_bytes(), args.max_bytes)
-                final_url = str(response.url)
-                status = response.status_code
-                content_type = response.headers.get("content-type", "")
-                charset = response.charset_encoding
-        except httpx.TooManyRedirects:
-            raise ToolError(f"more than {MAX_REDIRECTS} redirects", "HTTP_ERROR") from None
+            async with httpx.AsyncClient(
+                follow_redirects=False,
+                trust_env=False,
+                cookies=jar,
+                timeout=timeout,
+                headers={"user-agent": USER_AGENT, "accept": "*/*", "accept-encoding": "gzip, deflate"},
+            ) as client:
+                request = client.build_request("GET", args.url)
+                origin_public: bool | None = None  # worked out at the first redirect
+                for hop in range(MAX_REDIRECTS + 1):
+                    response = await client.send(request, stream=True)
+                    try:
+                        if response.next_request is None:
+                            encoding = response.headers.get("content-encoding", "")
+                            body, truncated, decoded = await _read_body(response.aiter_raw(), encoding, args.max_bytes)
+                            final_url = str(response.url)
+                            status = response.status_code
+                            content_type = response.headers.get("content-type", "")
+                            charset = response.charset_encoding
+                            break
+                    finally:
+                        await response.aclose()
+                    if hop == MAX_REDIRECTS:
+                        raise ToolError(f"more than {MAX_REDIRECTS} redirects", "HTTP_ERROR")
+                    request = response.next_request
+                    target = str(request.url)
+                    if request.url.scheme not in ("http", "https"):
+                        raise ToolError("a redirect led to a URL that is not http/https", "URL_SCHEME_NOT_ALLOWED")
+                    if origin_public is None:
+                        origin_public = await _is_public_host(urlsplit(args.url.strip()).hostname or "")
+                    if origin_public and not await _is_public_host(request.url.host):
+                        raise ToolError(
+                            f"a redirect from a public address to a local/private one was refused: {target[:300]}",
+                            "REDIRECT_NOT_ALLOWED",
+                        )
         except httpx.UnsupportedProtocol:
             raise ToolError("a redirect led to a URL that is not http/https", "URL_SCHEME_NOT_ALLOWED") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ToolError(f"the request failed: {type(exc).__name__}: {str(exc)[:300]}", "HTTP_ERROR") from None
-        text = _as_text(body, content_type, charset)
+        except UnicodeError:  # an IDNA host name that cannot be encoded or decoded
+            raise ToolError("the URL has an invalid host name", "INVALID_URL") from None
+        text = _as_text(body, content_type, charset) if decoded else None
         result = {
             "url": args.url,
             "final_url": final_url,
@@ -97,7 +130,108 @@ def _check_url(url: str) -> None:
         raise ToolError("the URL has no host", "INVALID_URL")
 
 
-async def _read_capped(chunks: Any, limit: int) -> tuple[bytes, bool]:
+# --- where a redirect may go -------------------------------------------------------------------------------------
+
+
+def _is_public_ip(text: str) -> bool:
+    """False for loopback, private (RFC 1918, unique-local ``fc00::/7``), link-local, unspecified, multicast,
+    reserved and shared (CGNAT) addresses; IPv4-mapped IPv6 is judged as the IPv4 address."""
+    try:
+        ip = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone (fe80::1%eth0)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+async def _host_addresses(host: str) -> list[str]:
+    """The addresses ``host`` stands for: itself when it is an IP literal, else what the resolver answers."""
+    bare = host.strip("[]")
+    try:
+        ipaddress.ip_address(bare.split("%", 1)[0])
+        return [bare]
+    except ValueError:
+        pass
+    try:
+        infos = await anyio.getaddrinfo(bare, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return [str(info[4][0]) for info in infos]
+
+
+async def _is_public_host(host: str) -> bool:
+    """True when every address of ``host`` is public. A host that does not resolve counts as not public."""
+    addresses = await _host_addresses(host)
+    return bool(addresses) and all(_is_public_ip(a) for a in addresses)
+
+
+# --- the body ----------------------------------------------------------------------------------------------------
+
+
+class _Inflater:
+    """Incremental gzip/deflate decoding; a ``deflate`` body without the zlib header is accepted too."""
+
+    def __init__(self, encoding: str) -> None:
+        self._raw_fallback = encoding == "deflate"
+        self._obj = zlib.decompressobj(zlib.MAX_WBITS | 16 if encoding != "deflate" else zlib.MAX_WBITS)
+        self._started = False
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        try:
+            out = self._obj.decompress(data, max_length)
+        except zlib.error:
+            if not (self._raw_fallback and not self._started):
+                raise
+            self._obj = zlib.decompressobj(-zlib.MAX_WBITS)
+            out = self._obj.decompress(data, max_length)
+        self._started = True
+        return out
+
+    @property
+    def tail(self) -> bytes:
+        return self._obj.unconsumed_tail
+
+    @property
+    def eof(self) -> bool:
+        return self._obj.eof
+
+
+async def _read_body(chunks: AsyncIterator[bytes], content_encoding: str, limit: int) -> tuple[bytes, bool, bool]:
+    """(body, truncated, decoded): at most ``limit`` bytes of the decoded body. ``decoded`` is False when the
+    content-encoding is not one handled here: the raw bytes are returned then."""
+    encoding = content_encoding.strip().lower()
+    if encoding in ("", "identity"):
+        body, truncated = await _read_capped(chunks, limit)
+        return body, truncated, True
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        body, truncated = await _read_capped(chunks, limit)
+        return body, truncated, False
+    inflater = _Inflater("deflate" if encoding == "deflate" else "gzip")
+    buf = bytearray()
+    try:
+        async for chunk in chunks:
+            pending = chunk
+            while pending and not inflater.eof:
+                buf += inflater.decompress(pending, limit - len(buf) + 1)  # one byte more shows there is more
+                if len(buf) > limit:
+                    return bytes(buf[:limit]), True, True
+                pending = inflater.tail
+            if inflater.eof:
+                break
+        while not inflater.eof:  # output zlib still holds back
+            more = inflater.decompress(b"", limit - len(buf) + 1)
+            if not more:
+                break
+            buf += more
+            if len(buf) > limit:
+                return bytes(buf[:limit]), True, True
+    except zlib.error:
+        raise ToolError(f"the {encoding} response body could not be decompressed", "HTTP_ERROR") from None
+    return bytes(buf), False, True
+
+
+async def _read_capped(chunks: AsyncIterator[bytes], limit: int) -> tuple[bytes, bool]:
     buf = bytearray()
     async for chunk in chunks:
         room = limit - len(buf)
