@@ -381,3 +381,71 @@ def test_shutdown_cancels_a_waiting_run_cleanly(data_dir: Path, tmp_path: Path) 
         assert not (workspace / "x.txt").exists()
     finally:
         again.close()
+
+
+def anthropic_turn(*blocks: dict[str, Any], stop: str) -> Answer:
+    """An Anthropic Messages SSE stream with the given content blocks (thinking with its signature, tool_use, text)."""
+
+    def event(name: str, data: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    message = {"id": "msg_e2e", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5",
+               "stop_reason": None, "usage": {"input_tokens": 200, "output_tokens": 1}}  # fmt: skip
+    chunks = [event("message_start", {"type": "message_start", "message": message})]
+    for i, block in enumerate(blocks):
+        kind = block["type"]
+        start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}} if kind == "tool_use" else {
+            "type": kind, kind: ""}  # fmt: skip
+        chunks.append(event("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}))
+        if kind == "thinking":
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]},
+                      {"type": "signature_delta", "signature": block["signature"]}]  # fmt: skip
+        elif kind == "tool_use":
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        else:
+            deltas = [{"type": "text_delta", "text": block["text"]}]
+        for delta in deltas:
+            chunks.append(event("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
+        chunks.append(event("content_block_stop", {"type": "content_block_stop", "index": i}))
+    chunks.append(event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop},
+                                          "usage": {"output_tokens": 30}}))  # fmt: skip
+    chunks.append(event("message_stop", {"type": "message_stop"}))
+    return Answer(headers={"content-type": "text/event-stream"}, chunks=chunks)
+
+
+def test_agent_run_over_the_anthropic_format_passes_signed_thinking_back(ready: Sidecar, tmp_path: Path) -> None:
+    workspace = make_workspace(tmp_path)
+    (workspace / "a.txt").write_text("the answer is 42\n", "utf-8")
+    thinking = {"type": "thinking", "thinking": "I should read a.txt first.", "signature": "SIG-e2e-0123"}
+    read = {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "a.txt"}}
+    with stub_server() as stub:
+        stub.answer(
+            "/v1/messages",
+            anthropic_turn(thinking, read, stop="tool_use"),
+            anthropic_turn({"type": "text", "text": "It says 42."}, stop="end_turn"),
+        )
+        ready.result(
+            "providers/create",
+            {"provider_id": "claude", "preset": "anthropic", "base_url": stub.url, "api_key": CANARY,
+             "default_model": "claude-sonnet-4-5"},
+        )  # fmt: skip
+        ready.result("config/update", {"values": {"agent.workspaceRoots": [str(workspace)]}})
+        request = ir_request("What does a.txt say?")
+        request["params"]["thinkingEnabled"] = True
+        run_id = ready.result("agent/runs/create", {"provider_id": "claude", "request": request})["run_id"]
+        seen: list[Any] = []
+        sub = ready.result("events/subscribe", {"resource_id": run_id})["subscription_id"]
+        read_until(ready, seen, lambda: any(e["event"] == "RunCompleted" for e in events_notifications(seen, sub)))
+        run = ready.result("agent/runs/get", {"run_id": run_id})
+        assert run["status"] == "completed" and run["output"] == "It says 42.", run
+        second = [s for s in stub.seen if s.path == "/v1/messages"][1].body
+        assistant = next(m for m in second["messages"] if m["role"] == "assistant")
+        assert assistant["content"][0] == {
+            "type": "thinking", "thinking": thinking["thinking"], "signature": thinking["signature"]}  # fmt: skip
+        assert assistant["content"][1]["type"] == "tool_use" and assistant["content"][1]["id"] == "toolu_01"
+        result = second["messages"][-1]["content"][0]
+        assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_01"
+        assert "the answer is 42" in result["content"]
+    events = page_all(ready, run_id)
+    thought = "".join(e["data"]["delta"] for e in events if e["event"] == "ThinkingDelta")
+    assert thought == thinking["thinking"]
