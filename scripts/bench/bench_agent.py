@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,14 +53,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from sidecar.agent.models import AgentRunCreateParams  # noqa: E402
-from sidecar.agent.service import AgentService  # noqa: E402
-from sidecar.agent.tools import default_registry  # noqa: E402
 from sidecar.agent.tracing import MAX_BUFFERED, TraceWriter  # noqa: E402
-from sidecar.config.service import ConfigService  # noqa: E402
-from sidecar.providers.service import ProviderService  # noqa: E402
-from sidecar.secrets import SecretStore  # noqa: E402
-from sidecar.storage.sqlite import Database  # noqa: E402
-from sidecar.trace.eventlog import EventLog  # noqa: E402
+from tests.support.agent_env import AgentEnv, agent_environment  # noqa: E402
 
 log = logging.getLogger("bench_agent")
 MS = 1000.0
@@ -69,42 +63,12 @@ MS = 1000.0
 # -- environment ------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Env:
-    db: Database
-    events: EventLog
-    providers: ProviderService
-    config: ConfigService
-    agent: AgentService
-    workspace: Path
+Env = AgentEnv
 
 
-@contextlib.asynccontextmanager
-async def environment(data_dir: Path) -> AsyncIterator[Env]:
-    db = await Database.open(data_dir)
-    events = EventLog(db)
-    await events.migrate()
-    secrets = await SecretStore.open(db, data_dir / "master.key")
-    config = ConfigService(db, secrets)
-    await config.migrate()
-    providers = ProviderService(db, secrets, config, retry_base_s=0.001)
-    await providers.migrate()
-    workspace = data_dir / "ws"
-    workspace.mkdir(exist_ok=True)
+def environment(data_dir: Path) -> contextlib.AbstractAsyncContextManager[AgentEnv]:
     # a workspace root makes the file tools available, so the context carries the full tool list (realistic)
-    await config.update({"agent.workspaceRoots": [str(workspace.resolve())]})
-    try:
-        async with anyio.create_task_group() as tg:
-            agent = AgentService(events, providers, config, default_registry(), tg)
-            await agent.start()
-            try:
-                yield Env(db, events, providers, config, agent, workspace)
-            finally:
-                await agent.shutdown(2)
-                tg.cancel_scope.cancel()
-    finally:
-        await providers.close()
-        await db.close()
+    return agent_environment(data_dir, data_dir / "ws")
 
 
 def ir_request(*, stream: bool, session: str = "bench") -> dict[str, Any]:

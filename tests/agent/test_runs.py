@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,55 +11,23 @@ import anyio
 import pytest
 
 from sidecar.agent.models import AgentRunCreateParams
-from sidecar.agent.service import AgentService
 from sidecar.agent.store import RunRecord, RunStore
-from sidecar.agent.tools import default_registry
-from sidecar.config.service import ConfigService
 from sidecar.errors import SidecarError
-from sidecar.providers.service import ProviderService
-from sidecar.secrets import SecretStore
-from sidecar.storage.sqlite import Database
-from sidecar.trace.eventlog import EventLog
+from tests.support.agent_env import AgentEnv, agent_environment
 
 pytestmark = pytest.mark.anyio
 
 CANARY = "sk-CANARY-agent-3f9b2c7d1e-never-in-a-trace"
 
 
-@dataclass
-class Env:
-    agent: AgentService
-    providers: ProviderService
-    config: ConfigService
-    events: EventLog
-    db: Database
-    workspace: Path
+Env = AgentEnv
 
 
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
-    db = await Database.open(tmp_path / "data")
-    events = EventLog(db)
-    await events.migrate()
-    secrets = await SecretStore.open(db, tmp_path / "master.key")
-    config = ConfigService(db, secrets)
-    await config.migrate()
-    providers = ProviderService(db, secrets, config, retry_base_s=0.001)
-    await providers.migrate()
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
-    await config.update({"agent.workspaceRoots": [str(workspace)]})
-    async with anyio.create_task_group() as tg:
-        agent = AgentService(events, providers, config, default_registry(), tg)
-        await agent.start()
-        try:
-            yield Env(agent, providers, config, events, db, workspace.resolve())
-        finally:
-            await agent.shutdown(2)
-            tg.cancel_scope.cancel()
-    await providers.close()
-    await db.close()
+    async with agent_environment(tmp_path / "data", tmp_path / "ws") as e:
+        (e.workspace / "notes.txt").write_text("alpha\nbeta\n", encoding="utf-8")
+        yield e
 
 
 def ir_request(text: str = "do the task", *, session: str = "s1", **extra: Any) -> dict[str, Any]:
