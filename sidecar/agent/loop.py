@@ -36,6 +36,7 @@ from sidecar.ir import (
     MetonaStreamEventType,
     MetonaSystemPrompt,
 )
+from sidecar.providers.base import last_user_text
 from sidecar.providers.errors import ProviderError, phase2_code
 from sidecar.providers.mock import SUMMARY_REQUEST_SUFFIX
 from sidecar.trace.redact import cut_credentials
@@ -441,13 +442,6 @@ class AgentLoop:
 def _context_too_long(outcome: Outcome) -> bool:
     error = outcome.error
     return error is not None and error.details.get("error", {}).get("code") == "context_length_exceeded"
-
-
-def last_user_text(messages: list[MetonaMessage]) -> str:
-    for message in reversed(messages):
-        if message.role == "user":
-            return message.content
-    return ""
 
 
 def _ms(t0: float) -> int:

@@ -19,12 +19,13 @@ from anyio.abc import TaskGroup
 
 from sidecar.common import CursorPage, Page, iso, utc_now
 from sidecar.errors import BadRequestError, NotFoundError, SidecarError
+from sidecar.providers.base import last_user_text
 from sidecar.trace.eventlog import EventLog
 from sidecar.trace.models import StoredEvent
 
 from . import models as ev
 from .context import ContextBuilder
-from .loop import AGENT_VERSION, AgentLoop, last_user_text
+from .loop import AGENT_VERSION, AgentLoop
 from .models import (
     AgentRun,
     AgentRunCreateParams,
@@ -274,8 +275,7 @@ class AgentService:
             live.done.set()
 
     async def get(self, run_id: str) -> AgentRun:
-        run, _pruned = await self.store.get(run_id)
-        return self._with_live(run)
+        return self._with_live(await self.store.get(run_id))
 
     def _with_live(self, run: AgentRun) -> AgentRun:
         live = self._live.get(run.run_id)
@@ -298,13 +298,11 @@ class AgentService:
         """Cancel a running run; answers once its ``RunCancelled`` is committed. A finished run: its status."""
         live = self._live.get(run_id)
         if live is None:
-            run, _ = await self.store.get(run_id)
-            return RunCancelResult(accepted=False, status=run.status)
+            return RunCancelResult(accepted=False, status=(await self.store.get(run_id)).status)
         live.scope.cancel()
         with anyio.move_on_after(10):
             await live.done.wait()
-        run, _ = await self.store.get(run_id)
-        return RunCancelResult(accepted=True, status=run.status)
+        return RunCancelResult(accepted=True, status=(await self.store.get(run_id)).status)
 
     def resolve_permission(self, run_id: str, request_id: str, decision: PermissionDecision) -> None:
         if run_id not in self._live:
@@ -314,8 +312,7 @@ class AgentService:
         self.broker.resolve(run_id, request_id, decision)
 
     async def events(self, run_id: str, after_sequence: int, limit: int) -> CursorPage[StoredEvent]:
-        _run, pruned = await self.store.get(run_id)
-        if pruned:
+        if not (await self.store.get(run_id)).trace_available:
             raise _trace_gone(run_id, after_sequence)
         page = await self._events.read(run_id, after_sequence, limit, not_found_code="AGENT_RUN_NOT_FOUND")
         if not page.items and after_sequence > 0:
@@ -334,7 +331,8 @@ class AgentService:
 
     async def trace(self, run_id: str, after_sequence: int, limit: int) -> TraceSnapshot:
         page = await self.events(run_id, after_sequence, limit)
-        run = await self.get(run_id)
+        stored, snapshot = await self.store.get_with_snapshot(run_id)  # read after the page: status is as new
+        run = self._with_live(stored)
         return TraceSnapshot(
             run_id=run_id,
             status=run.status,
@@ -342,7 +340,7 @@ class AgentService:
             next_sequence=page.next_sequence,
             has_more=page.has_more,
             summary=run.summary,
-            config_snapshot=await self.store.config_snapshot(run_id),
+            config_snapshot=snapshot,
         )
 
     async def artifact(self, run_id: str, artifact_id: str) -> Artifact:

@@ -17,7 +17,7 @@ from sidecar.errors import NotFoundError
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog, EventWriter
 
-from .models import ACTIVE_RUN_STATUSES, RUN_FAILED, AgentRun, Artifact, PendingPermission, RunSummary
+from .models import ACTIVE_RUN_STATUSES, RUN_FAILED, AgentRun, Artifact, RunSummary
 
 RESOURCE_KIND = "agent_run"
 INTERRUPTED_CODE = "AGENT_RUN_INTERRUPTED"
@@ -235,22 +235,22 @@ class RunStore:
 
     # -- reading -----------------------------------------------------------------------------------------------
 
-    async def get(self, run_id: str) -> tuple[AgentRun, bool]:
-        """The run and whether its trace was pruned; :class:`RunNotFound`."""
-        row = await self._db.read(
-            lambda conn: conn.execute(f"SELECT {_COLUMNS} FROM agent_runs WHERE run_id = ?", (run_id,)).fetchone()
-        )
-        if row is None:
-            raise RunNotFound(run_id)
-        return _run(row), bool(row[12])
+    async def get(self, run_id: str) -> AgentRun:
+        """The run (``trace_available`` false once retention pruned its trace); :class:`RunNotFound`."""
+        return _run(await self._row(run_id, _COLUMNS))
 
-    async def config_snapshot(self, run_id: str) -> dict[str, Any]:
+    async def get_with_snapshot(self, run_id: str) -> tuple[AgentRun, dict[str, Any]]:
+        """The run and its config snapshot, in one read."""
+        row = await self._row(run_id, f"{_COLUMNS}, config_snapshot")
+        return _run(row[:-1]), json.loads(row[-1])
+
+    async def _row(self, run_id: str, columns: str) -> Any:
         row = await self._db.read(
-            lambda conn: conn.execute("SELECT config_snapshot FROM agent_runs WHERE run_id = ?", (run_id,)).fetchone()
+            lambda conn: conn.execute(f"SELECT {columns} FROM agent_runs WHERE run_id = ?", (run_id,)).fetchone()
         )
         if row is None:
             raise RunNotFound(run_id)
-        return json.loads(row[0])
+        return row
 
     async def list(self, *, status: str | None, session_id: str | None, limit: int, offset: int) -> Page[AgentRun]:
         where: list[str] = []
@@ -299,7 +299,7 @@ class RunStore:
         )
 
 
-def _run(row: Any, pending: PendingPermission | None = None) -> AgentRun:
+def _run(row: Any) -> AgentRun:
     (run_id, session_id, status, provider_id, model, max_iterations, allowed, budget, iterations, summary, output,
      error, pruned, created, started, updated, completed) = row  # fmt: skip
     return AgentRun(
@@ -315,7 +315,7 @@ def _run(row: Any, pending: PendingPermission | None = None) -> AgentRun:
         summary=RunSummary.model_validate_json(summary),
         output=output,
         error=None if error is None else ErrorInfo.model_validate_json(error),
-        pending_permission=pending,
+        pending_permission=None,
         trace_available=not pruned,
         created_at=created,
         started_at=started,

@@ -28,6 +28,8 @@ from .tracing import TraceWriter
 
 TRACE_RESULT_MAX_BYTES = 16_384
 """A tool result larger than this (as JSON) goes to an artifact; the event keeps its summary and reference."""
+TRACE_ARGS_CHARS = 500
+"""The longest argument string kept in ToolCall/PermissionRequired events."""
 TRACE_SUMMARY_CHARS = 1_000
 """The tool summary kept in ToolCall/ToolResult events (the model got the full one)."""
 FUTILE_REPEATS = 2
@@ -65,10 +67,11 @@ class ToolSteps:
             {
                 "tool_call_id": call.id,
                 "tool_name": call.name,
-                "args": self.trace.sanitize(call.args, max_chars=500),
+                "args": call.args,
                 "parent_model_call_id": parent_id,
                 "step": iteration,
             },
+            max_chars=TRACE_ARGS_CHARS,
         )
         ctx = ToolContext(
             run_id=spec.run_id,
@@ -141,10 +144,11 @@ class ToolSteps:
                 "request_id": request.request_id,
                 **base,
                 "risk_level": str(tool.risk_level),
-                "args": self.trace.sanitize(call.args, max_chars=500),
+                "args": call.args,
                 "parent_model_call_id": parent_id,
                 "timeout_ms": round(spec.permission_timeout_s * 1000),
             },
+            max_chars=TRACE_ARGS_CHARS,
         )
         await self.trace.flush()  # durable (and pushed to subscribers) before the run waits on it
         resolved = {"request_id": request.request_id, **base}

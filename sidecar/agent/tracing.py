@@ -60,10 +60,12 @@ class TraceWriter:
     def sanitize(self, value: Any, max_chars: int | None = MAX_STRING_CHARS) -> Any:
         return sanitize(value, secrets=self.secrets, max_chars=max_chars)
 
-    def emit(self, event: str, data: Mapping[str, Any], *, clean: bool = False) -> None:
-        """Buffer one event. Its data is sanitised now (``clean``: the caller did it already), so later mutation
-        cannot leak into the trace; adjacent deltas of one model call are merged first and sanitised as one text
-        (a secret split across two chunks is still found)."""
+    def emit(
+        self, event: str, data: Mapping[str, Any], *, clean: bool = False, max_chars: int = MAX_STRING_CHARS
+    ) -> None:
+        """Buffer one event. Its data is sanitised now, strings cut at ``max_chars`` (``clean``: the caller did it
+        already), so later mutation cannot leak into the trace; adjacent deltas of one model call are merged first
+        and sanitised as one text (a secret split across two chunks is still found)."""
         if event in _MERGEABLE:
             last = self._open_delta
             if (
@@ -81,7 +83,7 @@ class TraceWriter:
             self._buffer.append((event, self._open_delta))
         else:
             self._seal()
-            self._buffer.append((event, dict(data) if clean else self.sanitize(dict(data))))
+            self._buffer.append((event, dict(data) if clean else self.sanitize(dict(data), max_chars)))
         self._wake.set()
 
     def _seal(self) -> None:

@@ -413,6 +413,14 @@ def system_text(request: MetonaRequest) -> str:
     return "\n\n".join(p.strip() for p in parts if p and p.strip())
 
 
+def last_user_text(messages: list[MetonaMessage]) -> str:
+    """The newest ``user`` message's text (the task of a turn), or ``""``."""
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.content
+    return ""
+
+
 def tool_text(message: MetonaMessage) -> str:
     """What the model reads of a ``tool`` message: the summary (IR: "供 LLM 阅读"), else the message text, else the
     error of a failed call, else the raw result (JSON unless a string)."""

@@ -16,7 +16,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaRequest, MetonaTokenUsage
-from .base import BaseAdapter
+from .base import BaseAdapter, last_user_text
 from .errors import provider_error
 from .stream import StreamAssembler
 
@@ -90,7 +90,7 @@ class MockAdapter(BaseAdapter):
                 error = None
         if error is not None and not error.after_output:
             raise self._error(error)
-        text = f"mock: {_last_user(request)}" if turn.echo else turn.text
+        text = f"mock: {last_user_text(request.messages)}" if turn.echo else turn.text
         await self._chunks(turn.reasoning, turn, asm.reasoning, stream)
         await self._chunks(text, turn, asm.text, stream)
         if error is not None:
@@ -151,13 +151,6 @@ def _chars(message: MetonaMessage) -> int:
     for call in message.tool_calls or ():
         n += len(call.name) + len(_json(call.args))
     return n
-
-
-def _last_user(request: MetonaRequest) -> str:
-    for message in reversed(request.messages):
-        if message.role == "user":
-            return message.content
-    return ""
 
 
 def _json(value: Any) -> str:
