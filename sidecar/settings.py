@@ -33,6 +33,8 @@ class Settings:
     chromium_path: str | None = None
     whisper_model_dir: Path | None = None
     diarization_model_dir: Path | None = None
+    development: bool = False
+    """Development mode (``--development`` / METONA_DEVELOPMENT=1): e.g. ``plugins/install`` takes a package_path."""
     secret_key_file: Path | None = None
     """Where the master key that encrypts secrets at rest lives when the host does not pass METONA_SECRET_KEY;
     default :func:`default_secret_key_file` (outside the data directory)."""
@@ -97,6 +99,12 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         default=_env_path("METONA_SECRET_KEY_FILE"),
         help="master key file for secrets at rest, when METONA_SECRET_KEY is not given (env METONA_SECRET_KEY_FILE)",
     )
+    parser.add_argument(
+        "--development",
+        action="store_true",
+        default=_env_flag("METONA_DEVELOPMENT"),
+        help="development mode: plugins install from a local path (env METONA_DEVELOPMENT=1)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version to stderr and exit")
     ns = parser.parse_args(argv)
     if ns.version:
@@ -111,6 +119,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         log_level=str(ns.log_level).upper(),
         max_line_bytes=ns.max_line_bytes,
         dev_methods=bool(ns.dev_methods),
+        development=bool(ns.development),
         parent_pid=ns.parent_pid,
         chromium_path=os.environ.get("METONA_CHROMIUM_PATH") or None,
         whisper_model_dir=_env_path("METONA_WHISPER_MODEL_DIR"),

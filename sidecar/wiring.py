@@ -26,7 +26,10 @@ from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
 from .knowledge.service import KnowledgeService
 from .memory import rpc as memory_rpc
+from .mcp_host.service import McpBridge
 from .memory.service import MemoryService
+from .plugins import rpc as plugins_rpc
+from .plugins.service import PluginService
 from .providers import rpc as providers_rpc
 from .providers.service import ProviderService
 from .retrieval import rpc as retrieval_rpc
@@ -57,6 +60,8 @@ class Services:
     knowledge: KnowledgeService
     retrieval: RetrievalService
     agent: AgentService
+    plugins: PluginService
+    bridge: McpBridge
 
 
 async def open_services(
@@ -90,16 +95,22 @@ async def open_services(
     await retrieval.start()
     knowledge.add_listener(retrieval.changed)  # notes/* answer once their changed blocks are indexed
     tg.start_soon(retrieval.catch_up)  # what a crash left unindexed
+    registry = default_registry()
     agent = AgentService(
         events,
         providers,
         config,
-        default_registry(),
+        registry,
         tg,
         memories=memory.relevant_memories,
         services=ToolServices(memory=memory, retrieval=retrieval),
     )
     await agent.start()
+    # plugins: one MCP host per installed plugin, its tools in the agent's registry as <plugin_id>.<tool>
+    bridge = McpBridge(registry, children, tg, grace_s=settings.shutdown_grace_s)
+    plugins = PluginService(db, events, secrets, bridge, settings.data_dir, development=settings.development)
+    await plugins.migrate()
+    await plugins.start()
     return Services(
         db=db,
         events=events,
@@ -112,6 +123,8 @@ async def open_services(
         knowledge=knowledge,
         retrieval=retrieval,
         agent=agent,
+        plugins=plugins,
+        bridge=bridge,
     )
 
 
@@ -124,6 +137,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += config_rpc.methods(services.config)
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
+    methods += plugins_rpc.methods(services.plugins)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
@@ -139,6 +153,7 @@ def shutdown_hooks(services: Services, settings: Settings) -> list[Callable[[], 
     grace = settings.shutdown_grace_s
     return [
         lambda: services.agent.shutdown(grace),
+        services.bridge.shutdown,  # every plugin's server and its descendants (process groups)
         services.subscriptions.close_all,
         lambda: services.jobs.shutdown(grace),
     ]

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from sidecar.ir import MetonaRiskLevel, MetonaToolCategory
+from sidecar.ir import MetonaRiskLevel, MetonaToolCategory, MetonaToolDef
 
 
 class ToolParams(BaseModel):
@@ -71,6 +71,14 @@ class Tool:
     permission: ClassVar[str] = ""
     """The permission asked for when ``requires_permission`` (e.g. ``filesystem.write``, ``network.http``)."""
     timeout_ms: ClassVar[int] = 30_000
+
+    def declaration(self, name: str) -> MetonaToolDef | None:
+        """The IR declaration under ``name``, for a tool without a pydantic ``Params`` (MCP); ``None``: derive it."""
+        return None
+
+    def parse_args(self, args: dict[str, Any]) -> Any:
+        """The validated arguments (raises ``pydantic.ValidationError`` or ``ToolError``)."""
+        return self.Params.model_validate(args)
 
     def unavailable_reason(self, ctx: ToolContext) -> str | None:
         """Why the tool cannot run now (a missing service or configuration), or ``None`` when it can."""

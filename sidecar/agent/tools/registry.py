@@ -75,10 +75,33 @@ class ToolRegistry:
         _check_name(name)
         if name in self._entries:
             raise ConflictError(f"a tool named {name!r} is already registered", code="TOOL_ALREADY_REGISTERED")
-        self._entries[name] = _Entry(tool, build_definition(tool, name))
+        self._entries[name] = _Entry(tool, tool.declaration(name) or build_definition(tool, name))
 
     def unregister(self, name: str) -> bool:
         return self._entries.pop(name, None) is not None
+
+    def replace_namespace(self, namespace: str, tools: list[Tool]) -> list[str]:
+        """Publish ``tools`` as ``namespace.<name>`` in place of the namespace's current ones: all or none
+        (a bad name or declaration, or a duplicate, raises before anything changes). The new names, in order."""
+        prefix = f"{namespace}."
+        built: dict[str, _Entry] = {}
+        for tool in tools:
+            name = f"{prefix}{getattr(tool, 'name', '')}"
+            _check_name(name)
+            if name in built:
+                raise ConflictError(f"a tool named {name!r} is already registered", code="TOOL_ALREADY_REGISTERED")
+            built[name] = _Entry(tool, tool.declaration(name) or build_definition(tool, name))
+        kept = {n: e for n, e in self._entries.items() if not n.startswith(prefix)}
+        self._entries = {**kept, **built}
+        return list(built)
+
+    def remove_namespace(self, namespace: str) -> list[str]:
+        """Unregister every ``namespace.*`` tool; the names removed."""
+        prefix = f"{namespace}."
+        gone = [n for n in self._entries if n.startswith(prefix)]
+        for name in gone:
+            del self._entries[name]
+        return gone
 
     def get(self, name: str) -> Tool | None:
         entry = self._entries.get(name)
@@ -119,10 +142,12 @@ class ToolRegistry:
         if reason is not None:
             return _failure(call, started, TOOL_UNAVAILABLE, f"the tool is unavailable: {reason}")
         try:
-            return tool, tool.Params.model_validate(call.args)
+            return tool, tool.parse_args(call.args)
         except ValidationError as exc:
             error = f"invalid arguments: {describe_validation_error(exc)}"
             return _failure(call, started, INVALID_ARGUMENTS, error, invalid=True)
+        except ToolError as exc:  # a tool validating against its own JSON Schema (MCP)
+            return _failure(call, started, INVALID_ARGUMENTS, exc.message, invalid=True)
 
     async def execute(self, call: MetonaToolCall, ctx: ToolContext) -> ToolExecution:
         started = time.perf_counter()
