@@ -417,6 +417,7 @@ class McpHost:
         if session is None or self.state != "ready":
             raise ToolError(f"the plugin's server is not ready (status {self.state})", "PLUGIN_HOST_UNHEALTHY")
         from mcp.shared.exceptions import MCPError
+        from mcp_types.jsonrpc import CONNECTION_CLOSED
 
         with anyio.CancelScope() as scope:
             self._calls.add(scope)
@@ -428,7 +429,7 @@ class McpHost:
                     raise ToolError(
                         f"the tool's result is over the plugin's limit of {limit} bytes", "MCP_TOOL_RESULT_TOO_LARGE"
                     ) from None
-                if self._session is None:
+                if self._session is None or exc.code == CONNECTION_CLOSED:
                     raise ToolError("the plugin's server stopped during the call", "PLUGIN_HOST_UNHEALTHY") from None
                 raise ToolError(f"the server failed the call: {exc.message[:1000]}", "MCP_TOOL_CALL_FAILED") from None
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):

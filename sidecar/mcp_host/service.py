@@ -41,6 +41,7 @@ class McpBridge:
         self._tg = tg
         self._grace_s = grace_s
         self._hosts: dict[str, McpHost] = {}
+        self._restarting: set[str] = set()
         self.on_status = on_status
         self._closed = False
 
@@ -67,7 +68,10 @@ class McpBridge:
             return PluginHostStatus(
                 plugin_id=plugin_id, status="stopped", tools_count=0, started_at=None, last_seen_at=None, error=None
             )
-        return host.status()
+        status = host.status()
+        if plugin_id in self._restarting:  # accepted, the old server still stopping: the new one is on its way
+            status = status.model_copy(update={"status": "starting", "tools_count": 0, "tools": [], "error": None})
+        return status
 
     async def start(self, spec: HostSpec, *, wait: bool = True) -> PluginHostStatus:
         """Start the plugin's host (stopping a running one first); with ``wait``, until it is ready or failed."""
@@ -89,6 +93,7 @@ class McpBridge:
         )
         host.restarts = restarts
         self._hosts[spec.plugin_id] = host
+        self._restarting.discard(spec.plugin_id)
         settled = host.start(self._tg)
         if wait:
             await settled.wait()
@@ -99,6 +104,8 @@ class McpBridge:
         if self._closed:
             raise host_error("PLUGIN_HOST_UNAVAILABLE", "the sidecar is shutting down", 503)
         self._registry.remove_namespace(spec.plugin_id)
+        if spec.plugin_id in self._hosts:
+            self._restarting.add(spec.plugin_id)
         self._tg.start_soon(self._restart, spec)
 
     async def _restart(self, spec: HostSpec) -> None:
@@ -106,6 +113,8 @@ class McpBridge:
             await self.start(spec, wait=True)
         except Exception:
             logger.exception("restart of plugin %s failed", spec.plugin_id)
+        finally:
+            self._restarting.discard(spec.plugin_id)
 
     async def stop(self, plugin_id: str) -> None:
         host = self._hosts.pop(plugin_id, None)

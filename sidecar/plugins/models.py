@@ -263,6 +263,12 @@ class PluginIdParams(Params):
     plugin_id: str = Field(pattern=PLUGIN_ID_PATTERN)
 
 
+class PluginEventsParams(Params):
+    plugin_id: str = Field(pattern=PLUGIN_ID_PATTERN)
+    after_sequence: int = Field(0, ge=0)
+    limit: int = Field(200, ge=1, le=1000)
+
+
 class PluginListResult(Phase2Model):
     items: list[PluginInfo]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..common import CursorPage, EmptyParams
 from ..ipc.context import RequestContext
 from ..ipc.router import Method
 from .models import (
@@ -13,6 +14,7 @@ from .models import (
     CommandListResult,
     HostRestartResult,
     PluginHostStatus,
+    PluginEventsParams,
     PluginIdParams,
     PluginInfo,
     PluginInstallParams,
@@ -24,8 +26,8 @@ from .models import (
     SecretStateResult,
     SettingsUpdateParams,
 )
+from ..trace.models import StoredEvent
 from .service import PluginService
-from ..common import EmptyParams
 
 
 def methods(plugins: PluginService) -> list[Method[Any, Any]]:
@@ -44,6 +46,9 @@ def methods(plugins: PluginService) -> list[Method[Any, Any]]:
 
     async def host_get(ctx: RequestContext, p: PluginIdParams) -> PluginHostStatus:
         return await plugins.host_status(p.plugin_id)
+
+    async def events(ctx: RequestContext, p: PluginEventsParams) -> CursorPage[StoredEvent]:
+        return await plugins.events(p.plugin_id, p.after_sequence, p.limit)
 
     async def host_restart(ctx: RequestContext, p: PluginIdParams) -> HostRestartResult:
         await plugins.restart(p.plugin_id)
@@ -87,6 +92,13 @@ def methods(plugins: PluginService) -> list[Method[Any, Any]]:
             summary="Stop the plugin's host, remove its tools, settings, secrets and files.",
         ),
         Method("plugins/host/get", PluginIdParams, PluginHostStatus, host_get, summary="MCP host health (§7.2)."),
+        Method(
+            "plugins/events",
+            PluginEventsParams,
+            CursorPage[StoredEvent],
+            events,
+            summary="The plugin's host status events (HostStatusChanged), oldest first (pull; push: events/subscribe).",
+        ),
         Method(
             "plugins/host/restart",
             PluginIdParams,

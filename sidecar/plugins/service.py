@@ -21,13 +21,14 @@ import anyio
 import anyio.to_thread
 
 from sidecar import __version__
-from sidecar.common import now_iso
+from sidecar.common import CursorPage, now_iso
 from sidecar.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError, SidecarError
 from sidecar.mcp_host.host import HostSpec, host_error
 from sidecar.mcp_host.service import McpBridge
 from sidecar.secrets import SecretStore
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog
+from sidecar.trace.models import StoredEvent
 
 from .models import (
     CONTEXT_KEYS,
@@ -246,6 +247,11 @@ class PluginService:
     async def host_status(self, plugin_id: str) -> PluginHostStatus:
         await self._row(plugin_id)
         return self._bridge.status(plugin_id)
+
+    async def events(self, plugin_id: str, after_sequence: int, limit: int) -> CursorPage[StoredEvent]:
+        await self._row(plugin_id)
+        await self._events.create_resource(plugin_id, "plugin", exist_ok=True)
+        return await self._events.read(plugin_id, after_sequence, limit)
 
     async def restart(self, plugin_id: str) -> None:
         manifest = await self.manifest(plugin_id)
