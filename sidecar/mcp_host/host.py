@@ -166,7 +166,7 @@ class McpHost:
             while not self._stop.is_set():
                 ready_at: float | None = None
                 try:
-                    ready_at = await self._once()
+                    ready_at = await self._once_unwrapped()
                     break  # stopped on request
                 except _Crashed as crash:
                     ready_at = crash.args[0]
@@ -200,6 +200,16 @@ class McpHost:
                     await self._set("stopped", None)
             self._settled.set()
             self._done.set()
+
+    async def _once_unwrapped(self) -> float | None:
+        """:meth:`_once` with our own errors taken out of the SDK's task-group exception groups."""
+        try:
+            return await self._once()
+        except BaseExceptionGroup as group:
+            leaf = _leaf(group)
+            if leaf is not None:
+                raise leaf from None
+            raise
 
     async def _once(self) -> float | None:
         """One server process from spawn to exit. Returns on a requested stop; raises ``_Crashed`` (after ready)
@@ -474,6 +484,17 @@ class McpHost:
             await self._on_status(self)
         except Exception:
             logger.exception("status listener of plugin %s failed", self.plugin_id)
+
+
+def _leaf(group: BaseExceptionGroup) -> BaseException | None:  # type: ignore[type-arg]
+    for exc in group.exceptions:
+        if isinstance(exc, SidecarError | _Crashed):
+            return exc
+        if isinstance(exc, BaseExceptionGroup):
+            found = _leaf(exc)
+            if found is not None:
+                return found
+    return None
 
 
 def _error_dict(exc: SidecarError) -> dict[str, Any]:

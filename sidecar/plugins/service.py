@@ -439,7 +439,7 @@ class PluginService:
         if host is None or host.state != "ready":
             state = host.state if host else "stopped"
             raise host_error(
-                "PLUGIN_HOST_UNAVAILABLE", f"the plugin's host is not ready (status {state})", 503, status=state
+                "PLUGIN_HOST_UNAVAILABLE", f"the plugin's host is not ready (status {state})", 503, host_status=state
             )
         if command.prompt is not None:
             prompt_args = {k: str(v) for k, v in {**arguments, **trimmed}.items() if v is not None}
