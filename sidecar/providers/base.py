@@ -223,6 +223,7 @@ class BaseAdapter:
             )
 
     async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
+        request = wire_request(request, asm)  # tool names the vendor accepts; calls mapped back by the assembler
         payload = await self.build_payload(request, model, stream=stream)
         client = self.client()
         url = self.url(self.stream_path if stream else self.send_path, model)
@@ -404,6 +405,27 @@ async def _abort(response: httpx.Response) -> None:
             except Exception:  # already closed or broken: the goal is reached either way
                 logger.debug("closing an aborted stream failed", exc_info=True)
         await response.aclose()
+
+
+def wire_request(request: MetonaRequest, asm: StreamAssembler) -> MetonaRequest:
+    """``request`` with every tool name in a form all vendors accept (``plugin.tool`` → ``plugin__tool``); the
+    assembler learns the way back. Unchanged (the same object) when every name is already valid."""
+    from .toolnames import request_names
+
+    names = {k: v for k, v in request_names(request).items() if k != v}
+    if not names:
+        return request
+    asm.tool_names = {v: k for k, v in names.items()}
+    tools = [t.model_copy(update={"name": names.get(t.name, t.name)}) for t in request.tools or ()]
+    messages = []
+    for m in request.messages:
+        update: dict[str, Any] = {}
+        if m.tool_calls:
+            update["tool_calls"] = [c.model_copy(update={"name": names.get(c.name, c.name)}) for c in m.tool_calls]
+        if m.tool_result is not None and m.tool_result.tool_name in names:
+            update["tool_result"] = m.tool_result.model_copy(update={"tool_name": names[m.tool_result.tool_name]})
+        messages.append(m.model_copy(update=update) if update else m)
+    return request.model_copy(update={"tools": tools if request.tools is not None else None, "messages": messages})
 
 
 def system_text(request: MetonaRequest) -> str:

@@ -113,6 +113,8 @@ class StreamAssembler:
         self._signature: str | None = None
         self._perf: MetonaPerfStats | None = None
         self._closed = False
+        self.tool_names: dict[str, str] = {}
+        """Wire name → registry name, for the tool names the adapter had to change for the vendor."""
         self.visible = False
         """True once any content (text, reasoning, a tool call) was emitted: failing over now would duplicate."""
         # <think>…</think> inside the text of OpenAI-compatible servers (vLLM, llama.cpp, LM Studio, …)
@@ -191,7 +193,8 @@ class StreamAssembler:
             buf.args.append(args)
         if name or args:
             self.visible = True
-            await self._event(T.TOOL_CALL_DELTA, tool_call_delta=ToolCallDelta(index=index, name=name, args_delta=args))
+            shown = self.tool_names.get(name, name) if name else name
+            await self._event(T.TOOL_CALL_DELTA, tool_call_delta=ToolCallDelta(index=index, name=shown, args_delta=args))
 
     async def complete_tool(self, index: int) -> None:
         """The vendor says call ``index`` is whole (e.g. Anthropic ``content_block_stop``)."""
@@ -363,8 +366,9 @@ class StreamAssembler:
             if not isinstance(args, dict):
                 raise self._parse_error(buf.name, "the arguments are not a JSON object")
         self.visible = True
+        name = self.tool_names.get(buf.name, buf.name)
         call = MetonaToolCall(
-            id=buf.id or new_tool_call_id(), name=buf.name, args=args, iteration=self._iteration, timestamp=now_ms()
+            id=buf.id or new_tool_call_id(), name=name, args=args, iteration=self._iteration, timestamp=now_ms()
         )
         self._completed.append(call)
         await self._event(T.TOOL_CALL_COMPLETE, tool_call=call)

@@ -228,3 +228,51 @@ def test_uninstall_stops_the_server_and_removes_everything(sc: Sidecar, home: Pa
     assert not any(t["name"].startswith("gone.") for t in sc.result("tools/list")["items"])
     assert not (home / "data" / "plugins" / "gone").exists()
     assert sc.call("plugins/get", {"plugin_id": "gone"})["error"]["data"]["code"] == "PLUGIN_NOT_FOUND"
+
+
+def test_a_vendor_sees_wire_names_and_its_calls_map_back(sc: Sidecar, fixture_plugin: dict[str, Any]) -> None:
+    """A loopback OpenAI-format server: the registry's ``fixture.add`` goes out as a valid function name, the
+    server calls it by that wire name, and the run's ToolCall/ToolResult carry the registry name."""
+    import json
+
+    from tests.support.http_stub import Answer, stub_server
+
+    ready_host(sc)
+    sent: list[dict[str, Any]] = []
+
+    def respond(body: Any) -> Answer:
+        sent.append(body)
+        names = [t["function"]["name"] for t in body.get("tools", [])]
+        if len(sent) == 1:
+            wire = next(n for n in names if n.startswith("fixture") and n.endswith("add"))
+            call = {"id": "call_1", "type": "function", "function": {"name": wire, "arguments": '{"a": 20, "b": 22}'}}
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": "It is 42."}, "stop"
+        completion = {"id": "c", "object": "chat.completion", "model": "deepseek-chat",
+                      "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                      "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}  # fmt: skip
+        return Answer(chunks=[json.dumps(completion).encode()])
+
+    from tests.plugins.support import events, ir_request
+
+    with stub_server() as stub:
+        stub.respond("/chat/completions", respond)
+        sc.result("providers/create", {"provider_id": "loop", "preset": "deepseek", "base_url": stub.url,
+                                       "api_key": "sk-test", "default_model": "deepseek-chat"})  # fmt: skip
+        run_id = sc.result("agent/runs/create", {"provider_id": "loop", "request": ir_request("add")})["run_id"]
+        deadline = time.monotonic() + 30
+        while (run := sc.result("agent/runs/get", {"run_id": run_id}))["status"] == "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert run["status"] == "completed" and run["output"] == "It is 42.", run
+    wire_names = [t["function"]["name"] for t in sent[0]["tools"]]
+    assert all(__import__("re").match(r"^[A-Za-z0-9_-]{1,64}$", n) for n in wire_names)
+    assert "fixture__add" in wire_names and len(set(wire_names)) == len(wire_names)
+    history = sent[1]["messages"]
+    assert history[-2]["tool_calls"][0]["function"]["name"] == "fixture__add"
+    trace = events(sc, run_id)
+    call = next(e["data"] for e in trace if e["event"] == "ToolCall")
+    result = next(e["data"] for e in trace if e["event"] == "ToolResult")
+    assert call["tool_name"] == "fixture.add" and result["success"] and "42" in result["summary"]
