@@ -452,7 +452,6 @@ class McpHost:
                 self._calls.discard(scope)
         if scope.cancelled_caught:
             raise ToolError("the plugin's server stopped or stopped answering during the call", "PLUGIN_HOST_UNHEALTHY")
-        self.last_seen_at = now_iso()
         return map_result(result, self.spec.manifest.tools.max_result_bytes)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:

@@ -73,6 +73,8 @@ class McpTool(Tool):
         )
 
     def parse_args(self, args: dict[str, Any]) -> dict[str, Any]:
+        if self._validator.is_valid(args):
+            return args
         errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.absolute_path))
         if errors:
             shown = []
