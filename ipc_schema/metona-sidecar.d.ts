@@ -315,6 +315,97 @@ params: EmptyParams
 result: PingResult
 }
 /**
+ * Run a command (§7.4): context trimmed to what it declares; a whitelisted effect.
+ */
+"plugin-contributions/commands/execute": {
+params: CommandExecuteParams
+result: CommandExecuteResult
+}
+/**
+ * Commands plugins contribute (§7.3).
+ */
+"plugin-contributions/commands/list": {
+params: CommandListParams
+result: CommandListResult
+}
+/**
+ * The plugin's host status events (HostStatusChanged), oldest first (pull; push: events/subscribe).
+ */
+"plugins/events": {
+params: PluginEventsParams
+result: CursorPageStoredEvent
+}
+/**
+ * One installed plugin.
+ */
+"plugins/get": {
+params: PluginIdParams
+result: PluginInfo
+}
+/**
+ * MCP host health (§7.2).
+ */
+"plugins/host/get": {
+params: PluginIdParams
+result: PluginHostStatus
+}
+/**
+ * Restart the host (202-style): old tools go at once, new ones after full discovery.
+ */
+"plugins/host/restart": {
+params: PluginIdParams
+result: HostRestartResult
+}
+/**
+ * Install a plugin (package_path: development only; package_id: a package the host handed over).
+ */
+"plugins/install": {
+params: PluginInstallParams
+result: PluginInfo
+}
+/**
+ * Installed plugins with host status.
+ */
+"plugins/list": {
+params: EmptyParams
+result: PluginListResult
+}
+/**
+ * Settings schema (§7.5).
+ */
+"plugins/settings/get": {
+params: PluginIdParams
+result: PluginSettings
+}
+/**
+ * Remove a secret setting.
+ */
+"plugins/settings/secret/delete": {
+params: SecretDeleteParams1
+result: SecretStateResult
+}
+/**
+ * Store a secret setting, encrypted; never returned. Restarts a running host.
+ */
+"plugins/settings/secret/set": {
+params: SecretSetParams1
+result: SecretStateResult
+}
+/**
+ * Update non-secret settings (§7.6); a stale schema_version is a conflict.
+ */
+"plugins/settings/update": {
+params: SettingsUpdateParams
+result: PluginSettings
+}
+/**
+ * Stop the plugin's host, remove its tools, settings, secrets and files.
+ */
+"plugins/uninstall": {
+params: PluginIdParams
+result: PluginUninstallResult
+}
+/**
  * Configure a provider from a preset; the API key is stored encrypted.
  */
 "providers/create": {
@@ -985,7 +1076,7 @@ configured: boolean
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "SecretDeleteParams".
+ * via the `definition` "sidecar__config__models__SecretDeleteParams".
  */
 export interface SecretDeleteParams {
 key: string
@@ -1000,7 +1091,7 @@ configured: boolean
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "SecretSetParams".
+ * via the `definition` "sidecar__config__models__SecretSetParams".
  */
 export interface SecretSetParams {
 key: string
@@ -1670,6 +1761,241 @@ folder?: (string | null)
  */
 export interface PingResult {
 
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CommandExecuteParams".
+ */
+export interface CommandExecuteParams {
+command_id: string
+arguments?: {
+[k: string]: unknown
+}
+context?: {
+[k: string]: unknown
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CommandExecuteResult".
+ */
+export interface CommandExecuteResult {
+command_id: string
+status: ("completed" | "failed")
+effect: CommandEffect
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CommandEffect".
+ */
+export interface CommandEffect {
+type: ("none" | "notification" | "navigate" | "refresh" | "job")
+payload?: {
+[k: string]: unknown
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CommandListParams".
+ */
+export interface CommandListParams {
+location?: (string | null)
+when?: (string[] | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CommandListResult".
+ */
+export interface CommandListResult {
+items: PluginCommand[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginCommand".
+ */
+export interface PluginCommand {
+command_id: string
+plugin_id: string
+title: string
+description: (string | null)
+icon: (string | null)
+locations: string[]
+when: string[]
+parameters: {
+[k: string]: unknown
+}
+enabled: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginEventsParams".
+ */
+export interface PluginEventsParams {
+plugin_id: string
+after_sequence?: number
+limit?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginIdParams".
+ */
+export interface PluginIdParams {
+plugin_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginInfo".
+ */
+export interface PluginInfo {
+plugin_id: string
+name: string
+version: string
+description: string
+enabled: boolean
+installed_at: string
+permissions: string[]
+commands_count: number
+host: PluginHostStatus
+}
+/**
+ * §7.2 ``GET /api/plugins/{plugin_id}/host``, plus the diagnostics the issue asks for.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginHostStatus".
+ */
+export interface PluginHostStatus {
+plugin_id: string
+backend_type?: "mcp"
+transport?: "stdio"
+status: ("stopped" | "starting" | "ready" | "unhealthy" | "error")
+tools_count: number
+started_at: (string | null)
+last_seen_at: (string | null)
+error: ({
+[k: string]: unknown
+} | null)
+pid?: (number | null)
+restarts?: number
+tools?: string[]
+stderr_tail?: string
+stdout_garbage_lines?: number
+}
+/**
+ * 202-style: accepted at once; the outcome shows in ``plugins/host/get`` and the plugin's events.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "HostRestartResult".
+ */
+export interface HostRestartResult {
+accepted?: boolean
+status?: (string | null)
+plugin_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginInstallParams".
+ */
+export interface PluginInstallParams {
+package_path?: (string | null)
+package_id?: (string | null)
+start?: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginListResult".
+ */
+export interface PluginListResult {
+items: PluginInfo[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginSettings".
+ */
+export interface PluginSettings {
+plugin_id: string
+schema_version: number
+fields: SettingsField[]
+values: {
+[k: string]: unknown
+}
+secrets: {
+[k: string]: SecretConfigured
+}
+}
+/**
+ * A §7.5 settings field.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "SettingsField".
+ */
+export interface SettingsField {
+key: string
+label: string
+description?: (string | null)
+type: ("string" | "number" | "boolean" | "select" | "secret")
+required?: boolean
+default?: {
+[k: string]: unknown
+}
+minimum?: (number | null)
+maximum?: (number | null)
+/**
+ * @maxItems 200
+ */
+options?: string[]
+env?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "SecretConfigured".
+ */
+export interface SecretConfigured {
+configured: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "sidecar__plugins__models__SecretDeleteParams".
+ */
+export interface SecretDeleteParams1 {
+plugin_id: string
+key: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "SecretStateResult".
+ */
+export interface SecretStateResult {
+plugin_id: string
+key: string
+configured: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "sidecar__plugins__models__SecretSetParams".
+ */
+export interface SecretSetParams1 {
+plugin_id: string
+key: string
+secret: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "SettingsUpdateParams".
+ */
+export interface SettingsUpdateParams {
+plugin_id: string
+schema_version: number
+values: {
+[k: string]: unknown
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginUninstallResult".
+ */
+export interface PluginUninstallResult {
+plugin_id: string
+uninstalled?: boolean
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

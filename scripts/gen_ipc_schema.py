@@ -9,6 +9,7 @@ Outputs (all generated; edit the models, never these files):
                                          result, every notification each way, the stream line; shared $defs
   ipc_schema/defs/ir.json                the Metona IR models (camelCase, as on the wire)
   ipc_schema/metona-sidecar.d.ts         TypeScript declarations for the Electron side (json-schema-to-typescript)
+  ipc_schema/defs/plugin-manifest.json   a plugin package's plugin.json (PluginManifest; unknown keys refused)
 ``ipc_schema/README.md`` is hand-written (conventions and decisions) and is not touched.
 """
 
@@ -35,7 +36,8 @@ TS_TOOLS = ROOT / "tools" / "ts"
 SCHEMA_FILE = "metona-sidecar.schema.json"
 IR_FILE = "defs/ir.json"
 TS_FILE = "metona-sidecar.d.ts"
-GENERATED = (SCHEMA_FILE, IR_FILE, TS_FILE)
+MANIFEST_FILE = "defs/plugin-manifest.json"
+GENERATED = (SCHEMA_FILE, IR_FILE, TS_FILE, MANIFEST_FILE)
 
 
 def _strip_field_titles(node: Any) -> Any:
@@ -154,7 +156,23 @@ def build_documents() -> dict[str, str]:
         ),
         "$defs": dict(sorted(ir_top.get("$defs", {}).items())),
     }
-    return {SCHEMA_FILE: _dump(_strip_field_titles(doc)), IR_FILE: _dump(_strip_field_titles(ir_doc))}
+    return {
+        SCHEMA_FILE: _dump(_strip_field_titles(doc)),
+        IR_FILE: _dump(_strip_field_titles(ir_doc)),
+        MANIFEST_FILE: _dump(_strip_field_titles(manifest_schema())),
+    }
+
+
+def manifest_schema() -> dict[str, Any]:
+    """The JSON Schema of ``plugin.json`` (issue 11), from ``sidecar.plugins.models.PluginManifest``."""
+    from sidecar.plugins.models import PluginManifest
+
+    schema = PluginManifest.model_json_schema(ref_template="#/$defs/{model}")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://metona.local/ipc/defs/plugin-manifest.json",
+        **schema,
+    }
 
 
 def _merge_mode_variants(doc: dict[str, Any]) -> dict[str, Any]:

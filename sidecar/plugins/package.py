@@ -93,7 +93,7 @@ def _extract_zip(source: Path, staging: Path) -> None:
             mode = member.external_attr >> 16
             if stat.S_ISLNK(mode):
                 raise invalid("the archive contains a symlink", entry=name[:300])
-            if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            if stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):  # 0: no type recorded (a plain file)
                 raise invalid("the archive contains a special file", entry=name[:300])
             target = (root / pure).resolve()
             if not target.is_relative_to(root):
