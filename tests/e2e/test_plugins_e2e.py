@@ -5,6 +5,7 @@ One sidecar and one fixture plugin serve the whole module (a Python MCP server t
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.support import alive, group_members, make_plugin, run_agent, wait_status
+from tests.plugins.support import SERVER, alive, group_members, make_plugin, run_agent, wait_status
 from tests.support.sidecar_proc import Sidecar
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +38,10 @@ def sc(home: Path) -> Iterator[Sidecar]:
 
 @pytest.fixture(scope="module")
 def fixture_plugin(sc: Sidecar, home: Path) -> dict[str, Any]:
-    info = sc.result("plugins/install", {"package_path": str(make_plugin(home / "pkgs", "fixture"))}, timeout=30)
+    backend = {"type": "mcp", "transport": "stdio", "command": sys.executable, "args": [str(SERVER)],
+               "env": {"FIXTURE_MARKER": str(home / "cancelled.txt")}}  # fmt: skip
+    folder = make_plugin(home / "pkgs", "fixture", backend=backend)
+    info = sc.result("plugins/install", {"package_path": str(folder)}, timeout=30)
     assert info["host"]["status"] == "ready", info
     return info
 
@@ -92,7 +96,7 @@ def test_an_agent_run_calls_plugin_tools(sc: Sidecar, fixture_plugin: dict[str, 
     assert results["c4"]["result"]["structured_content"] == {"n": 7, "square": 49}
 
 
-def test_call_faults_become_failed_tool_results(sc: Sidecar, fixture_plugin: dict[str, Any]) -> None:
+def test_call_faults_become_failed_tool_results(sc: Sidecar, fixture_plugin: dict[str, Any], home: Path) -> None:
     ready_host(sc)
     run, results = run_agent(
         sc,
@@ -115,6 +119,10 @@ def test_call_faults_become_failed_tool_results(sc: Sidecar, fixture_plugin: dic
     assert not results["args"]["success"] and "invalid arguments" in results["args"]["error"]
     assert not results["unknown"]["success"]
     assert not results["slow"]["success"] and "4000 ms" in results["slow"]["error"]
+    deadline = time.monotonic() + 5
+    while not (home / "cancelled.txt").exists():  # the timeout sent MCP notifications/cancelled
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     assert results["garbage"]["success"] and results["garbage"]["summary"] == "ok after garbage"
     assert results["flood"]["success"]
     host = sc.result("plugins/host/get", {"plugin_id": "fixture"})

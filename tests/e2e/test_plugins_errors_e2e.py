@@ -319,7 +319,7 @@ def test_no_process_is_left_after_shutdown(home: Path) -> None:
         host = wait_status(again, "one", {"ready"}, timeout=30)
         assert host["tools_count"] >= 10
         pid = host["pid"]
-        again.close_stdin()  # stdin EOF ends the sidecar: its servers go with it
+        again.proc.send_signal(15)  # SIGTERM ends the sidecar like stdin EOF: its servers go with it
         assert again.wait(15) == 0
         assert not alive(pid) and group_members(pid) == []
     finally:

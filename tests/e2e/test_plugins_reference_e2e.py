@@ -143,5 +143,8 @@ def test_a_bare_command_is_found_on_the_login_shell_path(home: Path) -> None:
                                                               "command": "metona-fixture-server"})  # fmt: skip
         host: dict[str, Any] = side.result("plugins/install", {"package_path": str(folder)}, timeout=30)["host"]
         assert host["status"] == "ready", host
+        side.close_stdin()  # stdin EOF ends the sidecar: its server goes with it
+        assert side.wait(15) == 0
+        assert not alive(host["pid"]) and group_members(host["pid"]) == []
     finally:
         side.close()
