@@ -25,8 +25,8 @@ from .ipc.router import Method, Notification
 from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
 from .knowledge.service import KnowledgeService
-from .memory import rpc as memory_rpc
 from .mcp_host.service import McpBridge
+from .memory import rpc as memory_rpc
 from .memory.service import MemoryService
 from .plugins import rpc as plugins_rpc
 from .plugins.service import PluginService

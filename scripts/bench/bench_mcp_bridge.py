@@ -38,7 +38,12 @@ def manifest(plugin_id: str) -> dict[str, Any]:
         "id": plugin_id,
         "name": "Everything",
         "version": "1.0.0",
-        "backend": {"type": "mcp", "transport": "stdio", "command": "node", "args": [str(EVERYTHING / "index.js"), "stdio"]},
+        "backend": {
+            "type": "mcp",
+            "transport": "stdio",
+            "command": "node",
+            "args": [str(EVERYTHING / "index.js"), "stdio"],
+        },
     }
 
 
@@ -48,8 +53,8 @@ async def overhead(calls: int, rounds: int) -> tuple[list[float], list[float]]:
 
     from sidecar.agent.tools import ToolContext, ToolRegistry
     from sidecar.ir import MetonaToolCall
-    from sidecar.mcp_host.service import McpBridge
     from sidecar.mcp_host.host import HostSpec
+    from sidecar.mcp_host.service import McpBridge
     from sidecar.plugins.package import parse_manifest
     from sidecar.supervisor import ChildSupervisor
 

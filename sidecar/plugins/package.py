@@ -45,7 +45,7 @@ def stage(source: Path, staging: Path) -> Path:
         raise BadRequestError("the package path does not exist", code="PLUGIN_PACKAGE_NOT_FOUND", details={})
     if (staging / MANIFEST).is_file():
         return staging
-    entries = [p for p in staging.iterdir()]
+    entries = list(staging.iterdir())
     if len(entries) == 1 and entries[0].is_dir() and (entries[0] / MANIFEST).is_file():
         return entries[0]  # a zip of the plugin folder itself
     raise invalid(f"no {MANIFEST} at the package root")

@@ -7,14 +7,15 @@ from typing import Any
 from ..common import CursorPage, EmptyParams
 from ..ipc.context import RequestContext
 from ..ipc.router import Method
+from ..trace.models import StoredEvent
 from .models import (
     CommandExecuteParams,
     CommandExecuteResult,
     CommandListParams,
     CommandListResult,
     HostRestartResult,
-    PluginHostStatus,
     PluginEventsParams,
+    PluginHostStatus,
     PluginIdParams,
     PluginInfo,
     PluginInstallParams,
@@ -26,7 +27,6 @@ from .models import (
     SecretStateResult,
     SettingsUpdateParams,
 )
-from ..trace.models import StoredEvent
 from .service import PluginService
 
 

@@ -161,7 +161,7 @@ class PluginService:
                     "(--development or METONA_DEVELOPMENT=1); production installs take a package_id",
                     code="PLUGIN_INSTALL_PATH_FORBIDDEN",
                 )
-            source = Path(package_path).expanduser()
+            source = Path(package_path)
             if not source.is_absolute():
                 raise BadRequestError("package_path must be absolute", code="PLUGIN_PACKAGE_INVALID")
         else:

@@ -194,7 +194,8 @@ class StreamAssembler:
         if name or args:
             self.visible = True
             shown = self.tool_names.get(name, name) if name else name
-            await self._event(T.TOOL_CALL_DELTA, tool_call_delta=ToolCallDelta(index=index, name=shown, args_delta=args))
+            delta = ToolCallDelta(index=index, name=shown, args_delta=args)
+            await self._event(T.TOOL_CALL_DELTA, tool_call_delta=delta)
 
     async def complete_tool(self, index: int) -> None:
         """The vendor says call ``index`` is whole (e.g. Anthropic ``content_block_stop``)."""

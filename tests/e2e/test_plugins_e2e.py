@@ -129,13 +129,13 @@ def test_call_faults_become_failed_tool_results(sc: Sidecar, fixture_plugin: dic
     assert host["status"] == "ready" and host["stdout_garbage_lines"] >= 3
     tail = host["stderr_tail"]
     assert tail.endswith("FLOOD-END\n") and 60_000 <= len(tail.encode()) <= 64 * 1024
-    run2, again = run_agent(sc, [("after", "fixture.add", {"a": 1, "b": 1})])
+    _, again = run_agent(sc, [("after", "fixture.add", {"a": 1, "b": 1})])
     assert again["after"]["success"], "the server still works after every fault"
 
 
 def test_list_changed_republishes(sc: Sidecar, fixture_plugin: dict[str, Any]) -> None:
     ready_host(sc)
-    run, results = run_agent(sc, [("g", "fixture.grow", {})])
+    _, results = run_agent(sc, [("g", "fixture.grow", {})])
     assert results["g"]["success"]
     deadline = time.monotonic() + 10
     while "fixture.extra" not in {t["name"] for t in sc.result("tools/list")["items"]}:
@@ -167,7 +167,7 @@ def test_a_hung_server_is_detected_within_two_seconds(sc: Sidecar, fixture_plugi
     rid = sc.request("ping")
     sc.response(rid)
     started = time.monotonic()
-    run, results = run_agent(sc, [("h", "fixture.hang", {"seconds": 60})])
+    _, results = run_agent(sc, [("h", "fixture.hang", {"seconds": 60})])
     elapsed = time.monotonic() - started
     assert not results["h"]["success"] and "PLUGIN_HOST" not in results["h"]["summary"]
     assert "stopped" in results["h"]["error"], results
@@ -221,9 +221,9 @@ def test_status_changes_are_events(sc: Sidecar, fixture_plugin: dict[str, Any]) 
 
 def test_permissions_apply_to_risky_plugin_tools(sc: Sidecar, fixture_plugin: dict[str, Any]) -> None:
     ready_host(sc)
-    run, results = run_agent(sc, [("w", "fixture.wipe", {"target": "notes"})], resolve="deny")
+    _, results = run_agent(sc, [("w", "fixture.wipe", {"target": "notes"})], resolve="deny")
     assert not results["w"]["success"]
-    run, results = run_agent(sc, [("w2", "fixture.wipe", {"target": "notes"})], resolve="allow_once")
+    _, results = run_agent(sc, [("w2", "fixture.wipe", {"target": "notes"})], resolve="allow_once")
     assert results["w2"]["success"] and results["w2"]["summary"] == "wiped notes"
 
 

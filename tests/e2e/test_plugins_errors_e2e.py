@@ -123,7 +123,7 @@ def test_unsafe_packages_are_refused(sc: Sidecar, home: Path) -> None:
     with zipfile.ZipFile(link_zip, "w") as archive:
         archive.write(folder / "plugin.json", "plugin.json")
         info = zipfile.ZipInfo("link")
-        info.external_attr = (0o120777 << 16)
+        info.external_attr = 0o120777 << 16
         archive.writestr(info, "/etc/passwd")
     assert "symlink" in install(sc, link_zip)["error"]["message"]
 
@@ -235,8 +235,8 @@ def test_commands_list_and_execute(sc: Sidecar, configured: dict[str, Any]) -> N
     assert len(on) == 3 and all(c["enabled"] for c in on)
 
     done = run_command(sc, "conf.shout-selection", context={"selection": "hello", "note_id": "note_1"})["result"]
-    assert done == {"command_id": "conf.shout-selection", "status": "completed",
-                    "effect": {"type": "notification", "payload": {"level": "success", "message": "HELLO"}}}  # fmt: skip
+    effect = {"type": "notification", "payload": {"level": "success", "message": "HELLO"}}  # note_id was trimmed
+    assert done == {"command_id": "conf.shout-selection", "status": "completed", "effect": effect}
     prompt = run_command(sc, "conf.summarize", context={"selection": "text"})["result"]
     assert prompt["effect"]["payload"]["message"] == "Summarize: text"
 

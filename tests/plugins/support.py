@@ -51,7 +51,9 @@ def mock_provider(sc: Sidecar, calls: list[tuple[str, str, dict[str, Any]]], fin
         {"tool_calls": [{"id": i, "name": n, "args": a} for i, n, a in calls]},
         {"text": final},
     ]
-    sc.result("providers/create", {"preset": "mock", "provider_id": provider_id, "options": {"script": {"turns": turns}}})
+    sc.result(
+        "providers/create", {"preset": "mock", "provider_id": provider_id, "options": {"script": {"turns": turns}}}
+    )
     return provider_id
 
 
@@ -67,7 +69,11 @@ def events(sc: Sidecar, resource_id: str) -> list[dict[str, Any]]:
 
 
 def run_agent(
-    sc: Sidecar, calls: list[tuple[str, str, dict[str, Any]]], *, timeout: float = 40, resolve: str | None = "allow_once"
+    sc: Sidecar,
+    calls: list[tuple[str, str, dict[str, Any]]],
+    *,
+    timeout: float = 40,
+    resolve: str | None = "allow_once",
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Run the agent once; (the finished run, ToolResult data by tool_call_id). ``resolve`` answers permissions."""
     provider_id = mock_provider(sc, calls)

@@ -78,7 +78,7 @@ def _drain(chunks: list[bytes], limit: int = 100) -> tuple[list[bytes], StdoutFi
 def test_stdout_filter_drops_garbage_and_answers_oversized_lines() -> None:
     big_head = b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"' + b"x" * 300
     big_tail = b'{"result":{"x":"' + b"y" * 300 + b'"},"jsonrpc":"2.0","id":"abc"}\n'
-    out, filt = _drain([b"hello world\n{\"a\"", b":1}\n", big_head, b"x" * 500 + b'"}]}}\n', big_tail, b"\n  \n"])
+    out, filt = _drain([b'hello world\n{"a"', b":1}\n", big_head, b"x" * 500 + b'"}]}}\n', big_tail, b"\n  \n"])
     assert out[0] == b'{"a":1}\n'
     first, second = (json.loads(x) for x in out[1:])
     assert first["id"] == 7 and first["error"]["code"] == RESULT_TOO_LARGE_CODE
