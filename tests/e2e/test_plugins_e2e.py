@@ -116,6 +116,9 @@ def test_call_faults_become_failed_tool_results(sc: Sidecar, fixture_plugin: dic
     assert not results["big"]["success"] and "65536" in results["big"]["error"]
     assert not results["huge"]["success"] and "limit" in results["huge"]["error"]
     assert not results["fail"]["success"] and "boom from the server" in results["fail"]["error"]
+    codes = {k: results[k].get("error_code") for k in ("big", "huge", "fail", "args", "slow")}
+    assert codes == {"big": "MCP_TOOL_RESULT_TOO_LARGE", "huge": "MCP_TOOL_RESULT_TOO_LARGE",
+                     "fail": "MCP_TOOL_CALL_FAILED", "args": "INVALID_ARGUMENTS", "slow": "TOOL_TIMEOUT"}  # fmt: skip
     assert not results["args"]["success"] and "invalid arguments" in results["args"]["error"]
     assert not results["unknown"]["success"]
     assert not results["slow"]["success"] and "4000 ms" in results["slow"]["error"]
@@ -152,6 +155,7 @@ def test_a_crash_mid_call_fails_the_call_then_the_host_recovers(sc: Sidecar, fix
     started = time.monotonic()
     run, results = run_agent(sc, [("x", "fixture.crash", {})])
     assert not results["x"]["success"] and "stopped" in results["x"]["error"], results
+    assert results["x"]["error_code"] == "PLUGIN_HOST_UNHEALTHY"
     assert time.monotonic() - started < 5
     assert run["status"] == "completed"
     wait_for_status_event(sc, "unhealthy", after=count, within=2.0)

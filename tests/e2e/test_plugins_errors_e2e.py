@@ -324,3 +324,25 @@ def test_no_process_is_left_after_shutdown(home: Path) -> None:
         assert not alive(pid) and group_members(pid) == []
     finally:
         again.close()
+
+
+def test_the_servers_go_when_the_parent_dies(home: Path) -> None:
+    import subprocess
+
+    parent = subprocess.Popen(["sleep", "120"])
+    data = home / "orphan-data"
+    data.mkdir()
+    side = Sidecar(data, args=["--development", "--parent-pid", str(parent.pid)])
+    try:
+        side.initialize()
+        folder = make_plugin(home / "pkgs", "orphan")
+        pid = side.result("plugins/install", {"package_path": str(folder)}, timeout=30)["host"]["pid"]
+        assert alive(pid)
+        parent.kill()
+        parent.wait()
+        assert side.wait(15) == 0
+        assert not alive(pid) and group_members(pid) == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        side.close()
