@@ -13,7 +13,16 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.support import SERVER, alive, group_members, make_plugin, run_agent, wait_status
+from tests.plugins.support import (
+    SERVER,
+    alive,
+    events,
+    group_members,
+    loopback_run,
+    make_plugin,
+    run_agent,
+    wait_status,
+)
 from tests.support.sidecar_proc import Sidecar
 
 pytestmark = pytest.mark.e2e
@@ -245,46 +254,52 @@ def test_uninstall_stops_the_server_and_removes_everything(sc: Sidecar, home: Pa
 def test_a_vendor_sees_wire_names_and_its_calls_map_back(sc: Sidecar, fixture_plugin: dict[str, Any]) -> None:
     """A loopback OpenAI-format server: the registry's ``fixture.add`` goes out as a valid function name, the
     server calls it by that wire name, and the run's ToolCall/ToolResult carry the registry name."""
-    import json
-
-    from tests.support.http_stub import Answer, stub_server
+    import re
 
     ready_host(sc)
-    sent: list[dict[str, Any]] = []
-
-    def respond(body: Any) -> Answer:
-        sent.append(body)
-        names = [t["function"]["name"] for t in body.get("tools", [])]
-        if len(sent) == 1:
-            wire = next(n for n in names if n.startswith("fixture") and n.endswith("add"))
-            call = {"id": "call_1", "type": "function", "function": {"name": wire, "arguments": '{"a": 20, "b": 22}'}}
-            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish = "tool_calls"
-        else:
-            message, finish = {"role": "assistant", "content": "It is 42."}, "stop"
-        completion = {"id": "c", "object": "chat.completion", "model": "deepseek-chat",
-                      "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                      "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}  # fmt: skip
-        return Answer(chunks=[json.dumps(completion).encode()])
-
-    from tests.plugins.support import events, ir_request
-
-    with stub_server() as stub:
-        stub.respond("/chat/completions", respond)
-        sc.result("providers/create", {"provider_id": "loop", "preset": "deepseek", "base_url": stub.url,
-                                       "api_key": "sk-test", "default_model": "deepseek-chat"})  # fmt: skip
-        run_id = sc.result("agent/runs/create", {"provider_id": "loop", "request": ir_request("add")})["run_id"]
-        deadline = time.monotonic() + 30
-        while (run := sc.result("agent/runs/get", {"run_id": run_id}))["status"] == "running":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    assert run["status"] == "completed" and run["output"] == "It is 42.", run
+    run, sent, trace = loopback_run(sc, "fixture.add", "fixture__add", {"a": 20, "b": 22}, "loop")
+    assert run["status"] == "completed" and run["output"] == "Done.", run
     wire_names = [t["function"]["name"] for t in sent[0]["tools"]]
-    assert all(__import__("re").match(r"^[A-Za-z0-9_-]{1,64}$", n) for n in wire_names)
-    assert "fixture__add" in wire_names and len(set(wire_names)) == len(wire_names)
+    assert all(re.match(r"^[A-Za-z0-9_-]{1,64}$", n) for n in wire_names)
+    assert len(set(wire_names)) == len(wire_names) and "calculator" in wire_names
     history = sent[1]["messages"]
     assert history[-2]["tool_calls"][0]["function"]["name"] == "fixture__add"
-    trace = events(sc, run_id)
     call = next(e["data"] for e in trace if e["event"] == "ToolCall")
     result = next(e["data"] for e in trace if e["event"] == "ToolResult")
     assert call["tool_name"] == "fixture.add" and result["success"] and "42" in result["summary"]
+
+
+def test_cancelling_a_run_cancels_the_mcp_call(sc: Sidecar, fixture_plugin: dict[str, Any], home: Path) -> None:
+    from tests.plugins.support import ir_request, mock_provider
+
+    ready_host(sc)
+    marker = home / "cancelled.txt"
+    before = marker.read_text().count("cancelled") if marker.exists() else 0
+    provider_id = mock_provider(sc, [("s", "fixture.slow", {"seconds": 30})])
+    run_id = sc.result("agent/runs/create", {"provider_id": provider_id, "request": ir_request("go")})["run_id"]
+    deadline = time.monotonic() + 15
+    while True:
+        run = sc.result("agent/runs/get", {"run_id": run_id})
+        if run["pending_permission"]:
+            answer = {"run_id": run_id, "request_id": run["pending_permission"]["request_id"], "decision": "allow_once"}
+            sc.result("agent/permissions/resolve", answer)
+        elif any(e["event"] == "PermissionResolved" for e in events(sc, run_id)):
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # the call is with the server
+    sc.result("agent/runs/cancel", {"run_id": run_id})
+    deadline = time.monotonic() + 5
+    while (marker.read_text().count("cancelled") if marker.exists() else 0) <= before:
+        assert time.monotonic() < deadline, "the server never saw notifications/cancelled"
+        time.sleep(0.05)
+    assert wait_run(sc, run_id)["status"] == "cancelled"
+    assert ready_host(sc)["status"] == "ready"
+
+
+def wait_run(sc: Sidecar, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while (run := sc.result("agent/runs/get", {"run_id": run_id}))["status"] == "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return run

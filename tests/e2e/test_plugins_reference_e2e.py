@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.support import SERVER, alive, group_members, make_plugin, run_agent, wait_status
+from tests.plugins.support import SERVER, alive, group_members, loopback_run, make_plugin, run_agent, wait_status
 from tests.support.sidecar_proc import ROOT, Sidecar
 
 pytestmark = pytest.mark.e2e
@@ -72,6 +72,17 @@ def test_agent_calls_both_reference_servers_then_survives_a_kill(sc: Sidecar, ho
     assert results["e1"]["success"] and "hi from metona" in results["e1"]["summary"]
     assert results["e2"]["success"] and "42" in results["e2"]["summary"]
     assert results["t1"]["success"] and "Europe/Berlin" in results["t1"]["summary"]
+
+    # the same through a loopback OpenAI-format vendor that calls the tools by their wire names
+    for registry_name, wire_name, args, provider_id in (
+        ("everything.echo", "everything__echo", {"message": "via the wire"}, "loop-e"),
+        ("time.get_current_time", "time__get_current_time", {"timezone": "UTC"}, "loop-t"),
+    ):
+        looped, _, trace = loopback_run(sc, registry_name, wire_name, args, provider_id)
+        assert looped["status"] == "completed", looped
+        call = next(e["data"] for e in trace if e["event"] == "ToolCall")
+        result = next(e["data"] for e in trace if e["event"] == "ToolResult")
+        assert call["tool_name"] == registry_name and result["success"], result
 
     # kill the node server mid-run: the run's call fails readably, the host turns unhealthy
     pid = everything["pid"]

@@ -132,3 +132,47 @@ def group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             out.append(int(entry))
     return out
+
+
+def loopback_run(
+    sc: Sidecar, registry_name: str, wire_name: str, args: dict[str, Any], provider_id: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """An agent run against a loopback OpenAI-format server that calls the tool by the wire name it was sent.
+
+    Returns (the finished run, the request bodies the server saw, the run's trace events)."""
+    import json
+
+    from tests.support.http_stub import Answer, stub_server
+
+    sent: list[dict[str, Any]] = []
+
+    def respond(body: Any) -> Answer:
+        sent.append(body)
+        names = [t["function"]["name"] for t in body.get("tools", [])]
+        if len(sent) == 1:
+            assert wire_name in names and registry_name not in names, names
+            function = {"name": wire_name, "arguments": json.dumps(args)}
+            calls = [{"id": "call_1", "type": "function", "function": function}]
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": calls}
+            finish = "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": "Done."}, "stop"
+        completion = {"id": "c", "object": "chat.completion", "model": "deepseek-chat",
+                      "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                      "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}  # fmt: skip
+        return Answer(chunks=[json.dumps(completion).encode()])
+
+    with stub_server() as stub:
+        stub.respond("/chat/completions", respond)
+        sc.result("providers/create", {"provider_id": provider_id, "preset": "deepseek", "base_url": stub.url,
+                                       "api_key": "sk-test", "default_model": "deepseek-chat"})  # fmt: skip
+        run_id = sc.result("agent/runs/create", {"provider_id": provider_id, "request": ir_request("go")})["run_id"]
+        deadline = time.monotonic() + 30
+        while (run := sc.result("agent/runs/get", {"run_id": run_id}))["status"] == "running":
+            pending = run.get("pending_permission")
+            if pending:
+                answer = {"run_id": run_id, "request_id": pending["request_id"], "decision": "allow_once"}
+                sc.result("agent/permissions/resolve", answer)
+            assert time.monotonic() < deadline, run
+            time.sleep(0.05)
+    return run, sent, events(sc, run_id)
