@@ -42,6 +42,7 @@ class McpBridge:
         self._grace_s = grace_s
         self._hosts: dict[str, McpHost] = {}
         self._restarting: set[str] = set()
+        self._locks: dict[str, anyio.Lock] = {}
         self.on_status = on_status
         self._closed = False
 
@@ -73,8 +74,18 @@ class McpBridge:
             status = status.model_copy(update={"status": "starting", "tools_count": 0, "tools": [], "error": None})
         return status
 
+    def _lock(self, plugin_id: str) -> anyio.Lock:
+        return self._locks.setdefault(plugin_id, anyio.Lock())
+
     async def start(self, spec: HostSpec, *, wait: bool = True) -> PluginHostStatus:
         """Start the plugin's host (stopping a running one first); with ``wait``, until it is ready or failed."""
+        async with self._lock(spec.plugin_id):
+            settled, host = await self._replace(spec)
+        if wait:
+            await settled.wait()
+        return host.status()
+
+    async def _replace(self, spec: HostSpec) -> tuple[anyio.Event, McpHost]:
         if self._closed:
             raise host_error("PLUGIN_HOST_UNAVAILABLE", "the sidecar is shutting down", 503)
         old = self._hosts.get(spec.plugin_id)
@@ -94,33 +105,35 @@ class McpBridge:
         host.restarts = restarts
         self._hosts[spec.plugin_id] = host
         self._restarting.discard(spec.plugin_id)
-        settled = host.start(self._tg)
-        if wait:
-            await settled.wait()
-        return host.status()
+        return host.start(self._tg), host
 
     def restart_soon(self, spec: HostSpec) -> None:
         """``plugins/host/restart``: answered at once; old tools go first, the new set only after discovery."""
         if self._closed:
             raise host_error("PLUGIN_HOST_UNAVAILABLE", "the sidecar is shutting down", 503)
         self._registry.remove_namespace(spec.plugin_id)
-        if spec.plugin_id in self._hosts:
-            self._restarting.add(spec.plugin_id)
+        self._restarting.add(spec.plugin_id)
         self._tg.start_soon(self._restart, spec)
 
     async def _restart(self, spec: HostSpec) -> None:
         try:
-            await self.start(spec, wait=True)
+            async with self._lock(spec.plugin_id):
+                if spec.plugin_id not in self._restarting:  # stopped (uninstalled) meanwhile, or already replaced
+                    return
+                settled, _ = await self._replace(spec)
+            await settled.wait()
         except Exception:
             logger.exception("restart of plugin %s failed", spec.plugin_id)
         finally:
             self._restarting.discard(spec.plugin_id)
 
     async def stop(self, plugin_id: str) -> None:
-        host = self._hosts.pop(plugin_id, None)
-        if host is not None:
-            await host.stop()
-        self._registry.remove_namespace(plugin_id)
+        self._restarting.discard(plugin_id)
+        async with self._lock(plugin_id):
+            host = self._hosts.pop(plugin_id, None)
+            if host is not None:
+                await host.stop()
+            self._registry.remove_namespace(plugin_id)
 
     async def shutdown(self) -> None:
         """Stop every host at once (each: stdin closed, grace, SIGTERM, SIGKILL to its process group)."""

@@ -287,9 +287,9 @@ class PluginService:
         except SidecarError as exc:
             logger.warning("plugin %s: status event not stored: %s", status.plugin_id, exc.message)
 
-    async def _restart_if_running(self, plugin_id: str, manifest: PluginManifest) -> None:
-        host = self._bridge.host(plugin_id)
-        if host is not None and host.running:
+    async def _restart_if_started(self, plugin_id: str, manifest: PluginManifest) -> None:
+        """A started host (running, or failed: a new secret may be what it lacked) restarts with the new values."""
+        if self._bridge.host(plugin_id) is not None:
             self._bridge.restart_soon(await self._spec(plugin_id, manifest))
 
     # --- settings (§7.5-7.6) -----------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ class PluginService:
 
         await self._db.run(save)
         if merged != current:
-            await self._restart_if_running(plugin_id, manifest)
+            await self._restart_if_started(plugin_id, manifest)
         return await self.settings(plugin_id)
 
     def _secret_field(self, manifest: PluginManifest, key: str) -> SettingsField:
@@ -382,13 +382,13 @@ class PluginService:
         manifest = await self.manifest(plugin_id)
         self._secret_field(manifest, key)
         await self._secrets.set(_secret_name(plugin_id, key), secret)
-        await self._restart_if_running(plugin_id, manifest)
+        await self._restart_if_started(plugin_id, manifest)
 
     async def delete_secret(self, plugin_id: str, key: str) -> None:
         manifest = await self.manifest(plugin_id)
         self._secret_field(manifest, key)
         if await self._secrets.delete(_secret_name(plugin_id, key)):
-            await self._restart_if_running(plugin_id, manifest)
+            await self._restart_if_started(plugin_id, manifest)
 
     # --- commands (§7.3-7.4) -----------------------------------------------------------------------------------
 
