@@ -18,6 +18,9 @@ from anyio.abc import TaskGroup
 from .agent import rpc as agent_rpc
 from .agent.service import AgentService
 from .agent.tools import ToolServices, default_registry
+from .benchmarks import rpc as benchmarks_rpc
+from .benchmarks.agent_run import AgentDeps
+from .benchmarks.service import BenchmarkService
 from .config import rpc as config_rpc
 from .config.service import ConfigService
 from .embeddings import default_embedder
@@ -57,6 +60,7 @@ class Services:
     knowledge: KnowledgeService
     retrieval: RetrievalService
     agent: AgentService
+    benchmarks: BenchmarkService
 
 
 async def open_services(
@@ -100,6 +104,15 @@ async def open_services(
         services=ToolServices(memory=memory, retrieval=retrieval),
     )
     await agent.start()
+    # benchmarks: runs are jobs; each case runs through the real retrieval / agent runtime in an isolated store
+    benchmarks = BenchmarkService(
+        db,
+        settings.data_dir,
+        jobs,
+        embedder_config=lambda: retrieval.embedder_config,
+        agent=AgentDeps(events=events, db=db, secrets=secrets, config=config, registry=agent.registry, task_group=tg),
+    )
+    await benchmarks.start()
     return Services(
         db=db,
         events=events,
@@ -112,6 +125,7 @@ async def open_services(
         knowledge=knowledge,
         retrieval=retrieval,
         agent=agent,
+        benchmarks=benchmarks,
     )
 
 
@@ -124,6 +138,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += config_rpc.methods(services.config)
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
+    methods += benchmarks_rpc.methods(services.benchmarks)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
