@@ -268,7 +268,13 @@ def error_result(case: AgentCase, rep: int, exc: SidecarError, latency_ms: float
 
 def _request(prompt: str, session_id: str) -> dict[str, Any]:
     return {
-        "meta": {"sessionId": session_id, "iteration": 1, "requestId": session_id, "timestamp": 0},
+        "meta": {
+            "sessionId": session_id,
+            "iteration": 1,
+            "requestId": session_id,
+            "timestamp": 0,
+            "agentVersion": "metona-bench",
+        },
         "systemPrompt": {
             "roleDefinition": "You are Metona's assistant. Use the tools when they help; answer directly otherwise.",
             "outputConstraints": "",

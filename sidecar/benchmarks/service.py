@@ -283,7 +283,6 @@ class BenchmarkService:
         from sidecar.agent.tools import ToolServices
         from sidecar.memory.service import MemoryService
 
-        from .agent_run import run_case
         from .rag import isolated_retrieval, remove_tree
 
         assert self._agent is not None
@@ -313,7 +312,7 @@ class BenchmarkService:
                 async def one(index: int, case: AgentCase, rep: int) -> None:
                     async with limiter:
                         ctx.check_cancelled()
-                        result, overhead = await run_case(
+                        result, overhead = await self._agent_case(
                             deps,
                             case,
                             rep,
@@ -357,6 +356,21 @@ class BenchmarkService:
         metrics = m.agent_metrics(results, overheads).model_dump(mode="json")
         await self._rows.set_metrics(ctx.job_id, metrics)
         return {"metrics": metrics, "duration_ms": round((time.perf_counter() - t0) * 1000, 1)}
+
+    @staticmethod
+    async def _agent_case(deps: AgentDeps, case: AgentCase, rep: int, **kw: Any) -> tuple[CaseResult, float]:
+        """One case; whatever goes wrong in it is that case's error (recorded and counted), not the run's."""
+        from .agent_run import error_result, run_case
+
+        t0 = time.perf_counter()
+        try:
+            return await run_case(deps, case, rep, **kw)
+        except SidecarError as exc:
+            return error_result(case, rep, exc, (time.perf_counter() - t0) * 1000), 0.0
+        except Exception as exc:
+            logger.exception("benchmark case %s failed", case.case_id)
+            err = SidecarError(f"The case failed: {type(exc).__name__}", code="BENCHMARK_RUN_FAILED")
+            return error_result(case, rep, err, (time.perf_counter() - t0) * 1000), 0.0
 
     # -- read ------------------------------------------------------------------------------------------------
 
