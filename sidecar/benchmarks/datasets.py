@@ -173,7 +173,17 @@ def _check_agent(dataset_id: str, cases: list[AgentCase], tool_names: set[str] |
         if c.mock_script is not None:
             from sidecar.providers.mock import MockScript
 
-            _validated(dataset_id, MockScript, c.mock_script, "cases.jsonl", None)
+            try:
+                MockScript.model_validate(c.mock_script)
+            except ValidationError as exc:
+                first = _field_errors(exc)[0]
+                raise invalid(
+                    dataset_id,
+                    f"case {c.case_id}: mock_script.{first['field']}: {first['message']}",
+                    file="cases.jsonl",
+                    case_id=c.case_id,
+                    field=f"mock_script.{first['field']}",
+                ) from None
 
 
 def canonical_hash(manifest: DatasetManifest, cases: list[Any], corpus: list[CorpusNote]) -> str:
