@@ -83,7 +83,7 @@ async def test_overrides_are_recorded_and_repeat_reports_spread(env: BenchEnv) -
             "case_ids": SUBSET,
             "repeat": 2,
             "retrieval": {"top_k": 5, "rrf_k": 10, "rerank": False},
-        }  # fmt: skip
+        }
     )
     done = await env.bench.wait((await env.bench.create_rag(p)).run_id)
     snap = done.config_snapshot
