@@ -86,7 +86,7 @@ def plot_latency(report: BenchmarkReport) -> str:
     fig, ax = plt.subplots(figsize=(8, 3))
     if groups:
         labels = list(groups)
-        parts = ax.boxplot([groups[k] for k in labels], vert=False, patch_artist=True, showfliers=True)
+        parts = ax.boxplot([groups[k] for k in labels], orientation="horizontal", patch_artist=True, showfliers=True)
         ax.set_yticks(range(1, len(labels) + 1), labels)
         for patch, label in zip(parts["boxes"], labels, strict=True):
             patch.set_facecolor(MODE_COLORS.get(label, "#9D755D"))
@@ -138,8 +138,13 @@ def plot_diff(report: BenchmarkReport) -> str:
                 rows.append((f"{label} {n}" if report.run.kind == "rag" else n, float(p[n]), float(s[n])))
     fig, ax = plt.subplots(figsize=(8, max(2.5, 0.26 * len(rows) + 1)))
     ys = list(range(len(rows)))
-    ax.barh([y + 0.2 for y in ys], [r[1] for r in rows], 0.4, label=f"previous {report.comparison['run_id'][-8:]}",
-            color="#BAB0AC")  # fmt: skip
+    ax.barh(
+        [y + 0.2 for y in ys],
+        [r[1] for r in rows],
+        0.4,
+        label=f"previous {report.comparison['run_id'][-8:]}",
+        color="#BAB0AC",
+    )
     ax.barh([y - 0.2 for y in ys], [r[2] for r in rows], 0.4, label="this run", color="#4C78A8")
     ax.set_yticks(ys, [r[0] for r in rows])
     ax.set_xlim(0, 1.05)

@@ -39,12 +39,33 @@ def test_recall_at_k_and_multi_relevant_ndcg() -> None:
 
 
 def test_errored_cases_count_as_zero_never_skipped() -> None:
-    ok = CaseResult(case_id="a", mode="fts", status="passed", latency_ms=10.0,
-                    scores={"hit_at_1": 1.0, "hit_at_5": 1.0, "recall_at_k": 1.0, "mrr": 1.0, "ndcg_at_10": 1.0,
-                            "citation_hit_rate": 1.0})  # fmt: skip
-    bad = CaseResult(case_id="b", mode="fts", status="error",
-                     scores={"hit_at_1": 0.0, "hit_at_5": 0.0, "recall_at_k": 0.0, "mrr": 0.0, "ndcg_at_10": 0.0,
-                             "citation_hit_rate": 0.0})  # fmt: skip
+    ok = CaseResult(
+        case_id="a",
+        mode="fts",
+        status="passed",
+        latency_ms=10.0,
+        scores={
+            "hit_at_1": 1.0,
+            "hit_at_5": 1.0,
+            "recall_at_k": 1.0,
+            "mrr": 1.0,
+            "ndcg_at_10": 1.0,
+            "citation_hit_rate": 1.0,
+        },
+    )
+    bad = CaseResult(
+        case_id="b",
+        mode="fts",
+        status="error",
+        scores={
+            "hit_at_1": 0.0,
+            "hit_at_5": 0.0,
+            "recall_at_k": 0.0,
+            "mrr": 0.0,
+            "ndcg_at_10": 0.0,
+            "citation_hit_rate": 0.0,
+        },
+    )
     m = rag_metrics([ok, bad], k=10)
     assert m.hit_at_5 == 0.5 and m.citation_hit_rate == 0.5 and m.case_count == 2
     assert m.error_count == 1 and m.failed_count == 1 and m.p50_latency_ms == 10.0
@@ -53,10 +74,17 @@ def test_errored_cases_count_as_zero_never_skipped() -> None:
 def test_percentiles_and_spread() -> None:
     assert percentile([1, 2, 3, 4], 0.5) == 2.5 and percentile([5.0], 0.95) == 5.0 and percentile([], 0.5) is None
     results = [
-        CaseResult(case_id=c, mode="fts", repeat=r, status="passed", latency_ms=1.0,
-                   scores={"hit_at_1": v, "hit_at_5": 1.0, "recall_at_k": 1.0, "mrr": v, "ndcg_at_10": v})
-        for r, v in ((0, 1.0), (1, 0.0)) for c in ("x", "y")
-    ]  # fmt: skip
+        CaseResult(
+            case_id=c,
+            mode="fts",
+            repeat=r,
+            status="passed",
+            latency_ms=1.0,
+            scores={"hit_at_1": v, "hit_at_5": 1.0, "recall_at_k": 1.0, "mrr": v, "ndcg_at_10": v},
+        )
+        for r, v in ((0, 1.0), (1, 0.0))
+        for c in ("x", "y")
+    ]
     m = rag_metrics(results, k=10)
     assert m.spread["hit_at_1"].values == [1.0, 0.0] and m.spread["hit_at_1"].stdev == 0.5
     assert m.citation_hit_rate is None
@@ -69,13 +97,27 @@ def test_pass_hat_k() -> None:
 
 
 def test_agent_metrics_micro_averages() -> None:
-    a = CaseResult(case_id="a", status="passed", latency_ms=100.0,
-                   scores={"task_success_rate": 1.0, "tool_selection_accuracy": 1.0},
-                   details={"tool_calls": 3, "invalid_tool_calls": 1, "arguments_checked": 2, "arguments_correct": 1,
-                            "steps": 3, "token_usage": 300})  # fmt: skip
-    b = CaseResult(case_id="b", status="error", latency_ms=0.0,
-                   scores={"task_success_rate": 0.0, "tool_selection_accuracy": 0.0},
-                   details={"tool_calls": 0, "invalid_tool_calls": 0, "steps": 0, "token_usage": 0})  # fmt: skip
+    a = CaseResult(
+        case_id="a",
+        status="passed",
+        latency_ms=100.0,
+        scores={"task_success_rate": 1.0, "tool_selection_accuracy": 1.0},
+        details={
+            "tool_calls": 3,
+            "invalid_tool_calls": 1,
+            "arguments_checked": 2,
+            "arguments_correct": 1,
+            "steps": 3,
+            "token_usage": 300,
+        },
+    )
+    b = CaseResult(
+        case_id="b",
+        status="error",
+        latency_ms=0.0,
+        scores={"task_success_rate": 0.0, "tool_selection_accuracy": 0.0},
+        details={"tool_calls": 0, "invalid_tool_calls": 0, "steps": 0, "token_usage": 0},
+    )
     m = agent_metrics([a, b])
     assert (m.task_success_rate, m.tool_selection_accuracy, m.tool_argument_accuracy) == (0.5, 0.5, 0.5)
     assert m.invalid_tool_call_rate == round(1 / 3, 4) and m.average_steps == 1.5 and m.average_latency_ms == 50.0

@@ -54,8 +54,16 @@ async def test_rag_run_metrics_snapshot_and_isolation(env: BenchEnv) -> None:
     assert set(done.metrics or {}) == {"fts", "vector", "hybrid"}
     hybrid = done.metrics["hybrid"]  # type: ignore[index]
     assert hybrid["hit_at_5"] >= 0.9, "the issue's goal with the embedded embedder"
-    for name in ("hit_at_1", "hit_at_5", "recall_at_k", "mrr", "citation_hit_rate", "p50_latency_ms", "p95_latency_ms",
-                 "ndcg_at_10"):  # fmt: skip
+    for name in (
+        "hit_at_1",
+        "hit_at_5",
+        "recall_at_k",
+        "mrr",
+        "citation_hit_rate",
+        "p50_latency_ms",
+        "p95_latency_ms",
+        "ndcg_at_10",
+    ):
         assert hybrid[name] is not None, name
     snap = done.config_snapshot
     assert snap["dataset"]["content_hash"] == done.dataset_hash and snap["metadata"] == {"who": "test"}
@@ -206,10 +214,15 @@ async def test_agent_errors_and_a_failing_provider_case(env: BenchEnv, datasets_
         )
     assert info.value.code == "BENCHMARK_CONFIG_INVALID"
     fail = {"turns": [{"error": {"code": "auth_invalid", "message": "bad key", "retryable": False}}]}
-    write_dataset(datasets_root, "agent-fail", "agent", [
-        {"case_id": "f1", "prompt": "hi", "allowed_tools": [], "mock_script": fail},
-        {"case_id": "f2", "prompt": "hi", "allowed_tools": []},
-    ])  # fmt: skip
+    write_dataset(
+        datasets_root,
+        "agent-fail",
+        "agent",
+        [
+            {"case_id": "f1", "prompt": "hi", "allowed_tools": [], "mock_script": fail},
+            {"case_id": "f2", "prompt": "hi", "allowed_tools": []},
+        ],
+    )
     done = await env.bench.wait((await env.bench.create_agent(AgentRunCreateParams(dataset_id="agent-fail"))).run_id)
     report = await env.bench.report(done.run_id)
     assert done.status == "completed" and done.metrics["case_count"] == 2  # type: ignore[index]
