@@ -35,7 +35,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=None, help="rag: k of recall@k")
     p.add_argument("--compare", default=None, help="a previous run id to diff against in the HTML report")
     p.add_argument("-o", "--output", type=Path, default=Path("bench-reports"), help="folder for the reports")
-    p.add_argument("--data-dir", type=Path, default=None, help="data directory (env METONA_DATA_DIR)")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="data directory for the run records and traces (default: <output>/data; never the data dir of a "
+        "sidecar that is running: its job recovery would fail that sidecar's running jobs)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -156,12 +162,12 @@ def main(argv: list[str]) -> int:
     ns = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sidecar.settings import Settings, default_data_dir
+    from sidecar.settings import Settings
 
-    data_dir = ns.data_dir or (Path(os.environ["METONA_DATA_DIR"]) if os.environ.get("METONA_DATA_DIR") else None)
+    data_dir: Path = ns.data_dir or ns.output / "data"
     key = os.environ.get("METONA_SECRET_KEY_FILE")
     settings = Settings(
-        data_dir=(data_dir or default_data_dir()).expanduser().resolve(),
+        data_dir=data_dir.expanduser().resolve(),
         secret_key_file=Path(key).expanduser().resolve() if key else None,
     )
     try:

@@ -38,8 +38,10 @@ def _plt() -> Any:
 
 
 def _svg(fig: Any) -> str:
+    """The figure as inline SVG (the figure is closed)."""
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    _plt().close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]
 
@@ -72,9 +74,7 @@ def plot_metrics(report: BenchmarkReport) -> str:
     ax.set_title("Metrics per mode" if report.run.kind == "rag" else "Agent metrics")
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    out = _svg(fig)
-    plt.close(fig)
-    return out
+    return _svg(fig)
 
 
 def plot_latency(report: BenchmarkReport) -> str:
@@ -94,9 +94,7 @@ def plot_latency(report: BenchmarkReport) -> str:
     ax.set_xlabel("latency per case (ms)")
     ax.set_title("Latency distribution")
     ax.grid(axis="x", alpha=0.3)
-    out = _svg(fig)
-    plt.close(fig)
-    return out
+    return _svg(fig)
 
 
 def plot_tags(report: BenchmarkReport) -> str:
@@ -120,9 +118,7 @@ def plot_tags(report: BenchmarkReport) -> str:
     ax.set_xlabel(metric)
     ax.set_title(f"{metric} per tag")
     ax.grid(axis="x", alpha=0.3)
-    out = _svg(fig)
-    plt.close(fig)
-    return out
+    return _svg(fig)
 
 
 def plot_diff(report: BenchmarkReport) -> str:
@@ -152,9 +148,7 @@ def plot_diff(report: BenchmarkReport) -> str:
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title("This run vs the previous run")
     ax.grid(axis="x", alpha=0.3)
-    out = _svg(fig)
-    plt.close(fig)
-    return out
+    return _svg(fig)
 
 
 def plots(report: BenchmarkReport) -> dict[str, str | None]:
