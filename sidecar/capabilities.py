@@ -92,6 +92,7 @@ def detect_components(settings: Settings) -> dict[str, Component]:
         "playwright": _package("playwright", "playwright"),
         "faster_whisper": _package("faster_whisper", "faster-whisper"),
         "pyannote_audio": _package("pyannote.audio", "pyannote.audio"),
+        "matplotlib": _package("matplotlib", "matplotlib"),  # the plots of benchmark HTML reports
     }
     chromium = find_chromium(settings)
     components["chromium"] = (
