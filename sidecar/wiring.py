@@ -29,6 +29,8 @@ from .memory import rpc as memory_rpc
 from .memory.service import MemoryService
 from .providers import rpc as providers_rpc
 from .providers.service import ProviderService
+from .render import rpc as render_rpc
+from .render.service import RenderService
 from .retrieval import rpc as retrieval_rpc
 from .retrieval.service import RetrievalService
 from .secrets import SecretStore
@@ -57,6 +59,7 @@ class Services:
     knowledge: KnowledgeService
     retrieval: RetrievalService
     agent: AgentService
+    render: RenderService
 
 
 async def open_services(
@@ -100,6 +103,7 @@ async def open_services(
         services=ToolServices(memory=memory, retrieval=retrieval),
     )
     await agent.start()
+    render = _open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
     return Services(
         db=db,
         events=events,
@@ -112,7 +116,20 @@ async def open_services(
         knowledge=knowledge,
         retrieval=retrieval,
         agent=agent,
+        render=render,
     )
+
+
+def _open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
+    """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
+    from .capabilities import find_chromium
+    from .render.browser import BrowserPool
+    from .render.mermaid import MermaidRenderer
+    from .render.renderers import FunctionPlotRenderer, MathRenderer
+
+    browser = BrowserPool(find_chromium(settings), children=children)
+    renderers = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
+    return RenderService(settings.data_dir, browser, renderers)
 
 
 def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Notification]]:
@@ -124,6 +141,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += config_rpc.methods(services.config)
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
+    methods += render_rpc.methods(services.render)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
@@ -141,4 +159,5 @@ def shutdown_hooks(services: Services, settings: Settings) -> list[Callable[[], 
         lambda: services.agent.shutdown(grace),
         services.subscriptions.close_all,
         lambda: services.jobs.shutdown(grace),
+        services.render.close,  # the warm browser: closed gracefully, its process group killed if it lingers
     ]
