@@ -413,6 +413,48 @@ params: EmptyParams
 result: null
 }
 /**
+ * Turn a theme off (the default light theme is enabled instead).
+ */
+"themes/disable": {
+params: ThemeIdParams
+result: ThemeOperationResult
+}
+/**
+ * Make this the one enabled theme (persisted).
+ */
+"themes/enable": {
+params: ThemeIdParams
+result: InstalledTheme
+}
+/**
+ * Check a host-chosen theme package (.zip or folder) → inspection with a package_id handle.
+ */
+"themes/inspect": {
+params: InspectParams
+result: ThemePackageInspection
+}
+/**
+ * Install an inspected package by its package_id (never a path).
+ */
+"themes/install": {
+params: PackageIdParams
+result: InstalledTheme
+}
+/**
+ * Built-in and installed themes.
+ */
+"themes/list": {
+params: EmptyParams
+result: ThemeList
+}
+/**
+ * Remove an installed theme (built-ins are protected).
+ */
+"themes/uninstall": {
+params: ThemeIdParams
+result: ThemeOperationResult
+}
+/**
  * The tools agent runs can use (MetonaToolDef).
  */
 "tools/list": {
@@ -2076,6 +2118,85 @@ vector_rank?: (number | null)
 vector_score?: (number | null)
 rrf_score?: (number | null)
 rerank_score?: (number | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeIdParams".
+ */
+export interface ThemeIdParams {
+theme_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeOperationResult".
+ */
+export interface ThemeOperationResult {
+theme_id: string
+ok?: boolean
+}
+/**
+ * Not spelled out by the seed: the manifest's fields plus where it came from and whether it is on.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "InstalledTheme".
+ */
+export interface InstalledTheme {
+theme_id: string
+name: string
+version: string
+author: string
+description?: (string | null)
+is_dark: boolean
+builtin: boolean
+enabled: boolean
+installed_at?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "InspectParams".
+ */
+export interface InspectParams {
+path: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemePackageInspection".
+ */
+export interface ThemePackageInspection {
+package_id: string
+manifest: ThemeManifest
+preview_url: (string | null)
+warnings?: string[]
+compatible: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeManifest".
+ */
+export interface ThemeManifest {
+theme_id: string
+name: string
+version: string
+author: string
+description?: (string | null)
+min_app_version: string
+is_dark: boolean
+css_entry: string
+preview?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PackageIdParams".
+ */
+export interface PackageIdParams {
+package_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeList".
+ */
+export interface ThemeList {
+items: InstalledTheme[]
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

@@ -37,6 +37,8 @@ from .secrets import SecretStore
 from .settings import Settings, default_secret_key_file
 from .storage.sqlite import Database
 from .supervisor import ChildSupervisor
+from .themes import rpc as themes_rpc
+from .themes.service import ThemeService
 from .trace import rpc as trace_rpc
 from .trace.eventlog import EventLog
 from .trace.subscriptions import SubscriptionManager
@@ -60,6 +62,7 @@ class Services:
     retrieval: RetrievalService
     agent: AgentService
     render: RenderService
+    themes: ThemeService
 
 
 async def open_services(
@@ -104,6 +107,8 @@ async def open_services(
     )
     await agent.start()
     render = _open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
+    themes = ThemeService(settings.data_dir, settings.app_version)
+    await themes.start()
     return Services(
         db=db,
         events=events,
@@ -117,6 +122,7 @@ async def open_services(
         retrieval=retrieval,
         agent=agent,
         render=render,
+        themes=themes,
     )
 
 
@@ -142,6 +148,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
     methods += render_rpc.methods(services.render)
+    methods += themes_rpc.methods(services.themes)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
