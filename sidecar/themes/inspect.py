@@ -90,7 +90,8 @@ class Package:
 
 
 # ------------------------------------------------------------------------------------------- reading
-def read_package(path: Path) -> dict[str, bytes]:
+def read_package(host_path: str) -> dict[str, bytes]:
+    path = Path(host_path).expanduser()
     if not path.exists():
         raise ThemePackageNotFound("The theme package does not exist.", details={"path": str(path)})
     if path.is_dir():

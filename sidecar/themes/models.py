@@ -63,3 +63,9 @@ class ThemeIdParams(Params):
 class ThemeOperationResult(Phase2Model):
     theme_id: str
     ok: bool = True
+
+
+class ThemePreview(Phase2Model):
+    package_id: str
+    mime_type: str
+    data_base64: str

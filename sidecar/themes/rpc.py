@@ -15,6 +15,7 @@ from .models import (
     ThemeList,
     ThemeOperationResult,
     ThemePackageInspection,
+    ThemePreview,
 )
 
 if TYPE_CHECKING:
@@ -26,6 +27,12 @@ if TYPE_CHECKING:
 def methods(themes: ThemeService) -> list[Method[Any, Any]]:
     async def inspect(ctx: RequestContext, p: InspectParams) -> ThemePackageInspection:
         return await themes.inspect(p.path)
+
+    async def preview(ctx: RequestContext, p: PackageIdParams) -> ThemePreview:
+        import base64
+
+        data, mime = await themes.preview(p.package_id)
+        return ThemePreview(package_id=p.package_id, mime_type=mime, data_base64=base64.b64encode(data).decode())
 
     async def install(ctx: RequestContext, p: PackageIdParams) -> InstalledTheme:
         return await themes.install(p.package_id)

@@ -29,7 +29,7 @@ from .errors import (
     ThemePackageIncompatible,
     ThemePackageNotFound,
 )
-from .inspect import SEMVER, inspect_files, read_package
+from .inspect import SEMVER, image_kind, inspect_files, read_package
 from .models import InstalledTheme, ThemeManifest, ThemePackageInspection
 
 STAGING_TTL_S = 3600.0
@@ -63,7 +63,7 @@ class ThemeService:
 
     # ---------------------------------------------------------------------------------------- inspect
     async def inspect(self, path: str) -> ThemePackageInspection:
-        package = await anyio.to_thread.run_sync(read_package, Path(path).expanduser())
+        package = await anyio.to_thread.run_sync(read_package, path)
         checked = await anyio.to_thread.run_sync(inspect_files, package)
         manifest = checked.manifest
         warnings = list(checked.warnings)
@@ -101,12 +101,16 @@ class ThemeService:
                 del self._staged[package_id]
                 shutil.rmtree(self.staging / package_id, ignore_errors=True)
 
-    def staged_preview(self, package_id: str) -> tuple[bytes, str] | None:
-        """The preview image of a staged package (for the host's isolated preview container)."""
+    async def preview(self, package_id: str) -> tuple[bytes, str]:
+        """The checked preview image of a staged package and its MIME type (what ``app-theme-preview://`` serves
+        to the host's isolated preview container)."""
         entry = self._staged.get(package_id)
         if entry is None or entry[1].manifest.preview is None:
-            return None
-        return (self.staging / package_id / entry[1].manifest.preview).read_bytes(), entry[1].manifest.preview
+            raise ThemePackageNotFound(
+                "No inspected package with a preview has this package_id.", details={"package_id": package_id}
+            )
+        data = await anyio.to_thread.run_sync((self.staging / package_id / entry[1].manifest.preview).read_bytes)
+        return data, "image/" + (image_kind(data) or "png")
 
     # ---------------------------------------------------------------------------------------- install
     async def install(self, package_id: str) -> InstalledTheme:

@@ -171,6 +171,19 @@ def test_malicious_mermaid_is_neutralised(sc: Sidecar, mermaid_on: bool) -> None
     sc.assert_alive()
 
 
+def test_a_request_to_the_network_is_aborted_and_the_css_removed(sc: Sidecar, mermaid_on: bool) -> None:
+    if not mermaid_on:
+        pytest.skip("Mermaid is reported unavailable on this build")
+    before = sc.result("render/stats")["browser"]["blockedRequests"]
+    theme_css = "@import url(http://evil.example/x.css); .node rect { fill: url(https://evil.example/a.png) }"
+    source = '%%{init: {"themeCSS": "' + theme_css + '"}}%%\nflowchart TD\n  A --> B'
+    result = _render(sc, "mermaid", source)
+    assert_safe_svg(result["content"])
+    assert "evil.example" not in result["content"]
+    assert "SVG_SANITIZED: removed external url() references" in result["warnings"]
+    assert sc.result("render/stats")["browser"]["blockedRequests"] > before  # the page tried; the route aborted it
+
+
 @pytest.mark.parametrize(
     ("expression", "code"),
     [

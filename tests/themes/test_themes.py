@@ -167,3 +167,10 @@ async def test_warnings_for_unknown_keys_and_missing_resources(svc: ThemeService
         "THEME_MANIFEST_UNKNOWN_KEY: 'homepage' ignored",
         "THEME_RESOURCE_MISSING: theme.css refers to 'missing.png', not in the package",
     ]
+
+
+async def test_preview_is_served_by_handle_with_its_content_mime(svc: ThemeService, tmp_path: Path) -> None:
+    inspection = await svc.inspect(str(write_zip(tmp_path / "p.zip", good_files())))
+    data, mime = await svc.preview(inspection.package_id)
+    assert mime == "image/png" and data.startswith(b"\x89PNG")
+    assert await _code(svc.preview("theme_package_nope")) == "THEME_PACKAGE_NOT_FOUND"

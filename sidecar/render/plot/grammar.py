@@ -170,12 +170,12 @@ def tokenize(text: str) -> list[Token]:
                 raise ExpressionError(UNSAFE, f"{kind} is not allowed", j + 1)
             tokens.append(Token("name", text[i:j], col))
             i = j
+        elif text.startswith("**", i):  # Python's power operator, read as ^
+            tokens.append(Token("op", "^", col))
+            i += 2
         elif ch in _OPS:
             tokens.append(Token("op", ch, col))
             i += 1
-        elif ch == "*" and text[i : i + 2] == "**":
-            tokens.append(Token("op", "^", col))
-            i += 2
         elif ch in _CODE_CHARS:
             raise ExpressionError(UNSAFE, f"{_CODE_CHARS[ch]} ({ch!r}) is not allowed in an expression", col)
         else:
