@@ -78,7 +78,10 @@ def test_the_grammar_refuses(text: str, code: str, column: int) -> None:
 
 
 def test_a_block_parses_with_positions_and_warnings() -> None:
-    block = "expressions:\n  - expression: sin(x)\n    label: 正弦\n    color: '#f00'\n  - x^2/4\ndomain: [-6, 6]\nextra: 1\n"
+    block = (
+        "expressions:\n  - expression: sin(x)\n    label: 正弦\n    color: '#f00'\n  - x^2/4\n"
+        "domain: [-6, 6]\nextra: 1\n"
+    )
     result = parse_function_plot(block)
     assert result.plot is not None
     assert [e.expression for e in result.plot.expressions] == ["sin(x)", "x^2/4"]

@@ -33,7 +33,8 @@ SVG = '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/19
             "removed <iframe> element",
         ),
         (
-            '<foreignObject><div xmlns="http://www.w3.org/1999/xhtml"><img src="x" onerror="a()"/></div></foreignObject>',
+            '<foreignObject><div xmlns="http://www.w3.org/1999/xhtml"><img src="x" onerror="a()"/></div>'
+            "</foreignObject>",
             "removed <img> element",
         ),
         ('<rect xmlns:ev="http://www.w3.org/2001/xml-events" ev:event="click"/>', "removed attribute 'event'"),
