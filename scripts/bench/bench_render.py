@@ -42,7 +42,8 @@ DIAGRAMS = {
     "flowchart": "flowchart TD\n  A[开始] --> B{是否登录}\n  B -->|是| C[进入首页]\n  B -->|否| D[登录页面]\n  D --> B",
     "sequence": "sequenceDiagram\n  participant 用户\n  participant 服务器\n  用户->>服务器: 发送请求\n"
     "  服务器-->>用户: 返回结果\n  Note over 用户,服务器: 中文注释",
-    "class": "classDiagram\n  class Animal {\n    +String name\n    +eat()\n  }\n  Animal <|-- Duck\n  Animal <|-- Fish",
+    "class": "classDiagram\n  class Animal {\n    +String name\n    +eat()\n  }\n"
+    "  Animal <|-- Duck\n  Animal <|-- Fish",
     "state": "stateDiagram-v2\n  [*] --> 待办\n  待办 --> 进行中\n  进行中 --> 完成\n  完成 --> [*]",
     "gantt": "gantt\n  title 计划\n  dateFormat YYYY-MM-DD\n  section 阶段一\n  设计 :a1, 2026-01-01, 7d\n"
     "  开发 :after a1, 14d",

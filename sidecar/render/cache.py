@@ -1,10 +1,10 @@
 """The on-disk render cache: ``<data-dir>/render-cache/<k[:2]>/<k>.json``, size-bounded, LRU by mtime.
 
 The key is a SHA-256 over (renderer version, kind, theme, width, height, format, source hash): a changed
-renderer version never serves an old image. Entries are written atomically (temp file + rename), so a crash
-leaves either the old state or the whole new entry; a damaged entry reads as a miss and is removed. A hit
-touches the file's mtime; when the total passes ``max_bytes`` the least recently used entries go first.
-Methods are blocking: the service calls them in a worker thread.
+renderer version never serves an old image. Entries are written by temp file + rename (no fsync: the cache
+is disposable), so a crash leaves the old state or the whole new entry; a damaged entry (power cut) reads as
+a miss and is removed. A hit touches the file's mtime; when the total passes ``max_bytes`` the least recently
+used entries go first. Methods are blocking: the service calls them in a worker thread.
 """
 
 from __future__ import annotations
@@ -78,10 +78,7 @@ class RenderCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
             try:
-                with open(tmp, "wb") as fh:
-                    fh.write(body)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                tmp.write_bytes(body)  # no fsync: an entry lost or torn by a power cut reads as a miss
                 os.replace(tmp, path)
             except OSError as exc:
                 logger.warning("render cache: could not store an entry: %s", exc)

@@ -1,6 +1,6 @@
 """Adaptive sampling of ``y = f(x)`` into polyline pieces, broken at discontinuities.
 
-Start from a uniform grid (about two samples per output pixel), then bisect an interval while its midpoint is
+Start from a uniform grid (one sample per output pixel), then bisect an interval while its midpoint is
 far (in pixels) from the chord or the two ends jump by more than the visible height. A jump that does not
 shrink under bisection down to the depth limit is a discontinuity (``tan`` at π/2, ``1/x`` at 0): the path is
 broken there, so no vertical line crosses an asymptote. NaN/inf (outside the domain of ``sqrt``/``log``) break
@@ -22,7 +22,7 @@ Point = tuple[float, float] | None  # None: the path breaks here
 def sample(fn: Fn, x0: float, x1: float, y0: float, y1: float, pixels: int) -> list[Piece]:
     """Pieces of (x, y) points over [x0, x1]; [y0, y1] is the visible y range, ``pixels`` the plot width."""
     y_span = y1 - y0
-    n = max(16, 2 * pixels)
+    n = max(16, pixels)  # one sample per pixel; bisection adds what curvature and jumps need
     xs = [x0 + (x1 - x0) * i / n for i in range(n + 1)]
     ys = [fn(x) for x in xs]
     tol = (y_span / max(pixels, 1)) * 0.5 if y_span > 0 else 1e-3  # half a pixel, in y units
@@ -48,10 +48,10 @@ def _segment(ctx: _Ctx, a: float, fa: float, b: float, fb: float, depth: int, ou
     if not fin_a and not fin_b:
         out.append(None)
         return
-    if depth < MAX_DEPTH and ctx.budget > 0 and _needs_split(ctx, a, fa, b, fb):
-        ctx.budget -= 2
+    fm = _split_at(ctx, a, fa, b, fb) if depth < MAX_DEPTH and ctx.budget > 0 else None
+    if fm is not None:
+        ctx.budget -= 1
         m = (a + b) / 2
-        fm = ctx.fn(m)
         _segment(ctx, a, fa, m, fm, depth + 1, out)
         _segment(ctx, m, fm, b, fb, depth + 1, out)
         return
@@ -60,15 +60,16 @@ def _segment(ctx: _Ctx, a: float, fa: float, b: float, fb: float, depth: int, ou
         out.append(None)  # undefined beyond, or still jumping at the finest level: a discontinuity
 
 
-def _needs_split(ctx: _Ctx, a: float, fa: float, b: float, fb: float) -> bool:
+def _split_at(ctx: _Ctx, a: float, fa: float, b: float, fb: float) -> float | None:
+    """f at the midpoint when [a, b] must be bisected, else None (the midpoint value is reused by the caller)."""
     if not (math.isfinite(fa) and math.isfinite(fb)):
-        return True  # find the edge of the defined part
+        return ctx.fn((a + b) / 2)  # find the edge of the defined part
     if (fa > ctx.hi and fb > ctx.hi) or (fa < ctx.lo and fb < ctx.lo):
-        return False  # both well off-screen on the same side: nothing to draw there
-    if abs(fb - fa) > 8 * ctx.tol:
-        return True  # a jump of more than 4 px: steep, or a discontinuity
+        return None  # both well off-screen on the same side: nothing to draw there
     fm = ctx.fn((a + b) / 2)
-    return not math.isfinite(fm) or abs(fm - (fa + fb) / 2) > ctx.tol
+    if abs(fb - fa) > 8 * ctx.tol:
+        return fm  # a jump of more than 4 px: steep, or a discontinuity
+    return fm if not math.isfinite(fm) or abs(fm - (fa + fb) / 2) > ctx.tol else None
 
 
 def _split(points: list[Point]) -> list[Piece]:
