@@ -96,6 +96,7 @@ class BrowserPool:
         self._generation = 0
         self._idle: dict[str, list[tuple[int, Any]]] = {}
         self._closed = False
+        self._cleanup_tasks: set[Any] = set()  # strong refs to fire-and-forget teardowns of dead browsers
 
     # ------------------------------------------------------------------------------------------- state
     def unavailable_reason(self) -> str | None:
@@ -193,8 +194,6 @@ class BrowserPool:
             task = asyncio.get_running_loop().create_task(cleanup())
             self._cleanup_tasks.add(task)
             task.add_done_callback(self._cleanup_tasks.discard)
-
-    _cleanup_tasks: set[Any] = set()  # noqa: RUF012 - strong refs to fire-and-forget teardown tasks
 
     async def _ensure(self) -> None:
         if self._context is not None and self._healthy():
