@@ -434,6 +434,27 @@ params: ProviderUpdateParams
 result: Provider
 }
 /**
+ * A fenced function_plot block (YAML or JSON) → FunctionPlot + diagnostics with line/column.
+ */
+"render/function_plot/parse": {
+params: FunctionPlotParseParams
+result: FunctionPlotParseResult
+}
+/**
+ * Mermaid, function plot or TeX maths → sanitised SVG (or MathML); cached on disk by source hash, kind, theme, size and renderer version.
+ */
+"render/static": {
+params: StaticRenderRequest
+result: StaticRenderResult
+}
+/**
+ * Render cache and warm-browser figures.
+ */
+"render/stats": {
+params: EmptyParams
+result: RenderStats
+}
+/**
  * Search note blocks: fts (ICU, Chinese + English), vector, or hybrid (RRF + rerank) per profile.
  */
 "search/query": {
@@ -446,6 +467,48 @@ result: SearchResult
 shutdown: {
 params: EmptyParams
 result: null
+}
+/**
+ * Turn a theme off (the default light theme is enabled instead).
+ */
+"themes/disable": {
+params: ThemeIdParams
+result: ThemeOperationResult
+}
+/**
+ * Make this the one enabled theme (persisted).
+ */
+"themes/enable": {
+params: ThemeIdParams
+result: InstalledTheme
+}
+/**
+ * Check a host-chosen theme package (.zip or folder) → inspection with a package_id handle.
+ */
+"themes/inspect": {
+params: InspectParams
+result: ThemePackageInspection
+}
+/**
+ * Install an inspected package by its package_id (never a path).
+ */
+"themes/install": {
+params: PackageIdParams
+result: InstalledTheme
+}
+/**
+ * Built-in and installed themes.
+ */
+"themes/list": {
+params: EmptyParams
+result: ThemeList
+}
+/**
+ * Remove an installed theme (built-ins are protected).
+ */
+"themes/uninstall": {
+params: ThemeIdParams
+result: ThemeOperationResult
 }
 /**
  * The tools agent runs can use (MetonaToolDef).
@@ -2138,6 +2201,141 @@ options?: ({
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotParseParams".
+ */
+export interface FunctionPlotParseParams {
+source: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotParseResult".
+ */
+export interface FunctionPlotParseResult {
+plot?: FunctionPlot
+diagnostics?: Diagnostic[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlot".
+ */
+export interface FunctionPlot {
+version?: 1
+expressions: FunctionPlotExpression[]
+/**
+ * @minItems 2
+ * @maxItems 2
+ */
+domain?: [unknown, unknown]
+/**
+ * @minItems 2
+ * @maxItems 2
+ */
+range?: [unknown, unknown]
+axes?: FunctionPlotAxes
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotExpression".
+ */
+export interface FunctionPlotExpression {
+expression: string
+label?: string
+color?: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotAxes".
+ */
+export interface FunctionPlotAxes {
+xLabel?: string
+yLabel?: string
+grid?: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Diagnostic".
+ */
+export interface Diagnostic {
+severity: ("warning" | "error")
+code: string
+message: string
+line?: number
+column?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "StaticRenderRequest".
+ */
+export interface StaticRenderRequest {
+kind: ("mermaid" | "function_plot" | "math")
+source: string
+/**
+ * Lowercase hex SHA-256 of the UTF-8 ``source`` (a ``sha256:`` prefix is accepted); checked.
+ */
+sourceHash: string
+theme?: ("light" | "dark")
+width?: number
+height?: number
+/**
+ * Only for ``kind: math``: ``mathml`` for HTML, ``svg`` (default) for PDF/DOCX images.
+ */
+format?: ("svg" | "mathml")
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "StaticRenderResult".
+ */
+export interface StaticRenderResult {
+mimeType: ("image/svg+xml" | "image/png" | "application/mathml+xml")
+content: string
+width: number
+height: number
+warnings?: string[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "RenderStats".
+ */
+export interface RenderStats {
+cache: CacheStats
+browser: BrowserStats
+/**
+ * kind → renderer version (part of every cache key).
+ */
+renderers: {
+[k: string]: string
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CacheStats".
+ */
+export interface CacheStats {
+entries: number
+bytes: number
+maxBytes: number
+hits: number
+misses: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "BrowserStats".
+ */
+export interface BrowserStats {
+running: boolean
+/**
+ * The Chromium browser process (its own process group), while running.
+ */
+pid?: number
+launches: number
+pages: number
+/**
+ * Requests for any URL other than ``about:``/``data:`` that the route handler aborted.
+ */
+blockedRequests: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "SearchParams".
  */
 export interface SearchParams {
@@ -2204,6 +2402,85 @@ vector_rank?: (number | null)
 vector_score?: (number | null)
 rrf_score?: (number | null)
 rerank_score?: (number | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeIdParams".
+ */
+export interface ThemeIdParams {
+theme_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeOperationResult".
+ */
+export interface ThemeOperationResult {
+theme_id: string
+ok?: boolean
+}
+/**
+ * Not spelled out by the seed: the manifest's fields plus where it came from and whether it is on.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "InstalledTheme".
+ */
+export interface InstalledTheme {
+theme_id: string
+name: string
+version: string
+author: string
+description?: (string | null)
+is_dark: boolean
+builtin: boolean
+enabled: boolean
+installed_at?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "InspectParams".
+ */
+export interface InspectParams {
+path: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemePackageInspection".
+ */
+export interface ThemePackageInspection {
+package_id: string
+manifest: ThemeManifest
+preview_url: (string | null)
+warnings?: string[]
+compatible: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeManifest".
+ */
+export interface ThemeManifest {
+theme_id: string
+name: string
+version: string
+author: string
+description?: (string | null)
+min_app_version: string
+is_dark: boolean
+css_entry: string
+preview?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PackageIdParams".
+ */
+export interface PackageIdParams {
+package_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeList".
+ */
+export interface ThemeList {
+items: InstalledTheme[]
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

@@ -32,12 +32,16 @@ from .memory import rpc as memory_rpc
 from .memory.service import MemoryService
 from .providers import rpc as providers_rpc
 from .providers.service import ProviderService
+from .render import rpc as render_rpc
+from .render.service import RenderService
 from .retrieval import rpc as retrieval_rpc
 from .retrieval.service import RetrievalService
 from .secrets import SecretStore
 from .settings import Settings, default_secret_key_file
 from .storage.sqlite import Database
 from .supervisor import ChildSupervisor
+from .themes import rpc as themes_rpc
+from .themes.service import ThemeService
 from .trace import rpc as trace_rpc
 from .trace.eventlog import EventLog
 from .trace.subscriptions import SubscriptionManager
@@ -61,6 +65,8 @@ class Services:
     retrieval: RetrievalService
     agent: AgentService
     benchmarks: BenchmarkService
+    render: RenderService
+    themes: ThemeService
 
 
 async def open_services(
@@ -113,6 +119,9 @@ async def open_services(
         agent=AgentDeps(events=events, db=db, secrets=secrets, config=config, registry=agent.registry, task_group=tg),
     )
     await benchmarks.start()
+    render = _open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
+    themes = ThemeService(settings.data_dir, settings.app_version)
+    await themes.start()
     return Services(
         db=db,
         events=events,
@@ -126,7 +135,21 @@ async def open_services(
         retrieval=retrieval,
         agent=agent,
         benchmarks=benchmarks,
+        render=render,
+        themes=themes,
     )
+
+
+def _open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
+    """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
+    from .capabilities import find_chromium
+    from .render.browser import BrowserPool
+    from .render.mermaid import MermaidRenderer
+    from .render.renderers import FunctionPlotRenderer, MathRenderer
+
+    browser = BrowserPool(find_chromium(settings), children=children)
+    renderers = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
+    return RenderService(settings.data_dir, browser, renderers)
 
 
 def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Notification]]:
@@ -139,6 +162,8 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
     methods += benchmarks_rpc.methods(services.benchmarks)
+    methods += render_rpc.methods(services.render)
+    methods += themes_rpc.methods(services.themes)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
@@ -156,4 +181,5 @@ def shutdown_hooks(services: Services, settings: Settings) -> list[Callable[[], 
         lambda: services.agent.shutdown(grace),
         services.subscriptions.close_all,
         lambda: services.jobs.shutdown(grace),
+        services.render.close,  # the warm browser: closed gracefully, its process group killed if it lingers
     ]
