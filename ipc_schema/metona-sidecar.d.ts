@@ -126,6 +126,62 @@ params: ListAttachmentsParams
 result: PageAttachment
 }
 /**
+ * Start an agent benchmark run (a job): each case a real agent run in an isolated workspace.
+ */
+"benchmarks/agent/runs/create": {
+params: AgentRunCreateParams1
+result: BenchmarkRun
+}
+/**
+ * Registered benchmark datasets (shipped and imported) with version, case count and content_hash.
+ */
+"benchmarks/datasets/list": {
+params: DatasetListParams
+result: DatasetList
+}
+/**
+ * Start a RAG benchmark run (a job): the corpus in an isolated index, every case in every mode.
+ */
+"benchmarks/rag/runs/create": {
+params: RagRunCreateParams
+result: BenchmarkRun
+}
+/**
+ * Cancel a run; it ends cancelled and keeps the finished cases' results.
+ */
+"benchmarks/runs/cancel": {
+params: RunIdParams1
+result: OperationResponse
+}
+/**
+ * A run's events: Progress, one CaseCompleted per case, then the terminal event.
+ */
+"benchmarks/runs/events": {
+params: RunEventsParams1
+result: CursorPageStoredEvent
+}
+/**
+ * A run's status, progress and metrics.
+ */
+"benchmarks/runs/get": {
+params: RunIdParams1
+result: BenchmarkRun
+}
+/**
+ * Benchmark runs, newest first (filter by kind and status).
+ */
+"benchmarks/runs/list": {
+params: RunListParams
+result: PageBenchmarkRun
+}
+/**
+ * The full report: metrics, per-tag metrics, every case's result, failures with reasons.
+ */
+"benchmarks/runs/report": {
+params: ReportParams
+result: BenchmarkReport
+}
+/**
  * One model call (retry + failover); the MetonaResponse.
  */
 "chat/send": {
@@ -469,6 +525,27 @@ params: ProviderUpdateParams
 result: Provider
 }
 /**
+ * A fenced function_plot block (YAML or JSON) → FunctionPlot + diagnostics with line/column.
+ */
+"render/function_plot/parse": {
+params: FunctionPlotParseParams
+result: FunctionPlotParseResult
+}
+/**
+ * Mermaid, function plot or TeX maths → sanitised SVG (or MathML); cached on disk by source hash, kind, theme, size and renderer version.
+ */
+"render/static": {
+params: StaticRenderRequest
+result: StaticRenderResult
+}
+/**
+ * Render cache and warm-browser figures.
+ */
+"render/stats": {
+params: EmptyParams
+result: RenderStats
+}
+/**
  * Search note blocks: fts (ICU, Chinese + English), vector, or hybrid (RRF + rerank) per profile.
  */
 "search/query": {
@@ -481,6 +558,48 @@ result: SearchResult
 shutdown: {
 params: EmptyParams
 result: null
+}
+/**
+ * Turn a theme off (the default light theme is enabled instead).
+ */
+"themes/disable": {
+params: ThemeIdParams
+result: ThemeOperationResult
+}
+/**
+ * Make this the one enabled theme (persisted).
+ */
+"themes/enable": {
+params: ThemeIdParams
+result: InstalledTheme
+}
+/**
+ * Check a host-chosen theme package (.zip or folder) → inspection with a package_id handle.
+ */
+"themes/inspect": {
+params: InspectParams
+result: ThemePackageInspection
+}
+/**
+ * Install an inspected package by its package_id (never a path).
+ */
+"themes/install": {
+params: PackageIdParams
+result: InstalledTheme
+}
+/**
+ * Built-in and installed themes.
+ */
+"themes/list": {
+params: EmptyParams
+result: ThemeList
+}
+/**
+ * Remove an installed theme (built-ins are protected).
+ */
+"themes/uninstall": {
+params: ThemeIdParams
+result: ThemeOperationResult
 }
 /**
  * The tools agent runs can use (MetonaToolDef).
@@ -557,7 +676,7 @@ resolved?: boolean
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "RunIdParams".
+ * via the `definition` "sidecar__agent__models__RunIdParams".
  */
 export interface RunIdParams {
 run_id: string
@@ -572,7 +691,7 @@ status: ("queued" | "running" | "completed" | "failed" | "cancelled")
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "AgentRunCreateParams".
+ * via the `definition` "sidecar__agent__models__AgentRunCreateParams".
  */
 export interface AgentRunCreateParams {
 /**
@@ -827,7 +946,7 @@ created_at: string
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "RunEventsParams".
+ * via the `definition` "sidecar__agent__models__RunEventsParams".
  */
 export interface RunEventsParams {
 after_sequence?: number
@@ -957,6 +1076,274 @@ offset?: number
 export interface PageAttachment {
 items: Attachment[]
 page: PageInfo
+}
+/**
+ * §9.5; ``repeat`` runs every case that many times (pass^k for k = 1..repeat).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "sidecar__benchmarks__models__AgentRunCreateParams".
+ */
+export interface AgentRunCreateParams1 {
+dataset_id: string
+provider_id?: string
+model?: (string | null)
+skill_id?: (string | null)
+max_steps?: number
+token_budget?: (number | null)
+concurrency?: number
+repeat?: number
+/**
+ * only these cases
+ */
+case_ids?: ([string, ...(string)[]] | null)
+metadata?: {
+[k: string]: unknown
+}
+}
+/**
+ * §9.6. ``metrics``: rag → ``{mode: RagMetrics}``; agent → AgentMetrics (set once the run ended).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "BenchmarkRun".
+ */
+export interface BenchmarkRun {
+run_id: string
+kind: ("rag" | "agent")
+dataset_id: string
+dataset_hash: string
+status: ("queued" | "running" | "completed" | "failed" | "cancelled")
+progress: (JobProgress | null)
+metrics: ({
+[k: string]: unknown
+} | null)
+config_snapshot: {
+[k: string]: unknown
+}
+error: (ErrorInfo | null)
+created_at: string
+started_at: (string | null)
+completed_at: (string | null)
+}
+/**
+ * ``{"phase", "current", "total", "percent", "message"}``; ``percent`` may be null (never 100 as "done").
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "JobProgress".
+ */
+export interface JobProgress {
+phase: string
+current?: (number | null)
+total?: (number | null)
+percent?: (number | null)
+message?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DatasetListParams".
+ */
+export interface DatasetListParams {
+kind?: (("rag" | "agent") | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DatasetList".
+ */
+export interface DatasetList {
+items: DatasetInfo[]
+invalid?: DatasetProblem[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DatasetInfo".
+ */
+export interface DatasetInfo {
+dataset_id: string
+kind: ("rag" | "agent")
+version: string
+description: string
+case_count: number
+content_hash: string
+source: ("builtin" | "imported")
+note_count?: number
+}
+/**
+ * A dataset folder that failed validation (listed, never run).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DatasetProblem".
+ */
+export interface DatasetProblem {
+dataset_id: string
+source: ("builtin" | "imported")
+error: ErrorInfo
+}
+/**
+ * §9.4.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "RagRunCreateParams".
+ */
+export interface RagRunCreateParams {
+dataset_id: string
+/**
+ * @minItems 1
+ * @maxItems 3
+ */
+modes?: [("fts" | "vector" | "hybrid")]|[("fts" | "vector" | "hybrid"), ("fts" | "vector" | "hybrid")]|[("fts" | "vector" | "hybrid"), ("fts" | "vector" | "hybrid"), ("fts" | "vector" | "hybrid")]
+/**
+ * default: default-v2
+ */
+profile_id?: (string | null)
+retrieval?: (RetrievalOverrides | null)
+/**
+ * default: the embedder configured for the index
+ */
+embedder?: (EmbedderConfig | null)
+repeat?: number
+/**
+ * only these cases
+ */
+case_ids?: ([string, ...(string)[]] | null)
+metadata?: {
+[k: string]: unknown
+}
+}
+/**
+ * §9.4 ``retrieval``: fields given here override the RetrievalProfile for this run (and are recorded).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "RetrievalOverrides".
+ */
+export interface RetrievalOverrides {
+/**
+ * k of recall@k and the depth searched (default 10)
+ */
+top_k?: (number | null)
+fts_recall?: (number | null)
+vector_recall?: (number | null)
+rrf_k?: (number | null)
+rerank?: (boolean | null)
+rerank_candidates?: (number | null)
+context_top_k?: (number | null)
+score_threshold?: (number | null)
+}
+/**
+ * Which embedder fills the vector index. ``default``: USE multilingual v3 shipped in a package;
+ * ``hash-v1``: hashed n-grams (tests, benchmarks); ``openai-compatible`` / ``ollama``: an ``/embeddings``
+ * endpoint at ``base_url`` (no API key: local servers only; keys belong to the provider settings).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "EmbedderConfig".
+ */
+export interface EmbedderConfig {
+kind?: ("default" | "hash-v1" | "openai-compatible" | "ollama")
+/**
+ * hash-v1: vector size (default 128).
+ */
+dimension?: (number | null)
+base_url?: (string | null)
+model?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "sidecar__benchmarks__models__RunIdParams".
+ */
+export interface RunIdParams1 {
+run_id: string
+}
+/**
+ * Answer of an accepted command (cancel, restart): final state comes from the resource.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "OperationResponse".
+ */
+export interface OperationResponse {
+accepted?: boolean
+status?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "sidecar__benchmarks__models__RunEventsParams".
+ */
+export interface RunEventsParams1 {
+after_sequence?: number
+limit?: number
+run_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "RunListParams".
+ */
+export interface RunListParams {
+limit?: number
+offset?: number
+kind?: (("rag" | "agent") | null)
+status?: (("queued" | "running" | "completed" | "failed" | "cancelled") | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Page_BenchmarkRun_".
+ */
+export interface PageBenchmarkRun {
+items: BenchmarkRun[]
+page: PageInfo
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ReportParams".
+ */
+export interface ReportParams {
+run_id: string
+/**
+ * a previous run to diff against
+ */
+compare_to?: (string | null)
+}
+/**
+ * §9.7 "报告": the run, its metrics, every case's result, the failures with reasons, per-tag metrics.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "BenchmarkReport".
+ */
+export interface BenchmarkReport {
+run: BenchmarkRun
+metrics: ({
+[k: string]: unknown
+} | null)
+by_tag: {
+[k: string]: {
+[k: string]: unknown
+}
+}
+cases: CaseResult[]
+failures: CaseResult[]
+comparison?: ({
+[k: string]: unknown
+} | null)
+}
+/**
+ * One case (of one mode and repeat). ``status``: passed, failed (scored, below the bar) or error (could not
+ * be scored: counted as a failure). ``failure_reason`` says why whenever it is not passed.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CaseResult".
+ */
+export interface CaseResult {
+case_id: string
+mode?: (string | null)
+repeat?: number
+status: ("passed" | "failed" | "error")
+failure_reason?: (string | null)
+error?: (ErrorInfo | null)
+tags?: string[]
+latency_ms?: (number | null)
+scores?: {
+[k: string]: number | null
+}
+details?: {
+[k: string]: unknown
+}
+trace_run_id?: (string | null)
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -1146,23 +1533,6 @@ export interface IndexConfigureParams {
 embedder: EmbedderConfig
 }
 /**
- * Which embedder fills the vector index. ``default``: USE multilingual v3 shipped in a package;
- * ``hash-v1``: hashed n-grams (tests, benchmarks); ``openai-compatible`` / ``ollama``: an ``/embeddings``
- * endpoint at ``base_url`` (no API key: local servers only; keys belong to the provider settings).
- * 
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "EmbedderConfig".
- */
-export interface EmbedderConfig {
-kind?: ("default" | "hash-v1" | "openai-compatible" | "ollama")
-/**
- * hash-v1: vector size (default 128).
- */
-dimension?: (number | null)
-base_url?: (string | null)
-model?: (string | null)
-}
-/**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "IndexStatus".
  */
@@ -1235,34 +1605,11 @@ updated_at: string
 completed_at?: (string | null)
 }
 /**
- * ``{"phase", "current", "total", "percent", "message"}``; ``percent`` may be null (never 100 as "done").
- * 
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "JobProgress".
- */
-export interface JobProgress {
-phase: string
-current?: (number | null)
-total?: (number | null)
-percent?: (number | null)
-message?: (string | null)
-}
-/**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "RebuildJobParams".
  */
 export interface RebuildJobParams {
 job_id: string
-}
-/**
- * Answer of an accepted command (cancel, restart): final state comes from the resource.
- * 
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "OperationResponse".
- */
-export interface OperationResponse {
-accepted?: boolean
-status?: (string | null)
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -2180,6 +2527,141 @@ options?: ({
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotParseParams".
+ */
+export interface FunctionPlotParseParams {
+source: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotParseResult".
+ */
+export interface FunctionPlotParseResult {
+plot?: FunctionPlot
+diagnostics?: Diagnostic[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlot".
+ */
+export interface FunctionPlot {
+version?: 1
+expressions: FunctionPlotExpression[]
+/**
+ * @minItems 2
+ * @maxItems 2
+ */
+domain?: [unknown, unknown]
+/**
+ * @minItems 2
+ * @maxItems 2
+ */
+range?: [unknown, unknown]
+axes?: FunctionPlotAxes
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotExpression".
+ */
+export interface FunctionPlotExpression {
+expression: string
+label?: string
+color?: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "FunctionPlotAxes".
+ */
+export interface FunctionPlotAxes {
+xLabel?: string
+yLabel?: string
+grid?: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Diagnostic".
+ */
+export interface Diagnostic {
+severity: ("warning" | "error")
+code: string
+message: string
+line?: number
+column?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "StaticRenderRequest".
+ */
+export interface StaticRenderRequest {
+kind: ("mermaid" | "function_plot" | "math")
+source: string
+/**
+ * Lowercase hex SHA-256 of the UTF-8 ``source`` (a ``sha256:`` prefix is accepted); checked.
+ */
+sourceHash: string
+theme?: ("light" | "dark")
+width?: number
+height?: number
+/**
+ * Only for ``kind: math``: ``mathml`` for HTML, ``svg`` (default) for PDF/DOCX images.
+ */
+format?: ("svg" | "mathml")
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "StaticRenderResult".
+ */
+export interface StaticRenderResult {
+mimeType: ("image/svg+xml" | "image/png" | "application/mathml+xml")
+content: string
+width: number
+height: number
+warnings?: string[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "RenderStats".
+ */
+export interface RenderStats {
+cache: CacheStats
+browser: BrowserStats
+/**
+ * kind → renderer version (part of every cache key).
+ */
+renderers: {
+[k: string]: string
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CacheStats".
+ */
+export interface CacheStats {
+entries: number
+bytes: number
+maxBytes: number
+hits: number
+misses: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "BrowserStats".
+ */
+export interface BrowserStats {
+running: boolean
+/**
+ * The Chromium browser process (its own process group), while running.
+ */
+pid?: number
+launches: number
+pages: number
+/**
+ * Requests for any URL other than ``about:``/``data:`` that the route handler aborted.
+ */
+blockedRequests: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "SearchParams".
  */
 export interface SearchParams {
@@ -2246,6 +2728,85 @@ vector_rank?: (number | null)
 vector_score?: (number | null)
 rrf_score?: (number | null)
 rerank_score?: (number | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeIdParams".
+ */
+export interface ThemeIdParams {
+theme_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeOperationResult".
+ */
+export interface ThemeOperationResult {
+theme_id: string
+ok?: boolean
+}
+/**
+ * Not spelled out by the seed: the manifest's fields plus where it came from and whether it is on.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "InstalledTheme".
+ */
+export interface InstalledTheme {
+theme_id: string
+name: string
+version: string
+author: string
+description?: (string | null)
+is_dark: boolean
+builtin: boolean
+enabled: boolean
+installed_at?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "InspectParams".
+ */
+export interface InspectParams {
+path: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemePackageInspection".
+ */
+export interface ThemePackageInspection {
+package_id: string
+manifest: ThemeManifest
+preview_url: (string | null)
+warnings?: string[]
+compatible: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeManifest".
+ */
+export interface ThemeManifest {
+theme_id: string
+name: string
+version: string
+author: string
+description?: (string | null)
+min_app_version: string
+is_dark: boolean
+css_entry: string
+preview?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PackageIdParams".
+ */
+export interface PackageIdParams {
+package_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemeList".
+ */
+export interface ThemeList {
+items: InstalledTheme[]
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

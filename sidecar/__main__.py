@@ -8,6 +8,11 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["bench"]:  # a human CLI: its module loads only for this subcommand
+        from .benchmarks.cli import main as bench_main
+
+        sys.exit(bench_main(args[1:]))
     from .settings import parse_args
 
     settings = parse_args(argv)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -83,6 +84,43 @@ def _model_dir(path: Path | None, default: Path, marker: str) -> Component:
     return _status(False, path=str(candidate), detail=f"no {marker} under the configured model directory")
 
 
+def _mermaid(components: dict[str, Component]) -> Component:
+    """Mermaid needs playwright (+ its node driver), Chromium and the pinned npm bundle (render/static)."""
+    from .render.assets import find_mermaid_bundle
+
+    bundle = find_mermaid_bundle()
+    missing = [name for name in ("playwright", "chromium") if not components[name]["available"]]
+    if components["playwright"]["available"] and not _playwright_driver():
+        missing.append("playwright's node driver")
+    if bundle is None:
+        missing.append("the mermaid bundle (scripts/setup: npm ci in tools/render)")
+    if missing:
+        return _status(False, detail="missing: " + ", ".join(missing))
+    return _status(True, version=bundle.version, path=str(bundle.path))
+
+
+def _playwright_driver() -> bool:
+    if os.environ.get("PLAYWRIGHT_NODEJS_PATH"):
+        return Path(os.environ["PLAYWRIGHT_NODEJS_PATH"]).exists()
+    try:
+        spec = importlib.util.find_spec("playwright")
+    except (ImportError, ValueError):
+        return False
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        driver = Path(location) / "driver"
+        if (driver / "node").exists() or (driver / "node.exe").exists():
+            return True
+    return False
+
+
+def _all_packages(*pairs: tuple[str, str]) -> Component:
+    for module, dist in pairs:
+        status = _package(module, dist)
+        if not status["available"]:
+            return status
+    return _status(True, version=_package(*pairs[-1]).get("version"))
+
+
 def detect_components(settings: Settings) -> dict[str, Component]:
     components = {
         "lancedb": _package("lancedb", "lancedb"),
@@ -92,6 +130,7 @@ def detect_components(settings: Settings) -> dict[str, Component]:
         "playwright": _package("playwright", "playwright"),
         "faster_whisper": _package("faster_whisper", "faster-whisper"),
         "pyannote_audio": _package("pyannote.audio", "pyannote.audio"),
+        "matplotlib": _package("matplotlib", "matplotlib"),  # the plots of benchmark HTML reports
     }
     chromium = find_chromium(settings)
     components["chromium"] = (
@@ -99,6 +138,8 @@ def detect_components(settings: Settings) -> dict[str, Component]:
         if chromium
         else _status(False, detail="no Chromium executable found (set METONA_CHROMIUM_PATH)")
     )
+    components["mermaid"] = _mermaid(components)
+    components["math"] = _all_packages(("latex2mathml", "latex2mathml"), ("ziamath", "ziamath"))
     ffmpeg = shutil.which("ffmpeg")
     components["ffmpeg"] = _status(ffmpeg is not None, path=ffmpeg)
     components["whisper_model"] = _model_dir(settings.whisper_model_dir, settings.models_dir / "whisper", "model.bin")

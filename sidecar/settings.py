@@ -39,6 +39,9 @@ class Settings:
     """Where the master key that encrypts secrets at rest lives when the host does not pass METONA_SECRET_KEY;
     default :func:`default_secret_key_file` (outside the data directory)."""
 
+    app_version: str = ""
+    """The desktop app's version, for theme ``min_app_version`` (env METONA_APP_VERSION; default ours)."""
+
     @property
     def models_dir(self) -> Path:
         return self.data_dir / "models"
@@ -125,4 +128,11 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         whisper_model_dir=_env_path("METONA_WHISPER_MODEL_DIR"),
         diarization_model_dir=_env_path("METONA_DIARIZATION_MODEL_DIR"),
         secret_key_file=ns.secret_key_file.expanduser().resolve() if ns.secret_key_file else None,
+        app_version=os.environ.get("METONA_APP_VERSION") or _own_version(),
     )
+
+
+def _own_version() -> str:
+    from . import __version__
+
+    return __version__

@@ -18,6 +18,9 @@ from anyio.abc import TaskGroup
 from .agent import rpc as agent_rpc
 from .agent.service import AgentService
 from .agent.tools import ToolServices, default_registry
+from .benchmarks import rpc as benchmarks_rpc
+from .benchmarks.agent_run import AgentDeps
+from .benchmarks.service import BenchmarkService
 from .config import rpc as config_rpc
 from .config.service import ConfigService
 from .embeddings import default_embedder
@@ -32,12 +35,16 @@ from .plugins import rpc as plugins_rpc
 from .plugins.service import PluginService
 from .providers import rpc as providers_rpc
 from .providers.service import ProviderService
+from .render import rpc as render_rpc
+from .render.service import RenderService
 from .retrieval import rpc as retrieval_rpc
 from .retrieval.service import RetrievalService
 from .secrets import SecretStore
 from .settings import Settings, default_secret_key_file
 from .storage.sqlite import Database
 from .supervisor import ChildSupervisor
+from .themes import rpc as themes_rpc
+from .themes.service import ThemeService
 from .trace import rpc as trace_rpc
 from .trace.eventlog import EventLog
 from .trace.subscriptions import SubscriptionManager
@@ -60,6 +67,9 @@ class Services:
     knowledge: KnowledgeService
     retrieval: RetrievalService
     agent: AgentService
+    benchmarks: BenchmarkService
+    render: RenderService
+    themes: ThemeService
     plugins: PluginService
     bridge: McpBridge
 
@@ -106,9 +116,29 @@ async def open_services(
         services=ToolServices(memory=memory, retrieval=retrieval),
     )
     await agent.start()
+    # benchmarks: runs are jobs; each case runs through the real retrieval / agent runtime in an isolated store
+    benchmarks = BenchmarkService(
+        db,
+        settings.data_dir,
+        jobs,
+        embedder_config=lambda: retrieval.embedder_config,
+        agent=AgentDeps(events=events, db=db, secrets=secrets, config=config, registry=agent.registry, task_group=tg),
+    )
+    await benchmarks.start()
+    render = _open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
+    themes = ThemeService(settings.data_dir, settings.app_version)
+    await themes.start()
     # plugins: one MCP host per installed plugin, its tools in the agent's registry as <plugin_id>.<tool>
     bridge = McpBridge(registry, children, tg, grace_s=settings.shutdown_grace_s)
-    plugins = PluginService(db, events, secrets, bridge, settings.data_dir, development=settings.development)
+    plugins = PluginService(
+        db,
+        events,
+        secrets,
+        bridge,
+        settings.data_dir,
+        development=settings.development,
+        app_version=settings.app_version,
+    )
     await plugins.migrate()
     await plugins.start()
     return Services(
@@ -123,9 +153,24 @@ async def open_services(
         knowledge=knowledge,
         retrieval=retrieval,
         agent=agent,
+        benchmarks=benchmarks,
+        render=render,
+        themes=themes,
         plugins=plugins,
         bridge=bridge,
     )
+
+
+def _open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
+    """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
+    from .capabilities import find_chromium
+    from .render.browser import BrowserPool
+    from .render.mermaid import MermaidRenderer
+    from .render.renderers import FunctionPlotRenderer, MathRenderer
+
+    browser = BrowserPool(find_chromium(settings), children=children)
+    renderers = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
+    return RenderService(settings.data_dir, browser, renderers)
 
 
 def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Notification]]:
@@ -137,6 +182,9 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += config_rpc.methods(services.config)
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
+    methods += benchmarks_rpc.methods(services.benchmarks)
+    methods += render_rpc.methods(services.render)
+    methods += themes_rpc.methods(services.themes)
     methods += plugins_rpc.methods(services.plugins)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
@@ -156,4 +204,5 @@ def shutdown_hooks(services: Services, settings: Settings) -> list[Callable[[], 
         services.bridge.shutdown,  # every plugin's server and its descendants (process groups)
         services.subscriptions.close_all,
         lambda: services.jobs.shutdown(grace),
+        services.render.close,  # the warm browser: closed gracefully, its process group killed if it lingers
     ]

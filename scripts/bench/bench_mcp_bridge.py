@@ -12,7 +12,7 @@ Goals (issue 11):
   ``plugins/install`` of a development package to the answer carrying ``status: ready`` and the tool list.
 
 Figures are the best and the median of the rounds (on a shared machine the best round is the least disturbed).
-Needs scripts/setup step g (tools/mcp-ref).
+Needs scripts/setup step h (tools/mcp-ref).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import re
 import sqlite3
 import stat
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 import anyio.to_thread
@@ -491,6 +491,31 @@ class KnowledgeService:
         note = await self._db.run(work)
         await self._changed()
         return note
+
+    async def import_fixture_notes(self, notes: Sequence[tuple[str, str, str | None, list[tuple[str, str]]]]) -> int:
+        """Insert notes keeping the given note and block ids: ``(note_id, title, folder, [(block_id, text)])``.
+
+        For benchmark corpora loaded into an isolated store (their cases name the ids they expect); the user's
+        notes are always created through :meth:`create_note`. One transaction; a taken id is a conflict."""
+        now = now_iso()
+
+        def work(conn: sqlite3.Connection) -> int:
+            for note_id, title, folder, blocks in notes:
+                if conn.execute("SELECT 1 FROM kn_notes WHERE note_id = ?", (note_id,)).fetchone():
+                    raise ConflictError(
+                        "Note already exists.", code="NOTE_ALREADY_EXISTS", details={"note_id": note_id}
+                    )
+                conn.execute(
+                    "INSERT INTO kn_notes (note_id, title, folder, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                    (note_id, title, normalize_folder(folder), now, now),
+                )
+                drafts = [DraftBlock(text=text, kind="paragraph", block_id=bid) for bid, text in blocks]
+                self._write_blocks(conn, note_id, drafts)
+            return len(notes)
+
+        count = await self._db.run(work)
+        await self._changed()
+        return count
 
     async def update_note(self, p: UpdateNoteParams) -> Note:
         drafts = None if p.content is None and p.blocks is None else self._drafts(p.content, p.blocks)

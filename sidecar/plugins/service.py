@@ -71,7 +71,9 @@ MAX_CONTEXT_CHARS = 256 * 1024
 
 
 def _version_tuple(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.split(r"[-+]", v, maxsplit=1)[0].split("."))
+    """``1.2.3-beta`` → (1, 2, 3); a part that is not a number counts as 0 (a host's odd version string)."""
+    core = re.split(r"[-+]", v.strip(), maxsplit=1)[0]
+    return tuple(int(m.group()) if (m := re.match(r"\d+", part)) else 0 for part in core.split("."))
 
 
 class PluginService:
@@ -84,6 +86,7 @@ class PluginService:
         data_dir: Path,
         *,
         development: bool,
+        app_version: str = __version__,
     ) -> None:
         self._db = db
         self._events = events
@@ -91,6 +94,7 @@ class PluginService:
         self._bridge = bridge
         self._root = data_dir / "plugins"
         self._development = development
+        self._app_version = app_version or __version__
         self._lock = anyio.Lock()
         bridge.on_status = self._status_event
 
@@ -219,11 +223,12 @@ class PluginService:
         return self._info(manifest, installed_at, True)
 
     def _check_compatible(self, manifest: PluginManifest) -> None:
-        if manifest.min_app_version and _version_tuple(manifest.min_app_version) > _version_tuple(__version__):
+        wanted = manifest.min_app_version
+        if wanted and _version_tuple(wanted) > _version_tuple(self._app_version):
             raise ConflictError(
-                f"the plugin needs version {manifest.min_app_version} or later (this is {__version__})",
+                f"the plugin needs version {wanted} or later (this is {self._app_version})",
                 code="PLUGIN_INCOMPATIBLE",
-                details={"min_app_version": manifest.min_app_version, "app_version": __version__},
+                details={"min_app_version": wanted, "app_version": self._app_version},
             )
 
     async def uninstall(self, plugin_id: str) -> None:

@@ -20,6 +20,10 @@ HEAVY = [
     "playwright",
     "docx",
     "httpx",
+    "lxml",
+    "tinycss2",
+    "ziamath",
+    "latex2mathml",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The bridge against reference MCP servers nobody here wrote, installed by scripts/setup (step g):
+"""The bridge against reference MCP servers nobody here wrote, installed by scripts/setup (step h):
 PyPI ``mcp-server-time`` and npm ``@modelcontextprotocol/server-everything`` (pinned in tools/mcp-ref/).
 One agent run (mock provider) calls a tool of each; killing a server mid-run fails the call and marks the host
 unhealthy; a restart republishes; after shutdown no process the sidecar started is left. Also: a bare command
@@ -27,7 +27,7 @@ EVERYTHING = REF / "node_modules" / "@modelcontextprotocol" / "server-everything
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    assert TIME_SERVER.exists() and EVERYTHING.exists(), "run scripts/setup (step g installs the reference servers)"
+    assert TIME_SERVER.exists() and EVERYTHING.exists(), "run scripts/setup (step h installs the reference servers)"
     return tmp_path_factory.mktemp("plugins-ref")
 
 
