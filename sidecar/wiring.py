@@ -25,6 +25,9 @@ from .ipc.router import Method, Notification
 from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
 from .knowledge.service import KnowledgeService
+from .media import rpc as media_rpc
+from .media.client import WorkerClient
+from .media.service import MediaService
 from .memory import rpc as memory_rpc
 from .memory.service import MemoryService
 from .providers import rpc as providers_rpc
@@ -57,6 +60,7 @@ class Services:
     knowledge: KnowledgeService
     retrieval: RetrievalService
     agent: AgentService
+    media: MediaService
 
 
 async def open_services(
@@ -100,6 +104,18 @@ async def open_services(
         services=ToolServices(memory=memory, retrieval=retrieval),
     )
     await agent.start()
+    # media: transcription jobs; the models run in a worker child process started on the first job
+    media = MediaService(
+        db,
+        jobs,
+        knowledge,
+        WorkerClient(children, tg),
+        models_dir=settings.models_dir,
+        tmp_dir=settings.data_dir / "tmp" / "media",
+        whisper_model_dir=settings.whisper_model_dir,
+        diarization_model_dir=settings.diarization_model_dir,
+    )
+    await media.migrate()
     return Services(
         db=db,
         events=events,
@@ -112,6 +128,7 @@ async def open_services(
         knowledge=knowledge,
         retrieval=retrieval,
         agent=agent,
+        media=media,
     )
 
 
@@ -124,6 +141,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += config_rpc.methods(services.config)
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
+    methods += media_rpc.methods(services.media)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
