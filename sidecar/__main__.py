@@ -8,6 +8,11 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] == "transcribe":  # a CLI for people over the media service (lazily imported)
+        from .media.cli import main as transcribe
+
+        raise SystemExit(transcribe(args[1:]))
     from .settings import parse_args
 
     settings = parse_args(argv)

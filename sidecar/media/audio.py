@@ -78,6 +78,17 @@ def _declared_seconds(container: Any, stream: Any) -> float | None:
     return None
 
 
+def _wav_header_seconds(source: Path) -> float | None:
+    """What a WAV header declares (FFmpeg trusts the file size instead, so a cut WAV looks complete to it)."""
+    import wave
+
+    try:
+        with wave.open(str(source), "rb") as w:
+            return w.getnframes() / w.getframerate() if w.getframerate() else None
+    except (wave.Error, EOFError, OSError, ValueError):
+        return None
+
+
 def decode_to_file(source: Path, out: Path) -> Decoded:
     """Decode ``source`` into ``out`` (raw float32, 16 kHz mono); raise :class:`AudioError`."""
     import av
@@ -96,6 +107,9 @@ def decode_to_file(source: Path, out: Path) -> Decoded:
             raise AudioError("UNSUPPORTED_AUDIO_FORMAT", "NO_AUDIO_STREAM", "The file has no audio stream.")
         stream = container.streams.audio[0]
         declared = _declared_seconds(container, stream)
+        header = _wav_header_seconds(source) if container.format.name == "wav" else None
+        if header and (declared is None or header > declared):
+            declared = header
         resampler = av.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
         with open(out, "wb") as f:
 

@@ -88,11 +88,14 @@ def _prepare_diarizer(req: dict[str, Any], models: Models, warnings: list[dict[s
         return None
 
 
-def _clean(segments: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Sorted by start, never overlapping, no negative duration, no empty text, no back-to-back repeats."""
+def _clean(segments: list[dict[str, Any]], duration: float) -> list[dict[str, Any]]:
+    """Sorted by start, never overlapping, within the audio, no negative duration, no empty text, no
+    back-to-back repeats."""
     segments.sort(key=lambda s: (s["start_time"], s["end_time"]))
     out: list[dict[str, Any]] = []
     for s in segments:
+        s["start_time"] = min(s["start_time"], duration)
+        s["end_time"] = min(s["end_time"], duration)
         if not s["text"]:
             continue
         if out:
@@ -221,7 +224,7 @@ def _transcribe(
                 emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
         done = min(duration, offset + chunk.shape[0] / audio_mod.SAMPLE_RATE)
         emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
-    segments = _clean(segments)
+    segments = _clean(segments, round(duration, 3))
     return {
         "language": detected if segments else language,
         "segments": segments,

@@ -111,6 +111,7 @@ class MediaService:
         jobs.register_kind(TRANSCRIPTION_KIND, concurrency)
 
     async def migrate(self) -> None:
+        await self._jobs.migrate()  # (idempotent) the tidy-up below reads the jobs table
         await self._db.migrate("media", MIGRATIONS)
 
         def tidy(conn: sqlite3.Connection) -> None:  # segments of a job that never completed (a crash mid-write)

@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from typing import Any, TextIO
 
 logger = logging.getLogger("sidecar.media.worker")
@@ -80,6 +81,11 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s worker: %(message)s")
+    logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # per-window chatter
+    # known and handled: audio goes to pyannote as a tensor (torchcodec is unusable with the CPU torch), and the
+    # memory-mapped samples are read-only on purpose
+    warnings.filterwarnings("ignore", message=r"(?s).*torchcodec is not installed correctly")
+    warnings.filterwarnings("ignore", message=r"The given NumPy array is not writable")
     proto = _claim_stdout()
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
     serve(sys.stdin, proto)

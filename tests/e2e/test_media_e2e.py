@@ -366,3 +366,30 @@ def test_missing_diarization_weights_complete_without_speakers(
         assert not _alive(worker)
     finally:
         other.close()
+
+
+def test_a_job_left_running_by_a_crash_is_failed_on_the_next_start(
+    media_dir: Path, audio: dict[str, Any], transcribing: None
+) -> None:
+    data = media_dir / "data-crash"
+    data.mkdir()
+    first = Sidecar(data)
+    try:
+        first.initialize()
+        job_id, _ = _start_long_job(first, audio, "en-fast")
+        (worker,) = _worker_pids(first.proc.pid)
+        first.kill_9()
+    finally:
+        first.close()
+    deadline = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker), "the orphaned worker exits once its parent is gone"
+    second = Sidecar(data)
+    try:
+        second.initialize()
+        job = second.result("media/transcriptions/get", {"job_id": job_id})
+        assert job["status"] == "failed" and job["error"]["code"] == "JOB_INTERRUPTED"
+        assert job["segments"] == [] and job["completed_at"]
+    finally:
+        second.close()
