@@ -94,6 +94,7 @@ class WorkerClient:
         env = dict(os.environ)
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
+        env.setdefault("PYANNOTE_METRICS_ENABLED", "false")
         env["PYTHONUNBUFFERED"] = "1"
         process = await self._children.spawn(worker_argv(), name="transcription-worker", env=env, stdin=-1, stdout=-1)
         self._process, self._lines = process, _Lines(process)

@@ -80,6 +80,7 @@ def serve(stdin: TextIO, proto: TextIO) -> None:
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")  # no telemetry
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s worker: %(message)s")
     logging.getLogger("faster_whisper").setLevel(logging.WARNING)  # per-window chatter
     # known and handled: audio goes to pyannote as a tensor (torchcodec is unusable with the CPU torch), and the

@@ -126,7 +126,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not BINARY, reason="the binary's own report; the package sidecar transcribes")
-def test_binary_reports_transcription_unavailable(sc: Sidecar, audio: dict[str, Any], media_dir: Path) -> None:
+def test_binary_reports_transcription_unavailable(audio: dict[str, Any], media_dir: Path) -> None:
     data = media_dir / "data-bin"
     data.mkdir()
     other = Sidecar(data)

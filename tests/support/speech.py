@@ -7,6 +7,7 @@ the diarization pipeline tells apart (checked with the CAM++ embeddings: cosine 
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -45,6 +46,7 @@ def have_espeak() -> bool:
     return shutil.which("espeak-ng") is not None
 
 
+@functools.cache
 def _speak(voice: str, text: str) -> tuple[np.ndarray, int]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "t.wav"
