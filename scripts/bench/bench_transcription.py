@@ -112,6 +112,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="the conversation repeated N times (≈23 s each)")
     ap.add_argument("--long-minutes", type=float, default=30.0)
     ap.add_argument("--skip-long", action="store_true")
+    ap.add_argument("--only-long", action="store_true", help="only figure 5")
     ap.add_argument("--runs", type=int, default=3, help="warm runs per profile (medians)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -136,7 +137,7 @@ def main() -> None:
     sc = Sidecar(data, env={"METONA_LOG_LEVEL": "WARNING"})
     try:
         sc.initialize()
-        for pid, profile in PROFILES.items():
+        for pid, profile in PROFILES.items() if not args.only_long else ():
             model, load = models[pid]
             first_raw, _ = raw_transcribe(model, profile, wav)
             cold, _, _ = sidecar_job(sc, wav, profile_id=pid, diarization=False)
@@ -165,7 +166,7 @@ def main() -> None:
             w2 = speech.wer(more_ref, wer_job["text"])
             print(f"[4] WER {pid:8s}: conversation {w1:.3f}, second set {w2:.3f}, mean {statistics.mean([w1, w2]):.3f}")
         # diarization: first job builds the pipeline (excluded), the second is timed by its event
-        for label in ("first job (build excluded)", "second job"):
+        for label in ("first job (build excluded)", "second job") if not args.only_long else ():
             _, job, events = sidecar_job(sc, wav, profile_id="en-fast", diarization=True)
             done = next(e for e in events if e["event"] == "DiarizationCompleted")["data"]["data"]
             speakers = sorted({s["speaker"] for s in job["segments"] if s["speaker"]})

@@ -8,13 +8,15 @@ transcription reads it window by window (:func:`windows`).
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 SAMPLE_RATE = 16_000
-WINDOW_S = 240.0  # transcription window: a few minutes of samples in memory at a time
+WINDOW_S = 120.0  # transcription window: two minutes of samples (and their features) in memory at a time
 SPLIT_SEARCH_S = 8.0  # a window ends at the quietest 0.1 s within its last seconds
 TRUNCATED_RATIO = 0.9  # decoded < 90 % of the declared duration → truncated
 
@@ -175,4 +177,18 @@ def windows(samples: Any, window_s: float = WINDOW_S) -> Iterator[tuple[float, A
         if end < total:
             end = _quiet_point(samples, max(start + 1, end - search), end)
         yield start / SAMPLE_RATE, np.array(samples[start:end], dtype=np.float32)
+        release(samples, start, end)
         start = end
+
+
+def release(samples: Any, start: int, end: int) -> None:
+    """Drop the mapped pages of a finished window from our resident set (they are clean: the file has them)."""
+    mm = getattr(samples, "_mmap", None)
+    if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    page = mmap.PAGESIZE
+    lo = (start * 4) // page * page
+    hi = (end * 4) // page * page
+    if hi > lo:
+        with contextlib.suppress(OSError, ValueError):
+            mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)

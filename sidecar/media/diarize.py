@@ -11,6 +11,7 @@ usable with the CPU torch).
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,11 @@ class Diarizer:
 
     def __init__(self, files: DiarizationFiles, settings: dict[str, Any]) -> None:
         import pyannote.audio.pipelines.speaker_diarization as sd
+        import torch
         from pyannote.audio import Model
+
+        # half the cores (at least one): faster than all of them on a busy machine, and leaves the app a core
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
 
         segmentation = Model.from_pretrained(str(files.segmentation_dir))
         embedding = _embedding_adapter(_load_campplus(files))

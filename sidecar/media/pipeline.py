@@ -7,8 +7,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -54,6 +58,15 @@ class Models:
         if self._diarizer is None or self._diarizer[0] != key:
             self._diarizer = (key, Diarizer(files, settings))
         return self._diarizer[1]
+
+
+def trim_memory() -> None:
+    """Give freed heap back to the OS (torch and ctranslate2 leave large freed blocks behind): a long file's
+    peak then stays near the size of one window's work instead of growing with the recording."""
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _warning(code: str, message: str, **details: Any) -> dict[str, Any]:
@@ -177,6 +190,8 @@ def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
                 emit("DiarizationStarted", {})
                 t0 = time.monotonic()
                 turns = diarizer(samples)
+                audio_mod.release(samples, 0, decoded.samples)
+                trim_memory()
                 emit(
                     "DiarizationCompleted",
                     {
@@ -222,6 +237,7 @@ def _transcribe(
                 last_progress = now
                 done = min(duration, offset + seg.end)
                 emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
+        trim_memory()
         done = min(duration, offset + chunk.shape[0] / audio_mod.SAMPLE_RATE)
         emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
     segments = _clean(segments, round(duration, 3))
