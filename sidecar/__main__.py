@@ -13,6 +13,10 @@ def main(argv: list[str] | None = None) -> None:
         from .media.cli import main as transcribe
 
         raise SystemExit(transcribe(args[1:]))
+    if args and args[0] == "media-worker":  # the transcription worker child, as a frozen binary starts it
+        from .media.worker import main as worker
+
+        worker()
     from .settings import parse_args
 
     settings = parse_args(argv)
