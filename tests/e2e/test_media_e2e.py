@@ -281,10 +281,20 @@ def test_a_killed_worker_fails_its_job_and_the_next_job_gets_a_fresh_one(
     assert _worker_pids(sc.proc.pid) != [worker]
 
 
-def test_silence_completes_with_no_segments(sc: Sidecar, audio: dict[str, Any], transcribing: None) -> None:
-    job, _ = _run(sc, _import(sc, audio["silence"]), profile_id="en-fast", diarization=False)
-    assert job["status"] == "completed" and job["segments"] == [] and job["text"] == ""
-    assert job["duration"] == pytest.approx(40.0, abs=0.1)
+def test_silence_completes_with_no_segments_and_jobs_queue_one_at_a_time(
+    sc: Sidecar, audio: dict[str, Any], transcribing: None
+) -> None:
+    att = _import(sc, audio["silence"])
+    params = {"attachment_id": att, "profile_id": "en-fast", "diarization": False}
+    first = sc.result("media/transcriptions/create", params)
+    second = sc.result("media/transcriptions/create", params)
+    sub = sc.result("events/subscribe", {"resource_id": second["job_id"]})
+    _events(sc, sub["subscription_id"])
+    one, two = (sc.result("media/transcriptions/get", {"job_id": j["job_id"]}) for j in (first, second))
+    for job in (one, two):
+        assert job["status"] == "completed" and job["segments"] == [] and job["text"] == ""
+        assert job["duration"] == pytest.approx(40.0, abs=0.1)
+    assert two["started_at"] >= one["completed_at"], "the second job waited for the first"
 
 
 def test_bad_inputs_get_their_codes(sc: Sidecar, audio: dict[str, Any], transcribing: None) -> None:
@@ -376,6 +386,7 @@ def test_a_job_left_running_by_a_crash_is_failed_on_the_next_start(
     first = Sidecar(data)
     try:
         first.initialize()
+        done, _ = _run(first, _import(first, audio["meeting"]), profile_id="en-fast", diarization=False)
         job_id, _ = _start_long_job(first, audio, "en-fast")
         (worker,) = _worker_pids(first.proc.pid)
         first.kill_9()
@@ -391,5 +402,6 @@ def test_a_job_left_running_by_a_crash_is_failed_on_the_next_start(
         job = second.result("media/transcriptions/get", {"job_id": job_id})
         assert job["status"] == "failed" and job["error"]["code"] == "JOB_INTERRUPTED"
         assert job["segments"] == [] and job["completed_at"]
+        assert second.result("media/transcriptions/get", {"job_id": done["job_id"]}) == done  # persisted as it was
     finally:
         second.close()
