@@ -23,6 +23,7 @@ The machine is shared (2 cores): figures are noisy.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -177,7 +178,7 @@ def main() -> None:
             )
         if not args.skip_long:
             long_wav = tmp / "long.wav"
-            reps = max(1, int(args.long_minutes * 60 / (turns[-1].end / args.repeat + speech.GAP_S)))
+            reps = max(1, math.ceil(args.long_minutes * 60 / ((turns[-1].end + speech.GAP_S) / args.repeat)))
             long_turns = speech.conversation(long_wav, repeat=reps)
             long_s = long_turns[-1].end + speech.GAP_S
             pid = worker_pid(sc.proc.pid)

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -40,6 +40,14 @@ def worker_argv() -> list[str]:
     if getattr(sys, "frozen", False):
         return [sys.executable, "media-worker"]
     return [sys.executable, "-m", "sidecar.media.worker"]
+
+
+_SECRET_MARKERS = ("SECRET", "API_KEY", "TOKEN", "PASSWORD", "CREDENTIAL")
+
+
+def worker_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The sidecar's environment minus anything secret (the master key, API keys): the worker needs none."""
+    return {k: v for k, v in environ.items() if not any(m in k.upper() for m in _SECRET_MARKERS)}
 
 
 def _exit_reason(returncode: int | None) -> str:
@@ -91,7 +99,7 @@ class WorkerClient:
         return None if self._process is None else self._process.pid
 
     async def _start(self) -> None:
-        env = dict(os.environ)
+        env = worker_env(os.environ)
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("TRANSFORMERS_OFFLINE", "1")
         env.setdefault("PYANNOTE_METRICS_ENABLED", "false")
