@@ -287,6 +287,55 @@ params: InitializeParams
 result: InitializeResult
 }
 /**
+ * Server-side transcription profiles (model, compute type, beam, VAD, diarization) + availability.
+ */
+"media/profiles/list": {
+params: EmptyMediaParams
+result: ProfileList
+}
+/**
+ * Request cancellation (kills the worker's work); the job or its Cancelled event has the end.
+ */
+"media/transcriptions/cancel": {
+params: TranscriptionIdParams
+result: OperationResponse
+}
+/**
+ * Queue a transcription of an audio attachment (answers at once, status queued); runs in a worker.
+ */
+"media/transcriptions/create": {
+params: CreateTranscriptionParams
+result: TranscriptionJob
+}
+/**
+ * The job's event log after after_sequence (Queued, ModelLoading, ..., Completed|Failed|Cancelled).
+ */
+"media/transcriptions/events": {
+params: TranscriptionEventsParams
+result: CursorPageStoredEvent
+}
+/**
+ * A transcription job with its segments (segments and text once completed).
+ */
+"media/transcriptions/get": {
+params: TranscriptionIdParams
+result: TranscriptionJob
+}
+/**
+ * Transcription jobs, newest first (status/limit/offset).
+ */
+"media/transcriptions/list": {
+params: ListTranscriptionsParams
+result: PageTranscriptionJobSummary
+}
+/**
+ * Turn a completed transcript into a note; each block cites source_audio, start/end time, speaker.
+ */
+"media/transcriptions/notes": {
+params: TranscriptNoteParams
+result: Note
+}
+/**
  * Store a MetonaMemoryItem; the memories it corrects (explicit or detected) become superseded.
  */
 "memory/add": {
@@ -1701,6 +1750,253 @@ max_line_bytes: number
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "EmptyMediaParams".
+ */
+export interface EmptyMediaParams {
+
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ProfileList".
+ */
+export interface ProfileList {
+items: TranscriptionProfile[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TranscriptionProfile".
+ */
+export interface TranscriptionProfile {
+profile_id: string
+description: string
+model: ("whisper-base" | "whisper-tiny.en")
+multilingual: boolean
+compute_type?: string
+beam_size?: number
+vad_filter?: boolean
+vad_min_silence_ms?: number
+/**
+ * Off: a hallucinated phrase cannot feed the next window (fewer repeats).
+ */
+condition_on_previous_text?: boolean
+diarization?: DiarizationSettings
+/**
+ * Whether this machine has the profile's model.
+ */
+available?: boolean
+unavailable_reason?: (string | null)
+}
+/**
+ * pyannote ``SpeakerDiarization`` built from local weights (segmentation-3.0 + CAM++ embeddings).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DiarizationSettings".
+ */
+export interface DiarizationSettings {
+/**
+ * Sliding-window step as a ratio of the 10 s window.
+ */
+segmentation_step?: number
+clustering_threshold?: number
+min_cluster_size?: number
+min_duration_off?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TranscriptionIdParams".
+ */
+export interface TranscriptionIdParams {
+job_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CreateTranscriptionParams".
+ */
+export interface CreateTranscriptionParams {
+attachment_id: string
+/**
+ * null = auto-detect; else a Whisper language code.
+ */
+language?: (string | null)
+diarization?: boolean
+word_timestamps?: boolean
+profile_id?: string
+/**
+ * Business context only; not model input.
+ */
+metadata?: {
+[k: string]: unknown
+}
+}
+/**
+ * §5.1's response object; the full job of ``get``.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TranscriptionJob".
+ */
+export interface TranscriptionJob {
+job_id: string
+attachment_id: string
+profile_id: string
+status: JobStatus
+progress?: (JobProgress | null)
+language?: (string | null)
+diarization_enabled: boolean
+word_timestamps?: boolean
+/**
+ * Seconds of decoded audio (once known).
+ */
+duration?: (number | null)
+segments?: TranscriptSegment[]
+text?: (string | null)
+warnings?: ErrorInfo[]
+error?: (ErrorInfo | null)
+metadata?: {
+[k: string]: unknown
+}
+created_at: string
+started_at?: (string | null)
+updated_at: string
+completed_at?: (string | null)
+}
+/**
+ * §5.2: ordered by ``start_time``, never overlapping, no negative duration.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TranscriptSegment".
+ */
+export interface TranscriptSegment {
+segment_id: string
+speaker?: (string | null)
+start_time: number
+end_time: number
+text: string
+confidence?: (number | null)
+words?: Word[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Word".
+ */
+export interface Word {
+word: string
+start: number
+end: number
+probability?: (number | null)
+speaker?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TranscriptionEventsParams".
+ */
+export interface TranscriptionEventsParams {
+job_id: string
+after_sequence?: number
+limit?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ListTranscriptionsParams".
+ */
+export interface ListTranscriptionsParams {
+limit?: number
+offset?: number
+/**
+ * queued, running (or processing), completed, failed, cancelled
+ */
+status?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Page_TranscriptionJobSummary_".
+ */
+export interface PageTranscriptionJobSummary {
+items: TranscriptionJobSummary[]
+page: PageInfo
+}
+/**
+ * A row of ``list``: the job without its segments and text.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TranscriptionJobSummary".
+ */
+export interface TranscriptionJobSummary {
+job_id: string
+attachment_id: string
+profile_id: string
+status: JobStatus
+progress?: (JobProgress | null)
+language?: (string | null)
+diarization_enabled: boolean
+duration?: (number | null)
+segment_count?: number
+warnings?: ErrorInfo[]
+error?: (ErrorInfo | null)
+created_at: string
+started_at?: (string | null)
+updated_at: string
+completed_at?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "TranscriptNoteParams".
+ */
+export interface TranscriptNoteParams {
+job_id: string
+/**
+ * Default: the audio's file name.
+ */
+title?: (string | null)
+folder?: (string | null)
+include_timestamps?: boolean
+include_speakers?: boolean
+/**
+ * Only null (the built-in layout) is supported.
+ */
+template_id?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Note".
+ */
+export interface Note {
+note_id: string
+title: string
+folder: (string | null)
+content: string
+blocks: NoteBlock[]
+created_at: string
+updated_at: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "NoteBlock".
+ */
+export interface NoteBlock {
+block_id: string
+position: number
+kind: ("heading" | "paragraph" | "list" | "code" | "quote" | "table")
+text: string
+citations?: Citation[]
+}
+/**
+ * Where a block's content comes from. For transcripts: ``source_audio`` (the audio attachment's id),
+ * ``start_time``/``end_time`` in seconds and ``speaker`` (phase-2 §5.4); ``attachment_id`` cites any
+ * other attachment. Every attachment reference is a controlled id that must exist.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Citation".
+ */
+export interface Citation {
+source_audio?: (string | null)
+start_time?: (number | null)
+end_time?: (number | null)
+speaker?: (string | null)
+attachment_id?: (string | null)
+label?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "MemoryAddParams".
  */
 export interface MemoryAddParams {
@@ -2008,46 +2304,6 @@ kind?: ("heading" | "paragraph" | "list" | "code" | "quote" | "table")
  */
 citations?: Citation[]
 block_id?: (string | null)
-}
-/**
- * Where a block's content comes from. For transcripts: ``source_audio`` (the audio attachment's id),
- * ``start_time``/``end_time`` in seconds and ``speaker`` (phase-2 §5.4); ``attachment_id`` cites any
- * other attachment. Every attachment reference is a controlled id that must exist.
- * 
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "Citation".
- */
-export interface Citation {
-source_audio?: (string | null)
-start_time?: (number | null)
-end_time?: (number | null)
-speaker?: (string | null)
-attachment_id?: (string | null)
-label?: (string | null)
-}
-/**
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "Note".
- */
-export interface Note {
-note_id: string
-title: string
-folder: (string | null)
-content: string
-blocks: NoteBlock[]
-created_at: string
-updated_at: string
-}
-/**
- * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
- * via the `definition` "NoteBlock".
- */
-export interface NoteBlock {
-block_id: string
-position: number
-kind: ("heading" | "paragraph" | "list" | "code" | "quote" | "table")
-text: string
-citations?: Citation[]
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

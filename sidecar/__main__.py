@@ -13,6 +13,14 @@ def main(argv: list[str] | None = None) -> None:
         from .benchmarks.cli import main as bench_main
 
         sys.exit(bench_main(args[1:]))
+    if args and args[0] == "transcribe":  # a CLI for people over the media service (lazily imported)
+        from .media.cli import main as transcribe
+
+        raise SystemExit(transcribe(args[1:]))
+    if args and args[0] == "media-worker":  # the transcription worker child, as a frozen binary starts it
+        from .media.worker import main as worker
+
+        worker()
     from .settings import parse_args
 
     settings = parse_args(argv)

@@ -77,13 +77,6 @@ def find_chromium(settings: Settings) -> str | None:
     return None
 
 
-def _model_dir(path: Path | None, default: Path, marker: str) -> Component:
-    candidate = path or default
-    if (candidate / marker).exists():
-        return _status(True, path=str(candidate))
-    return _status(False, path=str(candidate), detail=f"no {marker} under the configured model directory")
-
-
 def _mermaid(components: dict[str, Component]) -> Component:
     """Mermaid needs playwright (+ its node driver), Chromium and the pinned npm bundle (render/static)."""
     from .render.assets import find_mermaid_bundle
@@ -142,8 +135,8 @@ def detect_components(settings: Settings) -> dict[str, Component]:
     components["math"] = _all_packages(("latex2mathml", "latex2mathml"), ("ziamath", "ziamath"))
     ffmpeg = shutil.which("ffmpeg")
     components["ffmpeg"] = _status(ffmpeg is not None, path=ffmpeg)
-    components["whisper_model"] = _model_dir(settings.whisper_model_dir, settings.models_dir / "whisper", "model.bin")
-    components["diarization_weights"] = _model_dir(
-        settings.diarization_model_dir, settings.models_dir / "diarization", "config.yaml"
-    )
+    # media (transcription/diarization): models from installed packages or a configured local dir, never a hub
+    from .media.resolve import components as media_components
+
+    components.update(media_components(settings.models_dir, settings.whisper_model_dir, settings.diarization_model_dir))
     return components

@@ -29,6 +29,9 @@ from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
 from .knowledge.service import KnowledgeService
 from .mcp_host.service import McpBridge
+from .media import rpc as media_rpc
+from .media.client import WorkerClient
+from .media.service import MediaService
 from .memory import rpc as memory_rpc
 from .memory.service import MemoryService
 from .plugins import rpc as plugins_rpc
@@ -72,6 +75,7 @@ class Services:
     themes: ThemeService
     plugins: PluginService
     bridge: McpBridge
+    media: MediaService
 
 
 async def open_services(
@@ -141,6 +145,18 @@ async def open_services(
     )
     await plugins.migrate()
     await plugins.start()
+    # media: transcription jobs; the models run in a worker child process started on the first job
+    media = MediaService(
+        db,
+        jobs,
+        knowledge,
+        WorkerClient(children, tg),
+        models_dir=settings.models_dir,
+        tmp_dir=settings.data_dir / "tmp" / "media",
+        whisper_model_dir=settings.whisper_model_dir,
+        diarization_model_dir=settings.diarization_model_dir,
+    )
+    await media.migrate()
     return Services(
         db=db,
         events=events,
@@ -158,6 +174,7 @@ async def open_services(
         themes=themes,
         plugins=plugins,
         bridge=bridge,
+        media=media,
     )
 
 
@@ -186,6 +203,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += render_rpc.methods(services.render)
     methods += themes_rpc.methods(services.themes)
     methods += plugins_rpc.methods(services.plugins)
+    methods += media_rpc.methods(services.media)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods

@@ -1,0 +1,134 @@
+"""``metona-sidecar transcribe FILE``: the transcription service for people (progress on stderr, transcript on
+stdout).
+
+It runs the same :class:`~sidecar.media.service.MediaService`, JobManager and worker process as the sidecar,
+over a throw-away database (the file is not added to the user's data); only the models folder of the data
+directory is shared, so the base model is assembled once for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from .formats import FORMATS
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .models import PROFILES
+
+    p = argparse.ArgumentParser(prog="metona-sidecar transcribe", description="Transcribe an audio file.")
+    p.add_argument("file", type=Path, help="wav, mp3, m4a/aac, ogg/opus, flac or webm")
+    p.add_argument("--profile", default="default", choices=sorted(PROFILES), help="server-side profile")
+    p.add_argument("--language", default=None, help="a Whisper language code (default: detect)")
+    p.add_argument("--diarize", action="store_true", help="label speakers (pyannote.audio)")
+    p.add_argument("--words", action="store_true", help="word timestamps (json output)")
+    p.add_argument("--format", default="text", choices=FORMATS, help="output on stdout")
+    p.add_argument("--data-dir", type=Path, default=None, help="where models/ lives (env METONA_DATA_DIR)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _bar(percent: float | None, phase: str, width: int = 30) -> str:
+    if percent is None:
+        return f"\r{phase:<24}"
+    filled = int(width * percent / 100)
+    return f"\r[{'#' * filled}{'.' * (width - filled)}] {percent:5.1f}% {phase:<14}"
+
+
+async def _run(ns: argparse.Namespace) -> int:
+    from sidecar.errors import SidecarError
+    from sidecar.jobs import JobManager
+    from sidecar.knowledge.service import KnowledgeService
+    from sidecar.settings import default_data_dir
+    from sidecar.storage.sqlite import Database
+    from sidecar.supervisor import ChildSupervisor
+    from sidecar.trace.eventlog import EventLog
+
+    from .client import WorkerClient
+    from .formats import render
+    from .models import CreateTranscriptionParams
+    from .service import MediaService
+
+    env_dir = os.environ.get("METONA_DATA_DIR")
+    data_dir = (ns.data_dir or (Path(env_dir) if env_dir else default_data_dir())).expanduser().resolve()
+    whisper_dir = os.environ.get("METONA_WHISPER_MODEL_DIR")
+    diar_dir = os.environ.get("METONA_DIARIZATION_MODEL_DIR")
+    children = ChildSupervisor()
+    with tempfile.TemporaryDirectory(prefix="metona-transcribe-") as tmp:
+        db = await Database.open(Path(tmp))
+        try:
+            async with anyio.create_task_group() as tg:
+                log = EventLog(db)
+                await log.migrate()
+                jobs = JobManager(db, log, tg)
+                knowledge = KnowledgeService(db, tmp, max_attachment_bytes=1 << 40)
+                await knowledge.migrate()
+                media = MediaService(
+                    db,
+                    jobs,
+                    knowledge,
+                    WorkerClient(children, None, idle_s=0),
+                    models_dir=data_dir / "models",
+                    tmp_dir=Path(tmp) / "media",
+                    whisper_model_dir=Path(whisper_dir) if whisper_dir else None,
+                    diarization_model_dir=Path(diar_dir) if diar_dir else None,
+                )
+                await media.migrate()
+                try:
+                    att = await knowledge.import_attachment(str(ns.file.expanduser().resolve()))
+                    params = CreateTranscriptionParams(
+                        attachment_id=att.attachment_id,
+                        language=ns.language,
+                        diarization=ns.diarize,
+                        word_timestamps=ns.words,
+                        profile_id=ns.profile,
+                    )
+                    job = await media.create(params)
+                    with log.listen(job.job_id) as events:
+                        current = await media.get(job.job_id)
+                        while not current.status.terminal:
+                            with anyio.move_on_after(0.5):
+                                ev = await events.receive()
+                                if not ns.quiet:
+                                    pct = ev.data.get("percent") if ev.event == "Progress" else None
+                                    sys.stderr.write(_bar(pct, ev.event if ev.event != "Progress" else "transcribing"))
+                                    sys.stderr.flush()
+                            current = await media.get(job.job_id)
+                    if not ns.quiet:
+                        sys.stderr.write("\n")
+                except SidecarError as exc:
+                    sys.stderr.write(f"error: {exc.code}: {exc.message}\n")
+                    tg.cancel_scope.cancel()
+                    return 2
+                for w in current.warnings:
+                    sys.stderr.write(f"warning: {w.code}: {w.message} ({w.details.get('reason', '')})\n")
+                if current.error is not None:
+                    detail = current.error.details.get("reason", "")
+                    sys.stderr.write(f"error: {current.error.code}: {current.error.message} {detail}\n")
+                    tg.cancel_scope.cancel()
+                    return 1
+                sys.stdout.write(render(current, ns.format))
+                sys.stdout.flush()
+                tg.cancel_scope.cancel()
+                return 0
+        finally:
+            with anyio.CancelScope(shield=True):
+                await children.stop_all(0.5)
+                await db.close()
+
+
+def main(argv: list[str]) -> int:
+    ns = _parser().parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        return anyio.run(_run, ns)
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        return 130

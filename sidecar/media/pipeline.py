@@ -1,0 +1,248 @@
+"""One transcription job inside the worker: decode → (diarize) → transcribe window by window → result.
+
+``emit(event, data)`` reports ``ModelLoading``, ``DiarizationStarted``, ``DiarizationCompleted``,
+``TranscriptionStarted`` and ``Progress`` as they happen; the return value is the whole result. Failures raise
+:class:`JobError` (a seed error code + a stable reason); the worker reports them and stays alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import audio as audio_mod
+from .diarize import Diarizer, Turn, speaker_for
+from .resolve import DiarizationFiles, ModelUnavailable, WhisperSource, ensure_whisper_model, locate_diarization
+
+Emit = Callable[[str, dict[str, Any]], None]
+PROGRESS_EVERY_S = 0.5
+
+
+class JobError(Exception):
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+class Models:
+    """What a worker keeps loaded between jobs (one Whisper model per path/compute type, one diarizer)."""
+
+    def __init__(self) -> None:
+        self._whisper: dict[tuple[str, str], Any] = {}
+        self._diarizer: tuple[tuple[Any, ...], Diarizer] | None = None
+
+    def whisper(self, path: Path, compute_type: str, threads: int) -> Any:
+        key = (str(path), compute_type)
+        if key not in self._whisper:
+            from faster_whisper import WhisperModel
+
+            self._whisper.clear()  # one at a time: a worker never holds two Whisper models
+            self._whisper[key] = WhisperModel(
+                str(path), device="cpu", compute_type=compute_type, cpu_threads=threads, local_files_only=True
+            )
+        return self._whisper[key]
+
+    def diarizer(self, files: DiarizationFiles, settings: dict[str, Any]) -> Diarizer:
+        key = (files, tuple(sorted(settings.items())))
+        if self._diarizer is None or self._diarizer[0] != key:
+            self._diarizer = (key, Diarizer(files, settings))
+        return self._diarizer[1]
+
+
+def trim_memory() -> None:
+    """Give freed heap back to the OS (torch and ctranslate2 leave large freed blocks behind): a long file's
+    peak then stays near the size of one window's work instead of growing with the recording."""
+    gc.collect()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _warning(code: str, message: str, **details: Any) -> dict[str, Any]:
+    return {"code": code, "message": message, "details": details}
+
+
+def _prepare_diarizer(req: dict[str, Any], models: Models, warnings: list[dict[str, Any]]) -> Diarizer | None:
+    configured = req.get("diarization_dir")
+    try:
+        files = locate_diarization(Path(configured) if configured else None)
+    except ModelUnavailable as exc:
+        warnings.append(
+            _warning(
+                "DIARIZATION_UNAVAILABLE",
+                "Speakers were not labelled.",
+                reason="DIARIZATION_MODEL_UNAVAILABLE",
+                detail=str(exc),
+            )
+        )
+        return None
+    try:
+        return models.diarizer(files, req["profile"].get("diarization", {}))
+    except Exception as exc:  # torch / pyannote / torchaudio missing or broken
+        warnings.append(
+            _warning(
+                "DIARIZATION_UNAVAILABLE",
+                "Speakers were not labelled.",
+                reason="DIARIZATION_STACK_UNAVAILABLE",
+                detail=f"{type(exc).__name__}: {str(exc)[:300]}",
+            )
+        )
+        return None
+
+
+def _clean(segments: list[dict[str, Any]], duration: float) -> list[dict[str, Any]]:
+    """Sorted by start, never overlapping, within the audio, no negative duration, no empty text, no
+    back-to-back repeats."""
+    segments.sort(key=lambda s: (s["start_time"], s["end_time"]))
+    out: list[dict[str, Any]] = []
+    for s in segments:
+        s["start_time"] = min(s["start_time"], duration)
+        s["end_time"] = min(s["end_time"], duration)
+        if not s["text"]:
+            continue
+        if out:
+            prev = out[-1]
+            if s["text"] == prev["text"] and s["start_time"] - prev["end_time"] < 2.0:
+                continue  # a repeated line: Whisper's loop on a quiet tail
+            if s["start_time"] < prev["end_time"]:
+                s["start_time"] = prev["end_time"]
+        s["end_time"] = max(s["end_time"], s["start_time"])
+        out.append(s)
+    for i, s in enumerate(out, 1):
+        s["segment_id"] = f"segment_{i:03d}"
+    return out
+
+
+def _segment(seg: Any, offset: float, words: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "segment_id": "",
+        "speaker": None,
+        "start_time": round(max(0.0, offset + seg.start), 3),
+        "end_time": round(max(0.0, offset + seg.end), 3),
+        "text": seg.text.strip(),
+        "confidence": round(min(1.0, max(0.0, math.exp(seg.avg_logprob))), 4),
+        "words": [],
+    }
+    if words and seg.words:
+        item["words"] = [
+            {
+                "word": w.word.strip(),
+                "start": round(offset + w.start, 3),
+                "end": round(offset + max(w.end, w.start), 3),
+                "probability": round(float(w.probability), 4),
+                "speaker": None,
+            }
+            for w in seg.words
+            if w.word.strip()
+        ]
+    return item
+
+
+def _label(segments: list[dict[str, Any]], turns: list[Turn]) -> None:
+    for s in segments:
+        s["speaker"] = speaker_for(s["start_time"], s["end_time"], turns)
+        for w in s["words"]:
+            w["speaker"] = speaker_for(w["start"], w["end"], turns)
+
+
+def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
+    profile = req["profile"]
+    threads = int(req.get("threads") or os.cpu_count() or 1)
+    warnings: list[dict[str, Any]] = []
+    emit("ModelLoading", {"model": profile["model"], "profile_id": profile["profile_id"]})
+    source = WhisperSource(
+        model=req["model"]["model"],
+        ready=Path(req["model"]["ready"]) if req["model"].get("ready") else None,
+        split_dirs=tuple(Path(p) for p in req["model"].get("split_dirs", [])),
+        target=Path(req["model"]["target"]) if req["model"].get("target") else None,
+    )
+    try:
+        model_dir = ensure_whisper_model(source)
+        whisper = models.whisper(model_dir, profile.get("compute_type", "int8"), threads)
+    except ModelUnavailable as exc:
+        raise JobError("TRANSCRIPTION_MODEL_UNAVAILABLE", str(exc), model=profile["model"]) from None
+    tmp_dir = Path(req["tmp_dir"])
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    fd, raw_name = tempfile.mkstemp(prefix="decoded-", suffix=".f32", dir=tmp_dir)
+    os.close(fd)
+    raw = Path(raw_name)
+    try:
+        try:
+            decoded = audio_mod.decode_to_file(Path(req["audio"]), raw)
+        except audio_mod.AudioError as exc:
+            raise JobError(exc.code, exc.message, reason=exc.reason, **exc.details) from None
+        samples = audio_mod.open_samples(decoded)
+        turns: list[Turn] | None = None
+        if req.get("diarize"):
+            diarizer = _prepare_diarizer(req, models, warnings)
+            if diarizer is not None:
+                emit("DiarizationStarted", {})
+                t0 = time.monotonic()
+                turns = diarizer(samples)
+                audio_mod.release(samples, 0, decoded.samples)
+                trim_memory()
+                emit(
+                    "DiarizationCompleted",
+                    {
+                        "speakers": len({t.speaker for t in turns}),
+                        "turns": len(turns),
+                        "duration_ms": int((time.monotonic() - t0) * 1000),
+                    },
+                )
+        result = _transcribe(whisper, samples, decoded.duration, req, profile, emit)
+        if turns is not None:
+            _label(result["segments"], turns)
+        result["warnings"] = warnings
+        result["duration"] = round(decoded.duration, 3)
+        return result
+    finally:
+        raw.unlink(missing_ok=True)
+
+
+def _transcribe(
+    whisper: Any, samples: Any, duration: float, req: dict[str, Any], profile: dict[str, Any], emit: Emit
+) -> dict[str, Any]:
+    language = req.get("language") or (None if profile.get("multilingual", True) else "en")
+    emit("TranscriptionStarted", {"duration": round(duration, 3), "language": language})
+    segments: list[dict[str, Any]] = []
+    detected: str | None = language
+    last_progress = 0.0
+    for offset, chunk in audio_mod.windows(samples):
+        pieces, info = whisper.transcribe(
+            chunk,
+            language=detected,
+            beam_size=int(profile.get("beam_size", 5)),
+            vad_filter=bool(profile.get("vad_filter", True)),
+            vad_parameters={"min_silence_duration_ms": int(profile.get("vad_min_silence_ms", 500))},
+            word_timestamps=bool(req.get("word_timestamps")),
+            condition_on_previous_text=bool(profile.get("condition_on_previous_text", False)),
+        )
+        for seg in pieces:
+            segments.append(_segment(seg, offset, bool(req.get("word_timestamps"))))
+            if detected is None:
+                detected = info.language
+            now = time.monotonic()
+            if now - last_progress >= PROGRESS_EVERY_S:
+                last_progress = now
+                done = min(duration, offset + seg.end)
+                emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
+        trim_memory()
+        done = min(duration, offset + chunk.shape[0] / audio_mod.SAMPLE_RATE)
+        emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
+    segments = _clean(segments, round(duration, 3))
+    return {
+        "language": detected if segments else language,
+        "segments": segments,
+        "text": " ".join(s["text"] for s in segments),
+    }
