@@ -24,6 +24,8 @@ from .benchmarks.service import BenchmarkService
 from .config import rpc as config_rpc
 from .config.service import ConfigService
 from .embeddings import default_embedder
+from .export import rpc as export_rpc
+from .export.service import ExportService
 from .ipc.router import Method, Notification
 from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
@@ -67,6 +69,7 @@ class Services:
     benchmarks: BenchmarkService
     render: RenderService
     themes: ThemeService
+    exports: ExportService
 
 
 async def open_services(
@@ -122,6 +125,9 @@ async def open_services(
     render = _open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
     themes = ThemeService(settings.data_dir, settings.app_version)
     await themes.start()
+    # export: jobs (kind "export") over the AST → html/pdf/docx; PDF and DOCX rasters use the render browser
+    exports = ExportService(settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes)
+    await exports.start(tg)
     return Services(
         db=db,
         events=events,
@@ -137,6 +143,7 @@ async def open_services(
         benchmarks=benchmarks,
         render=render,
         themes=themes,
+        exports=exports,
     )
 
 
@@ -164,6 +171,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += benchmarks_rpc.methods(services.benchmarks)
     methods += render_rpc.methods(services.render)
     methods += themes_rpc.methods(services.themes)
+    methods += export_rpc.methods(services.exports)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
