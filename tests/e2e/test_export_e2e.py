@@ -13,11 +13,12 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.sidecar_proc import ROOT, Sidecar
+from tests.support.sidecar_proc import ROOT, Sidecar, sidecar_cmd
 
 pytestmark = pytest.mark.e2e
 
@@ -338,3 +339,46 @@ def test_cancel_stops_a_running_export_within_a_second_and_leaves_no_file(sc: Si
     time.sleep(0.3)
     assert _files(sc) == before
     sc.assert_alive()
+
+
+def test_cli_exports_a_markdown_file_and_a_note(sc: Sidecar, note_id: str, tmp_path: Path) -> None:
+    import docx
+
+    md = tmp_path / "doc.md"
+    md.write_text("# 命令行 CLI\n\n- one\n  - two\n\n$x^2$\n", encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    cmd = [*sidecar_cmd(), "export", str(md), "--format", "docx", "-o", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SLOW, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = Path(done.stdout.strip())
+    assert written == out / "命令行 CLI.docx"
+    assert [p.style.name for p in docx.Document(str(written)).paragraphs][:3] == [
+        "Heading 1",
+        "List Bullet",
+        "List Bullet 2",
+    ]
+    data_dir = sc.data_dir  # type: ignore[attr-defined]
+    cmd = [
+        *sidecar_cmd(),
+        "export",
+        "--note",
+        note_id,
+        "--format",
+        "html",
+        "--data-dir",
+        str(data_dir),
+        "-o",
+        str(out / "n.html"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SLOW, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "进程调度 Scheduling" in (out / "n.html").read_text("utf-8")
+    bad = subprocess.run(
+        [*sidecar_cmd(), "export", "--note", "note_missing", "--format", "html", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=SLOW,
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 2 and "EXPORT_SOURCE_NOT_FOUND" in bad.stderr
