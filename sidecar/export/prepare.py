@@ -199,8 +199,14 @@ class Preparer:
             if png is not None:
                 prepared.assets[node.node_id] = Asset("png", data=png, mime_type="image/png", width=w, height=h)
             return
-        if fmt == "docx" and mime in ("image/webp",):
-            data, mime = await anyio.to_thread.run_sync(_to_png, data)
+        if fmt == "docx" and mime in ("image/webp",):  # Word has no WebP: converted with Pillow where present
+            try:
+                data, mime = await anyio.to_thread.run_sync(_to_png, data)
+            except Exception:
+                prepared.warn(
+                    "EXPORT_IMAGE_INVALID", node, "a WebP image could not be converted for DOCX; alt text kept"
+                )
+                return
         width, height = await anyio.to_thread.run_sync(_image_size, data)
         prepared.assets[node.node_id] = Asset("image", data=data, mime_type=mime, width=width, height=height)
 
