@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+RASTER_VERSION = "export-raster-1"
 RASTER_SCALE = 3  # CSS px → PNG px: 96 dpi × 3 ≈ 288 dpi ("print resolution")
 MAX_IMAGE_BYTES = 20 * 1024 * 1024
 _DATA_URL = re.compile(r"^data:(image/(?:png|jpeg|gif|webp|svg\+xml|bmp));base64,([A-Za-z0-9+/=\s]+)$", re.I)
@@ -109,12 +111,24 @@ class Preparer:
         prepared.assets[node.node_id] = asset
 
     async def _raster(self, prepared: Prepared, node: Node, svg: str, width: float, height: float) -> bytes | None:
+        """The PNG of a sanitised SVG, through the render cache (a re-export does not screenshot again)."""
+        from sidecar.render.cache import cache_key
+
+        key = cache_key(RASTER_VERSION, RASTER_SCALE, width, height, hashlib.sha256(svg.encode()).hexdigest())
+        cache = self.render.cache if self.render is not None else None
+        if cache is not None:
+            hit = await anyio.to_thread.run_sync(cache.get, key)
+            if hit is not None and isinstance(hit.get("png"), str):
+                return base64.b64decode(hit["png"])
         try:
-            return await rasterise_svg(self.render, svg, width, height)
+            png = await rasterise_svg(self.render, svg, width, height)
         except Exception as exc:  # browser missing or crashed: the node degrades to its source, with a warning
             logger.info("export: rasterising %s failed: %s", node.node_id, exc)
             prepared.warn("EXPORT_RENDER_FAILED", node, "the image could not be rasterised for DOCX")
             return None
+        if cache is not None:
+            await anyio.to_thread.run_sync(cache.put, key, {"png": base64.b64encode(png).decode("ascii")})
+        return png
 
     # --------------------------------------------------------------------------------------------- maths
     async def _math(self, prepared: Prepared, node: Node, fmt: str) -> None:
