@@ -349,7 +349,7 @@ def test_cli_exports_a_markdown_file_and_a_note(sc: Sidecar, note_id: str, tmp_p
     out = tmp_path / "out"
     out.mkdir()
     cmd = [*sidecar_cmd(), "export", str(md), "--format", "docx", "-o", str(out)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SLOW, cwd=tmp_path)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SLOW, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     written = Path(done.stdout.strip())
     assert written == out / "命令行 CLI.docx"
@@ -371,7 +371,7 @@ def test_cli_exports_a_markdown_file_and_a_note(sc: Sidecar, note_id: str, tmp_p
         "-o",
         str(out / "n.html"),
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SLOW, cwd=tmp_path)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=SLOW, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "进程调度 Scheduling" in (out / "n.html").read_text("utf-8")
     bad = subprocess.run(
@@ -379,6 +379,6 @@ def test_cli_exports_a_markdown_file_and_a_note(sc: Sidecar, note_id: str, tmp_p
         capture_output=True,
         text=True,
         timeout=SLOW,
-        cwd=tmp_path,
+        cwd=ROOT,
     )
     assert bad.returncode == 2 and "EXPORT_SOURCE_NOT_FOUND" in bad.stderr
