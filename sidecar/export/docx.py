@@ -275,10 +275,19 @@ class DocxWriter:
             para.add_run(n.text or "")
 
     def _picture(self, para: Any, asset: Any) -> None:
+        """At its CSS size (96 px per inch; PNG rasters are 3× denser, so they print at ~288 dpi), at most the
+        text width; without a known size python-docx reads the image's own size and dpi."""
         from docx.shared import Inches
 
-        width_in = min((asset.width or 480) / 96.0, MAX_WIDTH_IN)
-        para.add_run().add_picture(io.BytesIO(asset.data), width=Inches(width_in))
+        run = para.add_run()
+        if asset.width:
+            run.add_picture(io.BytesIO(asset.data), width=Inches(min(asset.width / 96.0, MAX_WIDTH_IN)))
+            return
+        shape = run.add_picture(io.BytesIO(asset.data))
+        limit = Inches(MAX_WIDTH_IN)
+        if shape.width > limit:
+            shape.height = int(shape.height * limit / shape.width)
+            shape.width = limit
 
     # ---------------------------------------------------------------------------------------------- inlines
     def inlines(self, para: Any, nodes: list[Node], **fmt: Any) -> None:

@@ -94,7 +94,7 @@ class Preparer:
         if self.render is None:
             prepared.warn("EXPORT_RENDER_FAILED", node, "no renderer in this process; shown as its source")
             return
-        theme = "dark" if prepared.dark and fmt == "html" else "light"
+        theme = "dark" if prepared.dark and fmt != "docx" else "light"  # Word pages are white whatever the theme
         try:
             result = await self.render.render_source(node.type, node.text or "", theme=theme)
         except SidecarError as exc:
