@@ -4,7 +4,7 @@ inline and block maths, footnotes) → HTML, PDF and DOCX through the ExportServ
 warm-up, as pages/s; and the same Markdown through Debian's ``pandoc`` (HTML and DOCX; comparison only, skipped if
 pandoc is not installed) as a time ratio in the same run.
 
-    .venv/bin/python scripts/bench/bench_export.py [--rounds 3] [--sections 40]
+    .venv/bin/python scripts/bench/bench_export.py [--rounds 3] [--sections 47]
 
 * pages: the page count of our own A4 PDF of the document (the same number is used for every format);
 * warm-up: one export per format first (browser launch, Mermaid bundle, Python imports);
@@ -53,7 +53,7 @@ MERMAID = [
 PLOTS = ["sin(x*{k})", "x^2/{k}", "cos(x)*{k}/3", "exp(-x^2/{k})", "tan(x)/{k}"]
 
 
-def generate(sections: int, r: int) -> str:
+def generate(sections: int, r: int, diagrams: bool = True) -> str:
     """~1.25 A4 pages per section; 10 diagrams and 5 plots spread over the document."""
     out = [f"# 操作系统教程 Operating Systems Handbook {r}\n"]
     diagram_at = {round(i * sections / 10) for i in range(10)}
@@ -84,10 +84,10 @@ def generate(sections: int, r: int) -> str:
         )
         out.append(f"$$\n\\bar{{W}}_{{{s}}} = \\frac{{1}}{{n}}\\sum_{{i=1}}^{{n}} w_i + {r}\n$$\n")
         out.append("> 提示 Tip: 死锁的四个必要条件 — mutual exclusion, hold and wait, no preemption, circular wait.\n")
-        if s in diagram_at and d < 10:
+        if diagrams and s in diagram_at and d < 10:
             out.append("```mermaid\n" + MERMAID[d % len(MERMAID)].format(r=f"{r}.{d}") + "\n```\n")
             d += 1
-        if s in plot_at and p < 5:
+        if diagrams and s in plot_at and p < 5:
             expr = PLOTS[p].format(k=p + 2 + r)
             out.append(
                 f"```function_plot\nexpressions:\n  - expression: {expr}\n    label: 曲线 {p}\n"
@@ -168,6 +168,13 @@ async def main(rounds: int, sections: int) -> dict[str, object]:
                     entry["pandoc_s"] = None if pt is None else round(pt, 3)
                     entry["ratio_fresh_vs_pandoc"] = None if pt is None else round(f_med / pt, 2)
                     entry["ratio_cached_vs_pandoc"] = None if pt is None else round(c_med / pt, 2)
+                    # the same job as pandoc: the document without diagrams and plots (pandoc draws none)
+                    plain = generate(sections, 0, diagrams=False)
+                    ours = statistics.median([(await _export(svc, plain, fmt))[0] for _ in range(rounds)])
+                    pp = _pandoc(plain, fmt, rounds)
+                    entry["no_diagrams_s"] = round(ours, 3)
+                    entry["no_diagrams_pandoc_s"] = None if pp is None else round(pp, 3)
+                    entry["ratio_no_diagrams_vs_pandoc"] = None if pp is None else round(ours / pp, 2)
                 figures[fmt] = entry
             await jobs.shutdown(2)
             await render.close()
@@ -181,7 +188,7 @@ async def main(rounds: int, sections: int) -> dict[str, object]:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--sections", type=int, default=40)
+    ap.add_argument("--sections", type=int, default=47)  # ≈ 50 A4 pages
     ns = ap.parse_args()
     result = anyio.run(main, ns.rounds, ns.sections)
     goals = {"html": 20, "pdf": 5, "docx": 10}

@@ -34,7 +34,7 @@ class DocxWriter:
         self.doc = Document()
         self.count = 0
         self.footnote_ids: dict[int, int] = {}
-        self.numbering: Any = None
+        self._style_ids: dict[str, str] = {}
         self._setup_styles()
         from pygments.styles import get_style_by_name
 
@@ -72,6 +72,19 @@ class DocxWriter:
 
         link.font.color.rgb = RGBColor(0x05, 0x63, 0xC1)
 
+    def style_id(self, name: str) -> str:
+        """A style's id, looked up once (python-docx scans every style on each ``style=`` assignment)."""
+        sid = self._style_ids.get(name)
+        if sid is None:
+            sid = self._style_ids[name] = self.doc.styles[name].style_id
+        return sid
+
+    def para(self, container: Any, style: str | None = None) -> Any:
+        para = container.add_paragraph()
+        if style is not None:
+            para._p.get_or_add_pPr().style = self.style_id(style)
+        return para
+
     # ------------------------------------------------------------------------------------------- document
     def build(self) -> bytes:
         doc = self.p.document
@@ -80,7 +93,7 @@ class DocxWriter:
             and doc.root.children[0].type == "heading"
             and doc.root.children[0].attributes["level"] == 1
         ):
-            self.doc.add_paragraph(doc.title, style="Title")
+            self.para(self.doc, "Title").add_run(doc.title)
         if self.options.include_metadata:
             for key, value in self.p.metadata.items():
                 self.doc.add_paragraph(f"{key}: {value}")
@@ -100,7 +113,7 @@ class DocxWriter:
         t = n.type
         if t == "heading":
             level = max(1, min(9, int(n.attributes.get("level", 1))))
-            para = container.add_paragraph(style=f"Heading {level}")
+            para = self.para(container, f"Heading {level}")
             self.inlines(para, n.children)
         elif t == "paragraph":
             para = container.add_paragraph()
@@ -114,7 +127,7 @@ class DocxWriter:
         elif t == "blockquote":
             for c in n.children:
                 if c.type == "paragraph":
-                    para = container.add_paragraph(style="Quote")
+                    para = self.para(container, "Quote")
                     self.inlines(para, c.children)
                 else:
                     self.block(c, container)
@@ -149,13 +162,13 @@ class DocxWriter:
             first = True
             for c in item.children:
                 if c.type == "paragraph" and first:
-                    para = container.add_paragraph(style=style)
+                    para = self.para(container, style)
                     if level > 3:
                         from docx.shared import Inches
 
                         para.paragraph_format.left_indent = Inches(0.25 * (level + 1))
                     if num_id is not None:
-                        _set_num(para, num_id)
+                        _set_num(para, num_id, self.doc.styles[style].element)
                     checked = item.attributes.get("checked")
                     if checked is not None:
                         para.add_run("☑ " if checked else "☐ ")
@@ -164,7 +177,7 @@ class DocxWriter:
                 elif c.type == "list":
                     self.list(c, container, level + 1)
                 elif c.type == "paragraph":
-                    para = container.add_paragraph(style="List Continue" + ("" if depth == 1 else f" {depth}"))
+                    para = self.para(container, "List Continue" + ("" if depth == 1 else f" {depth}"))
                     self.inlines(para, c.children)
                 else:
                     self.block(c, container, list_level=level)
@@ -208,7 +221,7 @@ class DocxWriter:
             lexer = get_lexer_by_name(language, stripnl=False) if language else TextLexer(stripnl=False)
         except ClassNotFound:
             lexer = TextLexer(stripnl=False)
-        para = container.add_paragraph(style="Code")
+        para = self.para(container, "Code")
         for ttype, value in lex(text.rstrip("\n"), lexer):
             style = self.code_style.style_for_token(ttype)
             lines = value.split("\n")
@@ -237,13 +250,13 @@ class DocxWriter:
             "right": WD_ALIGN_PARAGRAPH.RIGHT,
             "center": WD_ALIGN_PARAGRAPH.CENTER,
         }
-        for r, row in enumerate(rows):
+        for row, tr in zip(rows, table.rows, strict=True):
             header = bool(row.attributes.get("header"))
             if header:
-                tr_pr = table.rows[r]._tr.get_or_add_trPr()
-                tr_pr.append(_xml(f'<w:tblHeader xmlns:w="{W_NS}"/>'))
+                tr._tr.get_or_add_trPr().append(_xml(f'<w:tblHeader xmlns:w="{W_NS}"/>'))
+            cells = tr.cells  # once per row: table.cell(r, c) walks the whole grid every call
             for c, cell in enumerate(row.children):
-                para = table.cell(r, c).paragraphs[0]
+                para = cells[c].paragraphs[0]
                 self.inlines(para, cell.children, bold=header)
                 align = cell.attributes.get("align")
                 if align in aligns:
@@ -271,7 +284,7 @@ class DocxWriter:
             para.alignment = WD_ALIGN_PARAGRAPH.CENTER
             self._picture(para, asset)
         else:
-            para.style = self.doc.styles["Code"]
+            para._p.get_or_add_pPr().style = self.style_id("Code")
             para.add_run(n.text or "")
 
     def _picture(self, para: Any, asset: Any) -> None:
@@ -355,7 +368,7 @@ class DocxWriter:
         if fmt.get("strike"):
             run.font.strike = True
         if fmt.get("code"):
-            run.style = self.doc.styles["Code Char"]
+            run._r.get_or_add_rPr().style = self.style_id("Code Char")
 
     def _hyperlink(self, para: Any, url: str) -> Any:
         from docx.opc.constants import RELATIONSHIP_TYPE as RT
@@ -413,14 +426,14 @@ def _run_xml(text: str, fmt: dict[str, Any]) -> str:
     return f'<w:r xmlns:w="{W_NS}">{rpr}<w:t xml:space="preserve">{escape(text)}</w:t></w:r>'
 
 
-def _set_num(para: Any, num_id: int) -> None:
+def _set_num(para: Any, num_id: int, style: Any) -> None:
     from docx.oxml.ns import qn
 
     ppr = para._p.get_or_add_pPr()
     existing = ppr.find(qn("w:numPr"))
     if existing is not None:
         ppr.remove(existing)
-    style_pr = para.style.element.find(qn("w:pPr") + "/" + qn("w:numPr") + "/" + qn("w:ilvl"))
+    style_pr = style.find(qn("w:pPr") + "/" + qn("w:numPr") + "/" + qn("w:ilvl"))
     level = style_pr.get(qn("w:val")) if style_pr is not None else "0"
     ppr.append(_xml(f'<w:numPr xmlns:w="{W_NS}"><w:ilvl w:val="{level}"/><w:numId w:val="{num_id}"/></w:numPr>'))
 
