@@ -238,6 +238,41 @@ params: UnsubscribeParams
 result: UnsubscribeResult
 }
 /**
+ * Cancel an export; a cancelled export leaves no file.
+ */
+"exports/cancel": {
+params: ExportIdParams
+result: OperationResponse
+}
+/**
+ * Start an export (a job): a note or unsaved markdown → html | pdf | docx; answers the queued job.
+ */
+"exports/create": {
+params: ExportCreateParams
+result: ExportJob
+}
+/**
+ * A chunk of a completed export's file (base64, at most 1 MiB) and whether it is the last.
+ */
+"exports/file": {
+params: ExportFileParams
+result: ExportFileChunk
+}
+/**
+ * An export job: status, progress, file, warnings.
+ */
+"exports/get": {
+params: ExportIdParams
+result: ExportJob
+}
+/**
+ * Export jobs, newest first (filter by status and format).
+ */
+"exports/list": {
+params: ExportListParams
+result: PageExportJob
+}
+/**
  * Switch the embedder (default, hash-v1, openai-compatible, ollama); rebuild vectors after.
  */
 "index/configure": {
@@ -1573,6 +1608,95 @@ subscription_id: string
  */
 export interface UnsubscribeResult {
 unsubscribed?: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ExportIdParams".
+ */
+export interface ExportIdParams {
+job_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ExportCreateParams".
+ */
+export interface ExportCreateParams {
+source: {
+[k: string]: unknown
+}
+format: string
+options?: {
+[k: string]: unknown
+}
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ExportJob".
+ */
+export interface ExportJob {
+job_id: string
+status: string
+format: string
+progress?: (JobProgress | null)
+file?: (ExportFile | null)
+warnings?: string[]
+error?: (ErrorInfo | null)
+created_at: string
+started_at?: (string | null)
+completed_at?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ExportFile".
+ */
+export interface ExportFile {
+file_name: string
+mime_type: string
+size: number
+sha256: string
+expires_at: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ExportFileParams".
+ */
+export interface ExportFileParams {
+job_id: string
+offset?: number
+length?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ExportFileChunk".
+ */
+export interface ExportFileChunk {
+job_id: string
+file_name: string
+mime_type: string
+size: number
+sha256: string
+offset: number
+length: number
+data_base64: string
+eof: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ExportListParams".
+ */
+export interface ExportListParams {
+status?: (string | null)
+format?: (string | null)
+limit?: number
+offset?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "Page_ExportJob_".
+ */
+export interface PageExportJob {
+items: ExportJob[]
+page: PageInfo
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

@@ -21,6 +21,10 @@ def main(argv: list[str] | None = None) -> None:
         from .media.worker import main as worker
 
         worker()
+    if args[:1] == ["export"]:  # a human CLI: Markdown/a note → html|pdf|docx with a progress bar
+        from .export.cli import main as export_main
+
+        sys.exit(export_main(args[1:]))
     from .settings import parse_args
 
     settings = parse_args(argv)

@@ -133,6 +133,9 @@ def detect_components(settings: Settings) -> dict[str, Component]:
     )
     components["mermaid"] = _mermaid(components)
     components["math"] = _all_packages(("latex2mathml", "latex2mathml"), ("ziamath", "ziamath"))
+    components["export"] = _all_packages(  # Markdown → AST → html/docx (pdf also needs chromium)
+        ("markdown_it", "markdown-it-py"), ("mdit_py_plugins", "mdit-py-plugins"), ("pygments", "pygments")
+    )
     ffmpeg = shutil.which("ffmpeg")
     components["ffmpeg"] = _status(ffmpeg is not None, path=ffmpeg)
     # media (transcription/diarization): models from installed packages or a configured local dir, never a hub

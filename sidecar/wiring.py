@@ -24,6 +24,8 @@ from .benchmarks.service import BenchmarkService
 from .config import rpc as config_rpc
 from .config.service import ConfigService
 from .embeddings import default_embedder
+from .export import rpc as export_rpc
+from .export.service import ExportService
 from .ipc.router import Method, Notification
 from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
@@ -76,6 +78,7 @@ class Services:
     plugins: PluginService
     bridge: McpBridge
     media: MediaService
+    exports: ExportService
 
 
 async def open_services(
@@ -157,6 +160,9 @@ async def open_services(
         diarization_model_dir=settings.diarization_model_dir,
     )
     await media.migrate()
+    # export: jobs (kind "export") over the AST → html/pdf/docx; PDF and DOCX rasters use the render browser
+    exports = ExportService(settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes)
+    await exports.start(tg)
     return Services(
         db=db,
         events=events,
@@ -175,6 +181,7 @@ async def open_services(
         plugins=plugins,
         bridge=bridge,
         media=media,
+        exports=exports,
     )
 
 
@@ -204,6 +211,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += themes_rpc.methods(services.themes)
     methods += plugins_rpc.methods(services.plugins)
     methods += media_rpc.methods(services.media)
+    methods += export_rpc.methods(services.exports)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods

@@ -24,6 +24,10 @@ HEAVY = [
     "tinycss2",
     "ziamath",
     "latex2mathml",
+    "markdown_it",
+    "mdit_py_plugins",
+    "pygments",
+    "PIL",
 ]
 
 

@@ -1,0 +1,259 @@
+"""The HTML exporter: one standalone HTML5 file — theme CSS inlined, maths as MathML, diagrams inline as sanitised
+SVG, code highlighted by Pygments, images as ``data:`` URLs, no script (and a CSP that forbids any), nothing
+loaded from outside. The PDF exporter prints the same markup (``print=True``: page rules, no max width)."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+import anyio
+
+from .ast import Node
+from .models import ExportOptions, ExportResult
+from .types import Prepared
+
+CODE_THEMES = {"github-light": "default", "github": "default", "light": "default", "dark": "github-dark"}
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:"
+BASE_CSS = """
+body { margin: 0; }
+article.metona-export { max-width: 52em; margin: 0 auto; padding: 2em 1.5em; }
+article.metona-export img, article.metona-export svg { max-width: 100%; height: auto; }
+.metona-export h1, .metona-export h2, .metona-export h3 { line-height: 1.25; }
+.metona-export pre { padding: 0.8em 1em; overflow-x: auto; border-radius: 4px; line-height: 1.45; }
+.metona-export pre code { background: none; }
+.metona-export code { font-size: 0.92em; padding: 0.1em 0.25em; border-radius: 3px; }
+.metona-export figure.diagram { margin: 1em 0; text-align: center; }
+.metona-export figure.diagram svg { display: inline-block; }
+.metona-export math[display="block"] { margin: 0.8em 0; }
+.metona-export li.task { list-style: none; }
+.metona-export li.task input { margin: 0 0.4em 0 -1.3em; }
+.metona-export table { margin: 1em 0; }
+.metona-export section.footnotes { font-size: 0.9em; border-top: 1px solid var(--border, #ccc); margin-top: 2em; }
+.metona-export .metadata { color: var(--muted, #666); font-size: 0.9em; }
+"""
+PRINT_CSS = """
+article.metona-export { max-width: none; padding: 0; }
+.metona-export pre { white-space: pre-wrap; word-break: break-all; }
+.metona-export h1, .metona-export h2, .metona-export h3, .metona-export h4 { break-after: avoid; }
+.metona-export figure.diagram, .metona-export tr, .metona-export img { break-inside: avoid; }
+"""
+
+
+def code_style(name: str) -> str | None:
+    """The Pygments style for a ``code_theme`` option, or None if unknown."""
+    from pygments.styles import get_all_styles
+
+    style = CODE_THEMES.get(name, name)
+    return style if style in set(get_all_styles()) else None
+
+
+def _lang(text: str) -> str:
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text[:20000]) else "en"
+
+
+class HtmlWriter:
+    """Document AST → HTML markup (blocking; runs in a worker thread)."""
+
+    def __init__(self, prepared: Prepared, options: ExportOptions, *, print_mode: bool = False) -> None:
+        self.p = prepared
+        self.options = options
+        self.print_mode = print_mode
+        self.count = 0
+        from pygments.formatters import HtmlFormatter
+
+        self.formatter = HtmlFormatter(style=code_style(options.code_theme) or "default", nowrap=True)
+
+    def document(self) -> str:
+        doc = self.p.document
+        body: list[str] = []
+        if self.options.include_title and not _starts_with_h1(doc.root):
+            body.append(f'<h1 class="title">{escape(doc.title)}</h1>')
+        if self.options.include_metadata and self.p.metadata:
+            rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in self.p.metadata.items())
+            body.append(f'<dl class="metadata">{rows}</dl>')
+        for child in doc.root.children:
+            body.append(self.block(child))
+        if doc.footnotes:
+            items = []
+            for fn in doc.footnotes:
+                inner = "".join(self.block(c) for c in fn.children)
+                back = f' <a href="#fnref-{fn.attributes["index"]}" class="footnote-back">↩</a>'
+                items.append(f'<li id="fn-{fn.attributes["index"]}">{inner}{back}</li>')
+            body.append(f'<section class="footnotes"><ol>{"".join(items)}</ol></section>')
+        css = self.p.theme_css + BASE_CSS + self.formatter.get_style_defs(".metona-export .highlight")
+        if self.print_mode:
+            css += PRINT_CSS
+        lang = _lang(doc.title + doc.root.plain_text())
+        return (
+            f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            '<meta name="generator" content="Metona sidecar">\n'
+            f"<title>{escape(doc.title)}</title>\n<style>\n{_style_text(css)}\n</style>\n</head>\n"
+            f'<body>\n<article class="metona-export">\n{"".join(body)}\n</article>\n</body>\n</html>\n'
+        )
+
+    # ---------------------------------------------------------------------------------------------- blocks
+    def block(self, n: Node) -> str:
+        self.count += 1
+        if self.count % 64 == 0:
+            self.p.check_cancelled()
+        t = n.type
+        if t == "heading":
+            level = int(n.attributes.get("level", 1))
+            anchor = escape(str(n.attributes.get("anchor", "")), quote=True)
+            return f'<h{level} id="{anchor}">{self.inlines(n.children)}</h{level}>\n'
+        if t == "paragraph":
+            return f"<p>{self.inlines(n.children)}</p>\n"
+        if t == "list":
+            tag = "ol" if n.attributes.get("ordered") else "ul"
+            start = n.attributes.get("start")
+            attr = f' start="{int(start)}"' if tag == "ol" and start not in (None, 1) else ""
+            return f"<{tag}{attr}>\n{''.join(self.block(c) for c in n.children)}</{tag}>\n"
+        if t == "list_item":
+            checked = n.attributes.get("checked")
+            tight = len(n.children) >= 1 and n.children[0].type == "paragraph"
+            parts = []
+            for i, c in enumerate(n.children):
+                if c.type == "paragraph" and tight and i == 0:
+                    parts.append(self.inlines(c.children))
+                else:
+                    parts.append(self.block(c))
+            if checked is None:
+                return f"<li>{''.join(parts)}</li>\n"
+            box = '<input type="checkbox" disabled' + (" checked" if checked else "") + ">"
+            return f'<li class="task">{box}{"".join(parts)}</li>\n'
+        if t == "blockquote":
+            return f"<blockquote>\n{''.join(self.block(c) for c in n.children)}</blockquote>\n"
+        if t == "code_block":
+            return self.code(n)
+        if t == "thematic_break":
+            return "<hr>\n"
+        if t == "table":
+            return self.table(n)
+        if t == "math_block":
+            return f'<div class="math">{self.math(n)}</div>\n'
+        if t in ("mermaid", "function_plot"):
+            asset = self.p.assets.get(n.node_id)
+            if asset is None or asset.text is None:
+                return self.code(n, language=t)
+            return f'<figure class="diagram {t}" id="{n.node_id}">{asset.text}</figure>\n'
+        if t == "html":
+            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
+            return ""
+        return f"<div>{self.inlines(n.children)}</div>\n"
+
+    def code(self, n: Node, language: str | None = None) -> str:
+        from pygments import highlight
+        from pygments.lexers import TextLexer, get_lexer_by_name
+        from pygments.util import ClassNotFound
+
+        lang = language or n.attributes.get("language") or ""
+        try:
+            lexer = get_lexer_by_name(lang, stripnl=False) if lang else TextLexer(stripnl=False)
+        except ClassNotFound:
+            lexer = TextLexer(stripnl=False)
+        code = highlight(n.text or "", lexer, self.formatter)
+        cls = f' class="language-{escape(lang, quote=True)}"' if lang else ""
+        return f'<pre class="highlight"><code{cls}>{code}</code></pre>\n'
+
+    def table(self, n: Node) -> str:
+        head, body = [], []
+        for row in n.children:
+            cells = []
+            for cell in row.children:
+                tag = "th" if cell.attributes.get("header") else "td"
+                align = cell.attributes.get("align")
+                style = f' style="text-align:{align}"' if align in ("left", "right", "center") else ""
+                cells.append(f"<{tag}{style}>{self.inlines(cell.children)}</{tag}>")
+            (head if row.attributes.get("header") else body).append(f"<tr>{''.join(cells)}</tr>")
+        thead = f"<thead>{''.join(head)}</thead>" if head else ""
+        tbody = f"<tbody>{''.join(body)}</tbody>" if body else ""
+        return f"<table>{thead}{tbody}</table>\n"
+
+    def math(self, n: Node) -> str:
+        asset = self.p.assets.get(n.node_id)
+        if asset is not None and asset.text:
+            return asset.text
+        return f'<code class="math">{escape(n.text or "")}</code>'
+
+    # --------------------------------------------------------------------------------------------- inlines
+    def inlines(self, nodes: list[Node]) -> str:
+        return "".join(self.inline(c) for c in nodes)
+
+    def inline(self, n: Node) -> str:
+        t = n.type
+        if t == "text":
+            return escape(n.text or "", quote=False)
+        if t == "emphasis":
+            return f"<em>{self.inlines(n.children)}</em>"
+        if t == "strong":
+            return f"<strong>{self.inlines(n.children)}</strong>"
+        if t == "strikethrough":
+            return f"<del>{self.inlines(n.children)}</del>"
+        if t == "code_inline":
+            return f"<code>{escape(n.text or '', quote=False)}</code>"
+        if t == "line_break":
+            return "<br>\n" if n.attributes.get("hard") else "\n"
+        if t == "link":
+            href = safe_href(str(n.attributes.get("href") or ""))
+            if href is None:
+                self.p.warn("EXPORT_LINK_REMOVED", n, "a link with an unsafe scheme was kept as text")
+                return self.inlines(n.children)
+            title = n.attributes.get("title")
+            tattr = f' title="{escape(str(title), quote=True)}"' if title else ""
+            return f'<a href="{escape(href, quote=True)}"{tattr}>{self.inlines(n.children)}</a>'
+        if t == "image":
+            return self.image(n)
+        if t == "math_inline":
+            return self.math(n)
+        if t == "footnote_ref":
+            i = int(n.attributes.get("index", 0))
+            return f'<sup class="footnote-ref"><a href="#fn-{i}" id="fnref-{i}">{i}</a></sup>'
+        if t == "html":
+            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
+            return ""
+        return self.inlines(n.children)
+
+    def image(self, n: Node) -> str:
+        alt = escape(str(n.attributes.get("alt") or ""), quote=True)
+        asset = self.p.assets.get(n.node_id)
+        if asset is None:
+            return f'<span class="image-missing">[{alt}]</span>' if alt else ""
+        if asset.kind == "svg" and asset.text:
+            return f'<span class="image" role="img" aria-label="{alt}">{asset.text}</span>'
+        data = base64.b64encode(asset.data or b"").decode("ascii")
+        size = ""
+        if asset.width and asset.height:
+            size = f' width="{round(asset.width)}" height="{round(asset.height)}"'
+        return f'<img src="data:{asset.mime_type};base64,{data}" alt="{alt}"{size}>'
+
+
+def safe_href(href: str) -> str | None:
+    low = href.strip().lower()
+    if low.startswith(("http://", "https://", "mailto:", "#")):
+        return href.strip()
+    if ":" not in low.split("/", 1)[0]:
+        return href.strip()  # relative: harmless in a standalone file
+    return None
+
+
+def _starts_with_h1(root: Node) -> bool:
+    return bool(root.children) and root.children[0].type == "heading" and root.children[0].attributes.get("level") == 1
+
+
+def _style_text(css: str) -> str:
+    return css.replace("</", "<\\/")  # a theme's CSS can never close the style element
+
+
+def render_html(prepared: Prepared, options: ExportOptions, *, print_mode: bool = False) -> str:
+    return HtmlWriter(prepared, options, print_mode=print_mode).document()
+
+
+class HtmlExporter:
+    format = "html"
+
+    async def export(self, document: Prepared, options: ExportOptions) -> ExportResult:
+        markup = await anyio.to_thread.run_sync(render_html, document, options, abandon_on_cancel=True)
+        return ExportResult(content=markup.encode("utf-8"), warnings=[])
