@@ -103,7 +103,11 @@ class OrphanGuard:
         return self._proc is not None and self._fd is not None and self._proc.poll() is None
 
     def add(self, pgid: int) -> None:
-        if pgid <= 1 or pgid in self.groups:
+        """List ``pgid`` (starting the guard if it is not running: a guard that died is replaced here)."""
+        if pgid <= 1:
+            return
+        if pgid in self.groups:
+            self.ensure()
             return
         self.groups.add(pgid)
         self._send(f"+{pgid}\n")
@@ -231,7 +235,6 @@ class ChildSupervisor:
                 self._untrack(other)
         self._groups[pid] = pgid
         self.guard.add(pgid)
-        self.guard.ensure()  # it died (or was closed) and this group was listed already: start it again
 
     def _untrack(self, pid: int) -> None:
         pgid = self._groups.pop(pid, None)

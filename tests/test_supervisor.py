@@ -127,8 +127,10 @@ async def test_a_dead_guard_is_started_again_with_every_group() -> None:
         os.kill(old, signal.SIGKILL)
         guard._proc.wait(3)  # type: ignore[union-attr]
         assert not guard.running()
-        guard.add(second.pid)
+        guard.add(first.pid)  # listed already: the dead guard is replaced all the same
         assert guard.running() and guard.pid != old and guard.starts == 2
+        guard.add(second.pid)
+        assert guard.starts == 2 and guard.groups == {first.pid, second.pid}
         await guard.close()
         wait_gone(first.pid, 3)
         wait_gone(second.pid, 3)
