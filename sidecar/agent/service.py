@@ -161,7 +161,9 @@ class AgentService:
             token_budget=p.token_budget,
             config_snapshot={},
         )
-        trace = TraceWriter(self._events, run_id, secrets=await self._known_secrets(adapter))
+        trace = TraceWriter(
+            self._events, run_id, secrets=await self._known_secrets(adapter) + self._tool_secrets(tools)
+        )
         snapshot = trace.sanitize(snapshot, max_chars=None)
         started = {
             "run_id": run_id,
@@ -231,6 +233,10 @@ class AgentService:
         except SidecarError:
             logger.debug("the fallback provider's key is not available for redaction", exc_info=True)
         return [k for k in keys if k]
+
+    def _tool_secrets(self, tools: list[Any]) -> list[str]:
+        """Secrets of the tools this run may call (a plugin's, which its server may echo): cut out of its trace."""
+        return [s for t in tools if (tool := self.registry.get(t.name)) is not None for s in tool.trace_secrets()]
 
     def _wanted_tools(self, p: AgentRunCreateParams) -> set[str] | None:
         """The intersection of ``allowed_tools``, ``request.constraints.allowedTools`` and ``request.tools``."""

@@ -119,6 +119,9 @@ class ToolSteps:
                 )
                 raise
         with anyio.CancelScope(shield=True):  # what a tool did is recorded even if the run is cancelled meanwhile
+            for source in (tool, self._registry.get(call.name)):  # the tool as called, and as now published
+                if source is not None:  # a plugin restarted with a new secret since the run started
+                    self.trace.add_secrets(source.trace_secrets())
             return await self._record_result(call, execution, parent_id, iteration)
 
     async def _permission(self, call: MetonaToolCall, tool: Any, parent_id: str) -> str | None:

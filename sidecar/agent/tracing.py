@@ -57,6 +57,12 @@ class TraceWriter:
         """Run ``fn(conn)`` in every batch's transaction (the run row's progress counters)."""
         self._on_commit = fn
 
+    def add_secrets(self, secrets: Iterable[str]) -> None:
+        """More values to cut out of every event from now on (a plugin secret learnt when its result is recorded)."""
+        new = tuple(s for s in secrets if s and s not in self.secrets)
+        if new:
+            self.secrets += new
+
     def sanitize(self, value: Any, max_chars: int | None = MAX_STRING_CHARS) -> Any:
         return sanitize(value, secrets=self.secrets, max_chars=max_chars)
 

@@ -72,6 +72,8 @@ class HostSpec:
     plugin_dir: Path
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the server: the plugin's settings and secrets (never logged)."""
+    secrets: tuple[str, ...] = ()
+    """The secret values among ``env``: cut out of agent traces (a server may echo them in a result)."""
 
 
 Publish = Callable[[str, list[McpTool]], list[str]]
@@ -349,6 +351,7 @@ class McpHost:
                 risk=tool_risk(t, policy.risk),
                 timeout_ms=policy.timeout_ms,
                 call=self.call,
+                secrets=self.spec.secrets,
             )
             for t in found
         ]

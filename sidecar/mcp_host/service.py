@@ -42,6 +42,7 @@ class McpBridge:
         self._grace_s = grace_s
         self._hosts: dict[str, McpHost] = {}
         self._restarting: set[str] = set()
+        self._pending: dict[str, HostSpec] = {}  # the newest spec a restart was asked with, not applied yet
         self._locks: dict[str, anyio.Lock] = {}
         self.on_status = on_status
         self._closed = False
@@ -104,7 +105,8 @@ class McpBridge:
         )
         host.restarts = restarts
         self._hosts[spec.plugin_id] = host
-        self._restarting.discard(spec.plugin_id)
+        if spec.plugin_id not in self._pending:
+            self._restarting.discard(spec.plugin_id)
         return host.start(self._tg), host
 
     def restart_soon(self, spec: HostSpec) -> None:
@@ -113,22 +115,26 @@ class McpBridge:
             raise host_error("PLUGIN_HOST_UNAVAILABLE", "the sidecar is shutting down", 503)
         self._registry.remove_namespace(spec.plugin_id)
         self._restarting.add(spec.plugin_id)
-        self._tg.start_soon(self._restart, spec)
+        self._pending[spec.plugin_id] = spec  # two quick changes (a secret, then another): the newest one wins
+        self._tg.start_soon(self._restart, spec.plugin_id)
 
-    async def _restart(self, spec: HostSpec) -> None:
+    async def _restart(self, plugin_id: str) -> None:
         try:
-            async with self._lock(spec.plugin_id):
-                if spec.plugin_id not in self._restarting:  # stopped (uninstalled) meanwhile, or already replaced
+            async with self._lock(plugin_id):
+                spec = self._pending.pop(plugin_id, None)
+                if spec is None:  # stopped (uninstalled) meanwhile, or an earlier task applied the newest spec
                     return
                 settled, _ = await self._replace(spec)
             await settled.wait()
         except Exception:
-            logger.exception("restart of plugin %s failed", spec.plugin_id)
+            logger.exception("restart of plugin %s failed", plugin_id)
         finally:
-            self._restarting.discard(spec.plugin_id)
+            if plugin_id not in self._pending:
+                self._restarting.discard(plugin_id)
 
     async def stop(self, plugin_id: str) -> None:
         self._restarting.discard(plugin_id)
+        self._pending.pop(plugin_id, None)
         async with self._lock(plugin_id):
             host = self._hosts.pop(plugin_id, None)
             if host is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sidecar.agent.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolParams
@@ -44,6 +44,7 @@ class McpTool(Tool):
         risk: MetonaRiskLevel,
         timeout_ms: int,
         call: CallFn,
+        secrets: Sequence[str] = (),
     ) -> None:
         import jsonschema
 
@@ -58,8 +59,12 @@ class McpTool(Tool):
         self.permission = f"plugin.{plugin_id}.tools" if self.requires_permission else ""
         self.timeout_ms = timeout_ms
         self._call = call
+        self._secrets = tuple(secrets)
         cls = jsonschema.validators.validator_for(input_schema, default=jsonschema.Draft202012Validator)
         self._validator = cls(input_schema, format_checker=cls.FORMAT_CHECKER)
+
+    def trace_secrets(self) -> Sequence[str]:
+        return self._secrets  # the plugin's secrets its server was started with
 
     def declaration(self, name: str) -> MetonaToolDef:
         return MetonaToolDef(

@@ -263,7 +263,12 @@ class PluginService:
         self._bridge.restart_soon(await self._spec(plugin_id, manifest))
 
     async def _spec(self, plugin_id: str, manifest: PluginManifest) -> HostSpec:
-        return HostSpec(plugin_id, manifest, self._dir(manifest), env=await self._server_env(plugin_id, manifest))
+        env = await self._server_env(plugin_id, manifest)
+        secret_vars = {
+            f.env or f"METONA_{f.key.upper()}" for f in manifest.contributes.settings.fields if f.type == "secret"
+        }
+        secrets = tuple(v for k, v in env.items() if k in secret_vars)
+        return HostSpec(plugin_id, manifest, self._dir(manifest), env=env, secrets=secrets)
 
     async def _server_env(self, plugin_id: str, manifest: PluginManifest) -> dict[str, str]:
         env: dict[str, str] = {}

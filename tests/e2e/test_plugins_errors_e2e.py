@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.support import SERVER, alive, group_members, make_plugin, wait_status
+from tests.plugins.support import SERVER, alive, events, group_members, ir_request, make_plugin, wait_status
 from tests.support.sidecar_proc import Sidecar
 
 pytestmark = pytest.mark.e2e
@@ -220,6 +221,56 @@ def test_settings_and_secrets(sc: Sidecar, configured: dict[str, Any]) -> None:
     assert canary not in sc.stderr_text()
     db = (Path(sc.stderr_path).parent / "data" / "metona.sqlite3").read_bytes()
     assert canary.encode() not in db
+
+
+def set_secret_and_wait(sc: Sidecar, secret: str) -> None:
+    """Set the ``conf`` plugin's secret and wait until its restarted server has it."""
+    sc.result("plugins/settings/secret/set", {"plugin_id": "conf", "key": "api_key", "secret": secret})
+    deadline = time.monotonic() + 20
+    while True:
+        ran = run_command(sc, "conf.key-check", arguments={"name": "FIXTURE_API_KEY"})
+        if "result" in ran and ran["result"]["effect"]["payload"].get("message") == secret:
+            return
+        assert time.monotonic() < deadline, ran
+        time.sleep(0.1)
+
+
+def test_a_plugin_secret_its_server_echoes_never_reaches_the_trace(sc: Sidecar, configured: dict[str, Any]) -> None:
+    """Known at the run's start (the first value), and learnt when a result is recorded (a second value set while
+    the run waits on a permission: the server restarted with it). Neither looks like a key to the generic rules."""
+    first, second = "canary-Alpha-71c2e0", "canary-Bravo-4d9b1f"
+    stale = {"plugin_id": "conf", "key": "api_key", "secret": "canary-Stale-000000"}
+    sc.result("plugins/settings/secret/set", stale)  # two restarts in a row: the server ends with the newest value
+    set_secret_and_wait(sc, first)
+    echo = {"name": "conf.env", "args": {"name": "FIXTURE_API_KEY"}}
+    turns = [{"tool_calls": [{"id": "c1", **echo}]}, {"tool_calls": [{"id": "c2", **echo}]},
+             {"text": f"first {first}, second {second}"}]  # fmt: skip
+    sc.result("providers/create", {"preset": "mock", "provider_id": "mock-secrets",
+                                   "options": {"script": {"turns": turns}}})  # fmt: skip
+    run_id = sc.result("agent/runs/create", {"provider_id": "mock-secrets", "request": ir_request("go")})["run_id"]
+    asked: list[str] = []
+    deadline = time.monotonic() + 60
+    while (run := sc.result("agent/runs/get", {"run_id": run_id}))["status"] in ("running", "queued"):
+        pending = run.get("pending_permission")
+        if pending and pending["request_id"] not in asked:
+            asked.append(pending["request_id"])
+            if len(asked) == 2:  # the second call: change the secret first (the host restarts with it)
+                set_secret_and_wait(sc, second)
+            answer = {"run_id": run_id, "request_id": pending["request_id"], "decision": "allow_once"}
+            sc.result("agent/permissions/resolve", answer)
+        assert time.monotonic() < deadline, run
+        time.sleep(0.05)
+    assert run["status"] == "completed", run
+    trace = events(sc, run_id)
+    results = {e["data"]["tool_call_id"]: e["data"] for e in trace if e["event"] == "ToolResult"}
+    assert results["c1"]["success"] and results["c2"]["success"], results
+    for call in ("c1", "c2"):  # the server did echo a value, and the trace shows it cut out
+        assert "[redacted]" in json.dumps(results[call]["result"]), results[call]
+    texts = json.dumps([trace, run], ensure_ascii=False)
+    assert first not in texts and second not in texts
+    assert "first [redacted], second [redacted]" in texts, "the model's answer is redacted too"
+    assert first not in sc.stderr_text() and second not in sc.stderr_text()
+    sc.result("plugins/settings/secret/delete", {"plugin_id": "conf", "key": "api_key"})
 
 
 def test_commands_list_and_execute(sc: Sidecar, configured: dict[str, Any]) -> None:

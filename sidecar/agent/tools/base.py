@@ -80,6 +80,12 @@ class Tool:
         """The validated arguments (raises ``pydantic.ValidationError`` or ``ToolError``)."""
         return self.Params.model_validate(args)
 
+    def trace_secrets(self) -> Sequence[str]:
+        """Values the run's trace must never show in clear, wherever they appear (a plugin's secrets: its server
+        has them in its environment and may echo them in a result). Read when a run starts and again when a
+        result of this tool is recorded."""
+        return ()
+
     def unavailable_reason(self, ctx: ToolContext) -> str | None:
         """Why the tool cannot run now (a missing service or configuration), or ``None`` when it can."""
         return None
