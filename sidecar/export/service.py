@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from sidecar.common import OperationResponse, Page, PageInfo, iso, utc_now
 from sidecar.errors import NotFoundError, SidecarError
 
-from .ast import Document, parse_markdown
+from .ast import Document, parse_markdown, xml_safe
 from .errors import (
     ExportFileExpired,
     ExportFileNotReady,
@@ -245,6 +245,7 @@ class ExportService:
         await ctx.progress("parse", 0, 4)
         document = await anyio.to_thread.run_sync(parse_markdown, markdown, title or None, abandon_on_cancel=True)
         ctx.check_cancelled()
+        metadata = {key: xml_safe(value) for key, value in metadata.items()}
         prepared = Prepared(
             document, theme_css=theme_css, dark=dark, metadata=metadata, check_cancelled=ctx.check_cancelled
         )

@@ -3,6 +3,8 @@ the adversarial review found. One sidecar for the module."""
 
 from __future__ import annotations
 
+import base64
+import io
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -54,3 +56,43 @@ def test_a_huge_heading_does_not_freeze_the_sidecar(sc: Sidecar) -> None:
     assert view["status"] == "completed", view
     assert view["file"]["file_name"] == "长" * 50 + ".html"
     assert worst < 1.0, f"ping + get took {worst:.2f} s while the export ran"
+
+
+def _download(sc: Sidecar, job_id: str) -> bytes:
+    out, offset = b"", 0
+    while True:
+        chunk = sc.result("exports/file", {"job_id": job_id, "offset": offset, "length": 1 << 20})
+        out += base64.b64decode(chunk["data_base64"])
+        offset += chunk["length"]
+        if chunk["eof"]:
+            return out
+
+
+@pytest.mark.parametrize("fmt", ["docx", "html"])
+def test_control_characters_from_pasted_text_export(sc: Sidecar, fmt: str) -> None:
+    """A terminal's ESC colour codes, a PDF's form feed, a vertical tab in a title and a NUL in a note's folder
+    made python-docx refuse the document: the job failed with the generic JOB_FAILED (a traceback in the log)."""
+    note = sc.result(
+        "notes/create",
+        {
+            "title": "Build\x0blog",
+            "folder": "logs\x00",
+            "content": "# Build log\n\n```\n\x1b[31merror\x1b[0m: failed\n```\n\npage one\x0cpage two \ufffe end\n",
+        },
+    )
+    job = sc.result(
+        "exports/create",
+        {"source": {"type": "note", "note_id": note["note_id"]}, "format": fmt, "options": {"include_metadata": True}},
+    )
+    view = _wait_export(sc, job["job_id"])
+    assert view["status"] == "completed", view
+    assert view["file"]["file_name"] == f"Build log.{fmt}"
+    data = _download(sc, job["job_id"])
+    if fmt == "docx":
+        import docx
+
+        text = "\n".join(p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
+    else:
+        text = data.decode("utf-8")
+        assert "\x1b" not in text and "\x0c" not in text
+    assert "[31merror" in text and "page one page two" in text and "end" in text
