@@ -96,3 +96,18 @@ def test_control_characters_from_pasted_text_export(sc: Sidecar, fmt: str) -> No
         text = data.decode("utf-8")
         assert "\x1b" not in text and "\x0c" not in text
     assert "[31merror" in text and "page one page two" in text and "end" in text
+
+
+def test_an_image_word_cannot_read_becomes_alt_text_and_a_warning(sc: Sidecar) -> None:
+    """A data: PNG whose magic bytes are right but whose header is truncated passed the checks, then python-docx
+    raised inside the writer: the whole DOCX export failed with JOB_FAILED."""
+    bad_png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 20).decode()
+    markdown = f"# Pictures\n\nBefore ![a broken chart](data:image/png;base64,{bad_png}) after.\n"
+    job = sc.result("exports/create", {"source": {"type": "markdown", "markdown": markdown}, "format": "docx"})
+    view = _wait_export(sc, job["job_id"])
+    assert view["status"] == "completed", view
+    assert any(w.startswith("EXPORT_IMAGE_SKIPPED: ") and "(image)" in w for w in view["warnings"]), view["warnings"]
+    import docx
+
+    text = "\n".join(p.text for p in docx.Document(io.BytesIO(_download(sc, job["job_id"]))).paragraphs)
+    assert "Before [a broken chart] after." in text
