@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import base64
 import io
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,3 +115,27 @@ def test_an_image_word_cannot_read_becomes_alt_text_and_a_warning(sc: Sidecar) -
 
     text = "\n".join(p.text for p in docx.Document(io.BytesIO(_download(sc, job["job_id"]))).paragraphs)
     assert "Before [a broken chart] after." in text
+
+
+@pytest.mark.skipif(bool(os.environ.get("SIDECAR_CMD")), reason="the one-file binary does not transcribe")
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg makes the ADTS file")
+def test_an_adts_aac_file_is_accepted_and_transcribed(sc: Sidecar, tmp_path: Path) -> None:
+    """A raw .aac (ADTS, what ffmpeg and many recorders write) was refused at create with
+    UNSUPPORTED_AUDIO_FORMAT/UNRECOGNISED_FORMAT: the sniffer's layer check excluded ADTS's layer 00."""
+    aac = tmp_path / "memo.aac"
+    silence = ["-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", "3"]
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", *silence, "-c:a", "aac", str(aac)], check=True)
+    assert aac.read_bytes()[:2] == b"\xff\xf1"
+    att = sc.result("attachments/import", {"path": str(aac)})["attachment_id"]
+    reply = sc.call(
+        "media/transcriptions/create", {"attachment_id": att, "profile_id": "en-fast", "diarization": False}
+    )
+    assert "result" in reply, reply
+    deadline = time.monotonic() + 180
+    while True:
+        job = sc.result("media/transcriptions/get", {"job_id": reply["result"]["job_id"]})
+        if job["status"] in TERMINAL or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert job["status"] == "completed", job
+    assert job["segments"] == [] and 2.5 < job["duration"] < 3.5
