@@ -115,6 +115,17 @@ def _parser() -> Any:
 
 
 _MD: Any = None
+# characters XML 1.0 (DOCX, and HTML's parser) cannot carry: C0 controls but tab/LF/CR, lone surrogates, U+FFFE/F.
+# Pasted text has them (a PDF's form feed, a terminal's ESC colour codes); python-docx refuses the whole document.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with what XML cannot hold replaced: vertical tab / form feed by a space, the rest by U+FFFD (as
+    CommonMark does for NUL), so nothing vanishes silently."""
+    if not _XML_INVALID.search(text):
+        return text
+    return _XML_INVALID.sub(lambda m: " " if m.group() in "\x0b\x0c" else "\ufffd", text)
 
 
 def parse_markdown(source: str, title: str | None = None) -> Document:
@@ -122,6 +133,7 @@ def parse_markdown(source: str, title: str | None = None) -> Document:
     global _MD
     if _MD is None:
         _MD = _parser()
+    source, title = xml_safe(source), xml_safe(title) if title else title
     tokens = _MD.parse(source)
     builder = _Builder()
     root = builder.build(tokens)

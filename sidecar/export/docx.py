@@ -333,9 +333,16 @@ class DocxWriter:
                     self.inline(para, c, fmt, target)
         elif t == "image":
             asset = self.p.assets.get(n.node_id)
+            placed = False
             if asset is not None and asset.data:
-                self._picture(para, asset)
-            elif n.attributes.get("alt"):
+                try:  # the user's bytes: python-docx's header readers raise on a truncated or odd image
+                    self._picture(para, asset)
+                    placed = True
+                except Exception as exc:
+                    self.p.warn(
+                        "EXPORT_IMAGE_SKIPPED", n, f"Word cannot read this image ({type(exc).__name__}); alt text kept"
+                    )
+            if not placed and n.attributes.get("alt"):
                 self._text(para, f"[{n.attributes['alt']}]", fmt, target)
         elif t == "math_inline":
             asset = self.p.assets.get(n.node_id)

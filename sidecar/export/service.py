@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from sidecar.common import OperationResponse, Page, PageInfo, iso, utc_now
 from sidecar.errors import NotFoundError, SidecarError
 
-from .ast import Document, parse_markdown
+from .ast import Document, parse_markdown, xml_safe
 from .errors import (
     ExportFileExpired,
     ExportFileNotReady,
@@ -69,7 +69,15 @@ NOT_FOUND = "EXPORT_JOB_NOT_FOUND"
 DEFAULT_TTL_S = 24 * 3600
 SWEEP_EVERY_S = 600.0
 EXTENSIONS = {"html": ".html", "pdf": ".pdf", "docx": ".docx"}
-RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+RESERVED = {
+    "CON",
+    "PRN",
+    "AUX",
+    "NUL",
+    "CONIN$",
+    "CONOUT$",
+    *(f"{dev}{i}" for dev in ("COM", "LPT") for i in [*range(1, 10), "\u00b9", "\u00b2", "\u00b3"]),
+}
 MAX_NAME_BYTES = 150
 _FILE_RE = re.compile(r"^(export_[0-9a-f]{32})\.(html|pdf|docx)$")
 _CONTENT_TYPES = {"text", "image", "math_inline", "math_block", "mermaid", "function_plot", "code_block", "code_inline"}
@@ -78,12 +86,13 @@ _CONTENT_TYPES = {"text", "image", "math_inline", "math_block", "mermaid", "func
 def sanitize_file_name(title: str, fmt: str) -> str:
     """A download name from a title: CJK and other letters kept; control and path characters, reserved device
     names, leading/trailing dots and spaces removed; at most 150 UTF-8 bytes; never empty."""
-    text = unicodedata.normalize("NFC", title or "")
+    # a title can be a whole (2 MiB) heading: bound the work first, then cut by bytes in one step (a
+    # character-at-a-time cut re-encoded the whole text each time: minutes for a long CJK heading)
+    text = unicodedata.normalize("NFC", (title or "").lstrip()[:4096])
     text = "".join(" " if unicodedata.category(ch).startswith(("C", "Z")) else ch for ch in text)
     text = re.sub(r'[\\/:*?"<>|]+', " ", text)
     text = re.sub(r"\s+", " ", text).strip(" .")
-    while text.encode("utf-8").__len__() > MAX_NAME_BYTES:
-        text = text[:-1]
+    text = text.encode("utf-8")[:MAX_NAME_BYTES].decode("utf-8", "ignore")
     text = text.strip(" .")
     if not text or text.split(".")[0].strip().upper() in RESERVED:
         text = "export" if not text else f"export {text}"
@@ -236,6 +245,7 @@ class ExportService:
         await ctx.progress("parse", 0, 4)
         document = await anyio.to_thread.run_sync(parse_markdown, markdown, title or None, abandon_on_cancel=True)
         ctx.check_cancelled()
+        metadata = {key: xml_safe(value) for key, value in metadata.items()}
         prepared = Prepared(
             document, theme_css=theme_css, dark=dark, metadata=metadata, check_cancelled=ctx.check_cancelled
         )

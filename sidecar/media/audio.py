@@ -37,7 +37,11 @@ class AudioError(Exception):
 
 def _looks_like_mpeg_audio(head: bytes) -> bool:
     # an MPEG audio frame sync (11 bits set) with a valid layer, or ADTS AAC
-    return len(head) >= 2 and head[0] == 0xFF and (head[1] & 0xE0) == 0xE0 and (head[1] & 0x06) != 0
+    if len(head) < 2 or head[0] != 0xFF:
+        return False
+    mpeg = (head[1] & 0xE0) == 0xE0 and (head[1] & 0x06) != 0
+    adts = (head[1] & 0xF6) == 0xF0  # 12-bit sync, layer 00: ADTS (the layer check above refused it)
+    return mpeg or adts
 
 
 def sniff_audio(head: bytes, filename: str) -> str | None:

@@ -124,3 +124,9 @@ def test_deep_nesting_is_bounded() -> None:
     while node.children:
         node, depth = node.children[0], depth + 1
     assert depth <= 70
+
+
+def test_characters_xml_cannot_hold_are_replaced_not_dropped() -> None:
+    doc = parse_markdown("a\x1b[1mb\x0cc\x0bd\ufffee\x7f", "T\x0ct")
+    text = "".join(n.text or "" for n in doc.walk() if n.type == "text")
+    assert text == "a\ufffd[1mb c d\ufffde\x7f" and doc.title == "T t"

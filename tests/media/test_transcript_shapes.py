@@ -76,6 +76,9 @@ def test_srt_and_webvtt_as_the_ecosystem_writes_them() -> None:
         (b"RIFF\x00\x00\x00\x00WAVEfmt ", "wav"),
         (b"ID3\x04\x00", "mp3/aac"),
         (b"\xff\xfb\x90\x00", "mp3/aac"),
+        (b"\xff\xf1\x5c\x40", "mp3/aac"),  # ADTS AAC (MPEG-4), as ffmpeg writes a .aac
+        (b"\xff\xf9\x50\x80", "mp3/aac"),  # ADTS AAC (MPEG-2)
+        (b"\xff\xe1\x00\x00", None),  # MPEG audio sync with the reserved layer and no ADTS sync
         (b"OggS\x00", "ogg"),
         (b"fLaC\x00", "flac"),
         (b"\x00\x00\x00\x20ftypM4A ", "mp4"),
