@@ -9,6 +9,7 @@ Usage counts are the runtime's own token counts. ``options.model_path`` (host-tr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,11 @@ C = MetonaErrorCode
 LOCAL_MODEL = "qwen2.5-coder-0.5b-instruct"
 CAPABILITIES = (CHAT, STREAMING, TOOL_CALLING, STRUCTURED_OUTPUT)
 """Conservative: no vision, no thinking; tool calling through the text fallback, JSON through constrained decoding."""
+ANSWER_AFTER_TOOLS = "Answer the question using these results."
+"""After tool results (``options.tool_followup`` ``"answer"``, the default) the model is asked for the answer: the
+turn's calls and results are folded into the user's message and no tools are offered. The 0.5B model cannot chain
+tools — shown its own call and the result in the chat template, it calls the same tool again until
+``max_iterations`` (measured: every run of the 37*43 task looped). ``"free"`` keeps the tools offered instead."""
 MAX_OUTPUT = 2048
 DEFAULT_MAX_TOKENS = 1024
 
@@ -161,7 +167,7 @@ class LocalAdapter(BaseAdapter):
         if request.constraints is not None and request.constraints.max_tool_calls == 0:
             tools = []
         schema = response_schema(request)
-        if tools and schema is None:
+        if tools and schema is None and not self.answer_mode(request):
             asm.tool_fallback(tools)
         payload = self.payload(request, tools if schema is None else [], schema)
         try:
@@ -192,6 +198,9 @@ class LocalAdapter(BaseAdapter):
         if system:
             messages.append({"role": "system", "content": system})
         messages += [_message(m) for m in request.messages]
+        if tools and self.answer_mode(request):
+            messages = messages[: len(messages) - len(request.messages)] + _folded(request.messages)
+            tools = []
         payload: dict[str, Any] = {
             "messages": messages,
             "max_tokens": params.max_tokens or DEFAULT_MAX_TOKENS,
@@ -216,6 +225,34 @@ class LocalAdapter(BaseAdapter):
         if schema is not None:
             payload["json_schema"] = schema
         return payload
+
+    def answer_mode(self, request: MetonaRequest) -> bool:
+        """The last message is a tool result and the provider asks for the answer now (see ANSWER_AFTER_TOOLS)."""
+        last = request.messages[-1] if request.messages else None
+        return last is not None and last.role == "tool" and self.config.options.get("tool_followup") != "free"
+
+
+def _folded(messages: list[MetonaMessage]) -> list[dict[str, Any]]:
+    """The messages with the calls and results after the last user message folded into it as text."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    head = [_message(m) for m in messages[: max(last_user, 0)]]
+    question = messages[last_user].content if last_user >= 0 else ""
+    lines = []
+    for m in messages[last_user + 1 :]:
+        if m.role == "tool":
+            name = m.tool_result.tool_name if m.tool_result else "tool"
+            args = next(
+                (
+                    c.args
+                    for p in messages
+                    for c in p.tool_calls or ()
+                    if m.tool_result and c.id == m.tool_result.tool_call_id
+                ),
+                {},
+            )
+            lines.append(f"- {name}({json.dumps(args, ensure_ascii=False)}) returned: {tool_text(m)}")
+    text = f"{question}\n\nTool results:\n" + "\n".join(lines) + f"\n\n{ANSWER_AFTER_TOOLS}"
+    return [*head, {"role": "user", "content": text.strip()}]
 
 
 def response_schema(request: MetonaRequest) -> dict[str, Any] | None:

@@ -57,7 +57,9 @@ def parse_tool_text(text: str, tools: Sequence[MetonaToolDef]) -> ToolParse:
         for start, end, payload in spans:
             calls, why = _calls_from(payload, by_name)
             if calls:
-                result.calls.extend(calls)
+                for call in calls:  # a small model repeats its call: the same call twice in one answer is one
+                    if call not in result.calls:
+                        result.calls.append(call)
                 accepted.append((start, end))
             elif why:
                 result.rejected.append(why)

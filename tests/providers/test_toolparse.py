@@ -110,6 +110,15 @@ def test_wrong_tool_or_invalid_arguments_stay_text() -> None:
         assert any(why in r for r in result.rejected), result.rejected
 
 
+def test_a_call_repeated_in_one_answer_is_one_call() -> None:
+    one = '{"name": "calculator", "arguments": {"expression": "37*43"}}'
+    other = '{"name": "calculator", "arguments": {"expression": "1591"}}'
+    assert _calls(f"{one}\n{one}\n{other}\n{one}") == [
+        ("calculator", {"expression": "37*43"}),
+        ("calculator", {"expression": "1591"}),
+    ]
+
+
 def test_one_bad_call_in_a_list_rejects_the_block() -> None:
     text = '[{"name": "calculator", "arguments": {"expression": "1"}}, {"name": "nope", "arguments": {}}]'
     assert _calls(text) == []
