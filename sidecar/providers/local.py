@@ -257,8 +257,8 @@ def _folded(messages: list[MetonaMessage]) -> list[dict[str, Any]]:
 
 def response_schema(request: MetonaRequest) -> dict[str, Any] | None:
     """The JSON schema the answer must follow (``responseFormat``: json_object → any object), or None."""
-    fmt = getattr(request, "response_format", None)
-    if fmt is None:
+    fmt = request.response_format
+    if fmt is None or fmt.type == "text":
         return None
     if fmt.type == "json_schema" and fmt.json_schema is not None:
         return dict(fmt.json_schema)

@@ -169,6 +169,9 @@ class OllamaAdapter(BaseAdapter):
                 messages.insert(0, {"role": "system", "content": prompt})
             else:
                 system["content"] = f"{system['content']}\n\n{prompt}"
+        fmt = request.response_format
+        if fmt is not None and fmt.type != "text":  # IR extension: Ollama's JSON mode / structured outputs
+            payload["format"] = fmt.json_schema if fmt.type == "json_schema" and fmt.json_schema else "json"
         tools = [] if text_tools else self._tools(request)
         if tools:
             payload["tools"] = tools

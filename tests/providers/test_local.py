@@ -313,7 +313,7 @@ async def test_worker_starts_on_use_and_stops_when_idle_and_on_close(tmp_path: P
         assert os.getpgid(pid) == pid  # its own process group
         rt._touch()
         with anyio.fail_after(10):
-            while rt.worker_pid is not None:  # noqa: ASYNC110 - polling the process table, no event to wait on
+            while rt.worker_pid is not None or children.pids:  # noqa: ASYNC110 - polling the process table, no event to wait on
                 await anyio.sleep(0.05)
         assert children.pids == []
         with pytest.raises(LocalModelError):
