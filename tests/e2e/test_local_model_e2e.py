@@ -183,6 +183,20 @@ def test_cancel_mid_generation_ends_the_stream_within_a_second(local: Sidecar) -
 
 
 @source_only
+def test_json_schema_output_is_constrained(local: Sidecar) -> None:
+    import json
+
+    request = ir_request("Which city is the capital of France?", max_tokens=40, rid="r-json")
+    request["responseFormat"] = {
+        "type": "json_schema",
+        "jsonSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    result = local.result("chat/send", {"provider_id": "local", "request": request}, timeout=60)
+    answer = json.loads(result["content"])
+    assert isinstance(answer, dict) and isinstance(answer["city"], str), result["content"]
+
+
+@source_only
 def test_no_worker_after_shutdown(local: Sidecar) -> None:
     pids = workers(local.proc.pid)
     assert len(pids) == 1, pids  # one worker, started on first use, serving every call of this module
