@@ -6,7 +6,8 @@ tool-call parse rate on a fixed prompt set — through the sidecar over stdio, b
 
 Goals (issue 15): ≥ 20 tok/s decode on 2 cores, warm load ≤ 3 s, sidecar overhead ≤ 1.1× the raw runtime (wall time
 per answer, same greedy prompts and token counts). ``--cold`` also converts the model into a fresh folder (≈1 min,
-≈2 GB of RAM). Runs raw and sidecar one after the other (never both models in memory at once); medians are printed.
+≈2 GB of RAM). Raw and sidecar answers are interleaved (both models loaded, never generating at once);
+medians are printed.
 """
 
 from __future__ import annotations
@@ -85,41 +86,38 @@ def _rss_mb(pid: int) -> float:
 # ---- the raw runtime, in this process ------------------------------------------------------------------------
 
 
-def bench_raw(folder: Path, runs: int, threads: int | None) -> dict[str, Any]:
-    import openvino_genai as ov_genai
+class Raw:
+    """openvino-genai called directly: the same chat template, greedy config and streamer callback as the worker."""
 
-    props = {"INFERENCE_NUM_THREADS": threads} if threads else {}
-    t0 = time.perf_counter()
-    pipe = ov_genai.LLMPipeline(str(folder), "CPU", **props)
-    load = time.perf_counter() - t0
-    tok = pipe.get_tokenizer()
-    walls, ttfts, rates, counts = [], [], [], []
-    for _ in range(runs):
-        for prompt in PROMPTS:
-            messages = [
-                {"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": prompt},
-            ]
-            config = ov_genai.GenerationConfig(max_new_tokens=MAX_TOKENS, apply_chat_template=False)
-            start = time.perf_counter()
-            text = tok.apply_chat_template(messages, add_generation_prompt=True)
-            first: list[float] = []
+    def __init__(self, folder: Path, threads: int | None) -> None:
+        import openvino_genai as ov_genai
 
-            def streamer(piece: str, first: list[float] = first) -> Any:
-                if piece and not first:
-                    first.append(time.perf_counter())
-                return ov_genai.StreamingStatus.RUNNING
+        self.ov = ov_genai
+        props = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+        t0 = time.perf_counter()
+        self.pipe = ov_genai.LLMPipeline(str(folder), "CPU", **props)
+        self.load_s = time.perf_counter() - t0
+        self.tok = self.pipe.get_tokenizer()
 
-            result = pipe.generate([text], config, streamer)
-            end = time.perf_counter()
-            n = int(result.perf_metrics.get_num_generated_tokens())
-            walls.append(end - start)
-            ttfts.append(first[0] - start)
-            rates.append((n - 1) / (end - first[0]))
-            counts.append(n)
-    rss = _rss_mb(os.getpid())
-    del pipe
-    return {"load_s": load, "wall": walls, "ttft": ttfts, "rate": rates, "tokens": counts, "rss_mb": rss}
+    def answer(self, prompt: str) -> tuple[float, float, float, int]:
+        """(wall, ttft, decode tok/s, tokens) of one answer."""
+        ov = self.ov
+        messages = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": prompt}]
+        config = ov.GenerationConfig(max_new_tokens=MAX_TOKENS, apply_chat_template=False)
+        start = time.perf_counter()
+        text = self.tok.apply_chat_template(messages, add_generation_prompt=True)
+        stamps: list[float] = []
+
+        def streamer(piece: str) -> Any:
+            if piece:
+                stamps.append(time.perf_counter())
+            return ov.StreamingStatus.RUNNING
+
+        result = self.pipe.generate([text], config, streamer)
+        end = time.perf_counter()
+        n = int(result.perf_metrics.get_num_generated_tokens())
+        rate = (n - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else float("nan")
+        return end - start, stamps[0] - start, rate, n
 
 
 # ---- the sidecar over stdio --------------------------------------------------------------------------------------
@@ -206,49 +204,25 @@ def ir(prompt: str, rid: str, tools: list[dict[str, Any]] | None = None) -> dict
     return req
 
 
-def bench_sidecar(model_dir: Path, runs: int, threads: int | None) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="metona-bench-local-") as tmp:
-        data = Path(tmp) / "data"
-        data.mkdir()
-        sc = Sidecar(model_dir, data, threads)
-        try:
-            sc.call("initialize", {"client_info": {"name": "bench"}})
-            sc.call("providers/create", {"preset": "local"})
-            t0 = time.perf_counter()
-            reply, _ = sc.call("chat/stream", {"provider_id": "local", "request": ir("Say OK.", "warmup")})
-            first_use = time.perf_counter() - t0
-            assert "result" in reply, reply
-            walls, ttfts, rates, counts = [], [], [], []
-            n = 0
-            for _ in range(runs):
-                for prompt in PROMPTS:
-                    n += 1
-                    start = time.perf_counter()
-                    reply, seen = sc.call("chat/stream", {"provider_id": "local", "request": ir(prompt, f"p{n}")})
-                    end = time.perf_counter()
-                    deltas = [t for t, m in seen if m.get("type") == "text_delta"]
-                    tokens = reply["result"]["usage"]["outputTokens"]
-                    walls.append(end - start)
-                    ttfts.append(deltas[0] - start)
-                    rates.append((tokens - 1) / (deltas[-1] - deltas[0]) if len(deltas) > 1 else float("nan"))
-                    counts.append(tokens)
-            right = 0
-            outcomes = []
-            for prompt, expected in TOOL_PROMPTS:
-                n += 1
-                reply, _ = sc.call("chat/stream", {"provider_id": "local", "request": ir(prompt, f"t{n}", TOOLS)})
-                calls = reply["result"].get("toolCalls") or []
-                got = calls[0]["name"] if calls else None
-                right += got == expected
-                outcomes.append(f"{prompt[:28]!r} → {got}")
-            pid = sc.worker_pid()
-            rss = _rss_mb(pid) if pid else float("nan")
-        finally:
-            sc.close()
-    return {
-        "first_use_s": first_use, "wall": walls, "ttft": ttfts, "rate": rates, "tokens": counts, "rss_mb": rss,
-        "tool_right": right, "tool_total": len(TOOL_PROMPTS), "tool_outcomes": outcomes,
-    }  # fmt: skip
+def sidecar_answer(sc: Sidecar, prompt: str, rid: str) -> tuple[float, float, float, int]:
+    start = time.perf_counter()
+    reply, seen = sc.call("chat/stream", {"provider_id": "local", "request": ir(prompt, rid)})
+    end = time.perf_counter()
+    deltas = [t for t, m in seen if m.get("type") == "text_delta"]
+    tokens = reply["result"]["usage"]["outputTokens"]
+    rate = (tokens - 1) / (deltas[-1] - deltas[0]) if len(deltas) > 1 else float("nan")
+    return end - start, deltas[0] - start, rate, tokens
+
+
+def tool_parse_rate(sc: Sidecar) -> tuple[int, list[str]]:
+    right, outcomes = 0, []
+    for i, (prompt, expected) in enumerate(TOOL_PROMPTS):
+        reply, _ = sc.call("chat/stream", {"provider_id": "local", "request": ir(prompt, f"t{i}", TOOLS)})
+        calls = reply["result"].get("toolCalls") or []
+        got = calls[0]["name"] if calls else None
+        right += got == expected
+        outcomes.append(f"{prompt[:30]!r}: expected {expected}, got {got}")
+    return right, outcomes
 
 
 def main() -> int:
@@ -270,31 +244,50 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "sidecar", "local-model", "prepare", "--dir", str(MODEL_DIR)], check=True)
     files = assets.assemble(MODEL_DIR)
     folder = files.converted_dir(MODEL_DIR)
-    # the raw runtime in a child process (its memory is returned before the sidecar's worker loads)
-    code = (
-        "import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[1] + '/scripts/bench');"
-        "from pathlib import Path; import bench_local_model as b;"
-        "print(json.dumps(b.bench_raw(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) or None)))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(ROOT), str(folder), str(args.runs), str(args.threads or 0)],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    raw = json.loads(out.strip().splitlines()[-1])
-    side = bench_sidecar(MODEL_DIR, args.runs, args.threads)
+    with tempfile.TemporaryDirectory(prefix="metona-bench-local-") as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir()
+        sc = Sidecar(MODEL_DIR, data, args.threads)
+        try:
+            sc.call("initialize", {"client_info": {"name": "bench"}})
+            sc.call("providers/create", {"preset": "local"})
+            t0 = time.perf_counter()
+            assert "result" in sc.call("chat/stream", {"provider_id": "local", "request": ir("Say OK.", "w")})[0]
+            first_use = time.perf_counter() - t0
+            raw_model = Raw(folder, args.threads)
+            raw: dict[str, list[float]] = {"wall": [], "ttft": [], "rate": [], "tokens": []}
+            side: dict[str, list[float]] = {"wall": [], "ttft": [], "rate": [], "tokens": []}
+            n = 0
+            for _ in range(args.runs):  # interleaved: machine noise hits both sides alike
+                for prompt in PROMPTS:
+                    n += 1
+                    for target, result in (
+                        (raw, raw_model.answer(prompt)),
+                        (side, sidecar_answer(sc, prompt, f"p{n}")),
+                    ):
+                        for key, value in zip(("wall", "ttft", "rate", "tokens"), result, strict=True):
+                            target[key].append(value)
+            right, outcomes = tool_parse_rate(sc)
+            pid = sc.worker_pid()
+            side_rss = _rss_mb(pid) if pid else float("nan")
+            raw_rss = _rss_mb(os.getpid())  # this process: the raw runtime (+ the bench's own few MB)
+            raw_load = raw_model.load_s
+        finally:
+            sc.close()
     print(f"prompts: {len(PROMPTS)} × {args.runs} runs, ≤ {MAX_TOKENS} new tokens, greedy (shared machine: noisy)")
     print(f"{'':24}{'raw runtime':>14}{'sidecar':>14}")
-    load = f"{'warm load (s)':24}{raw['load_s']:>14.2f}{side['first_use_s']:>14.2f}"
+    load = f"{'warm load (s)':24}{raw_load:>14.2f}{first_use:>14.2f}"
     print(load + "   (sidecar: worker start + load + a 'Say OK.' answer)")
     print(f"{'TTFT median (s)':24}{med(raw['ttft']):>14.2f}{med(side['ttft']):>14.2f}")
     print(f"{'decode tok/s median':24}{med(raw['rate']):>14.1f}{med(side['rate']):>14.1f}")
     print(f"{'answer wall median (s)':24}{med(raw['wall']):>14.2f}{med(side['wall']):>14.2f}")
     print(f"{'tokens per answer':24}{med(raw['tokens']):>14.0f}{med(side['tokens']):>14.0f}")
-    print(f"{'peak RSS (MB)':24}{raw['rss_mb']:>14.0f}{side['rss_mb']:>14.0f}   (sidecar: the worker)")
-    ratio = sum(side["wall"]) / sum(raw["wall"])
-    print(f"overhead (sidecar / raw wall time, all answers): {ratio:.3f}×   goal ≤ 1.1×")
-    print(f"tool-call parse rate: {side['tool_right']}/{side['tool_total']} prompts got the expected outcome")
-    for line in side["tool_outcomes"]:
+    print(f"{'peak RSS (MB)':24}{raw_rss:>14.0f}{side_rss:>14.0f}   (sidecar: the worker)")
+    pairs = [s_ / r_ for s_, r_ in zip(side["wall"], raw["wall"], strict=True)]
+    total = sum(side["wall"]) / sum(raw["wall"])
+    print(f"overhead (sidecar / raw wall time per answer): median {med(pairs):.3f}×, all {total:.3f}×   goal ≤ 1.1×")
+    print(f"tool-call parse rate: {right}/{len(TOOL_PROMPTS)} prompts got the expected outcome")
+    for line in outcomes:
         print(f"    {line}")
     return 0
 

@@ -20,6 +20,8 @@ HEAVY = [
     "playwright",
     "docx",
     "httpx",
+    "openvino",  # the local model's runtime: only its worker process imports it (issue 15)
+    "gguf",
 ]
 
 

@@ -198,6 +198,8 @@ def test_json_schema_output_is_constrained(local: Sidecar) -> None:
 
 @source_only
 def test_no_worker_after_shutdown(local: Sidecar) -> None:
+    runtime = ["openvino", "openvino_genai", "openvino_tokenizers", "gguf"]
+    assert local.result("dev/modules", {"names": runtime}) == {"loaded": []}  # only the worker imports them
     pids = workers(local.proc.pid)
     assert len(pids) == 1, pids  # one worker, started on first use, serving every call of this module
     assert local.result("shutdown") is None
