@@ -104,20 +104,28 @@ def sha256_file(path: Path, progress: Progress | None = None, stage: str = "veri
     return digest.hexdigest()
 
 
-def _stamp_ok(path: Path, sha: str) -> bool:
+def _stamp_file(path: Path, stamp_dir: Path | None) -> Path:
+    """Where the verification stamp of ``path`` lives: beside our own files; for a host's file, in our folder."""
+    if stamp_dir is None:
+        return path.with_name(path.name + ".sha256.json")
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return stamp_dir / "stamps" / f"{key}.sha256.json"
+
+
+def _stamp_ok(path: Path, sha: str, stamp_dir: Path | None = None) -> bool:
     """The file was verified before and has not changed since (size and mtime as recorded)."""
-    stamp = path.with_name(path.name + ".sha256.json")
     try:
-        data = json.loads(stamp.read_text())
+        data = json.loads(_stamp_file(path, stamp_dir).read_text())
         st = path.stat()
     except (OSError, ValueError):
         return False
     return data == {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def _write_stamp(path: Path, sha: str) -> None:
+def _write_stamp(path: Path, sha: str, stamp_dir: Path | None = None) -> None:
     st = path.stat()
-    stamp = path.with_name(path.name + ".sha256.json")
+    stamp = _stamp_file(path, stamp_dir)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
     tmp = stamp.with_name(stamp.name + f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
     os.replace(tmp, stamp)
@@ -166,8 +174,10 @@ def assemble(root: Path, progress: Progress | None = None) -> ModelFiles:
     return ModelFiles(dest, PACKAGED_SHA256)
 
 
-def configured(path: Path, progress: Progress | None = None) -> ModelFiles:
-    """A GGUF the host configured (``options.model_path``): checked to exist and to be a GGUF; hashed for the cache."""
+def configured(path: Path, root: Path, progress: Progress | None = None) -> ModelFiles:
+    """A GGUF the host configured (``options.model_path``): checked to exist and to be a GGUF; hashed for the cache
+    (once: a stamp in ``root`` remembers the hash while the file's size and mtime stay; nothing is written beside
+    the host's file)."""
     try:
         with path.open("rb") as f:
             magic = f.read(4)
@@ -175,22 +185,21 @@ def configured(path: Path, progress: Progress | None = None) -> ModelFiles:
         raise ModelUnavailable(f"options.model_path {str(path)!r} cannot be read: {exc.strerror}") from None
     if magic != b"GGUF":
         raise ModelUnavailable(f"options.model_path {str(path)!r} is not a GGUF file")
-    stamp_sha = _stamped_sha(path)
+    stamp_sha = _stamped_sha(path, root)
     sha = stamp_sha or sha256_file(path, progress)
     if stamp_sha is None:
         with contextlib.suppress(OSError):
-            _write_stamp(path, sha)
+            _write_stamp(path, sha, root)
     return ModelFiles(path, sha)
 
 
-def _stamped_sha(path: Path) -> str | None:
-    stamp = path.with_name(path.name + ".sha256.json")
+def _stamped_sha(path: Path, stamp_dir: Path) -> str | None:
     try:
-        data = json.loads(stamp.read_text())
+        data = json.loads(_stamp_file(path, stamp_dir).read_text())
     except (OSError, ValueError):
         return None
     sha = data.get("sha256") if isinstance(data, dict) else None
-    return sha if isinstance(sha, str) and _stamp_ok(path, sha) else None
+    return sha if isinstance(sha, str) and _stamp_ok(path, sha, stamp_dir) else None
 
 
 _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}

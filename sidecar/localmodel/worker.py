@@ -100,7 +100,7 @@ class Worker:
                 self.send({"event": "progress", "id": job_id, "stage": stage, "fraction": round(fraction, 3)})
 
         path = job.get("path")
-        files = assets.configured(Path(path), progress) if path else assets.assemble(root, progress)
+        files = assets.configured(Path(path), root, progress) if path else assets.assemble(root, progress)
         key = files.sha256
         if self._pipe is not None and self._loaded_key == key:
             return {**self._info, "load_s": 0.0, "reused": True}

@@ -126,14 +126,16 @@ def test_gguf_metadata_reads_the_context_window(tmp_path: Path) -> None:
 
 def test_configured_path_must_be_a_gguf(tmp_path: Path) -> None:
     with pytest.raises(assets.ModelUnavailable, match="cannot be read"):
-        assets.configured(tmp_path / "nope.gguf")
+        assets.configured(tmp_path / "nope.gguf", tmp_path / "root")
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a model")
     with pytest.raises(assets.ModelUnavailable, match="not a GGUF"):
-        assets.configured(bad)
+        assets.configured(bad, tmp_path / "root")
     good = tmp_path / "good.gguf"
     _gguf(good)
-    assert assets.configured(good).sha256 == hashlib.sha256(good.read_bytes()).hexdigest()
+    assert assets.configured(good, tmp_path / "root").sha256 == hashlib.sha256(good.read_bytes()).hexdigest()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.gguf", "good.gguf", "root"]  # nothing beside it
+    assert len(list((tmp_path / "root" / "stamps").iterdir())) == 1
 
 
 # ---- the adapter over a scripted runtime --------------------------------------------------------------------
