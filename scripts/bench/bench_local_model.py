@@ -90,6 +90,9 @@ class Raw:
     """openvino-genai called directly: the same chat template, greedy config and streamer callback as the worker."""
 
     def __init__(self, folder: Path, threads: int | None) -> None:
+        from sidecar.localmodel.convert import block_telemetry
+
+        block_telemetry()  # as the worker does
         import openvino_genai as ov_genai
 
         self.ov = ov_genai

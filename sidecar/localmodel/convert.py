@@ -21,6 +21,15 @@ READABLE = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K"}
 """GGUF tensor types openvino-genai reads (the others are re-quantised to Q8_0)."""
 
 
+def block_telemetry() -> None:
+    """Keep openvino's usage telemetry out (no network at run time): with no consent file it would send analytics
+    from a forked ``multiprocessing`` child (seen: a fork of the worker left hanging). openvino falls back to its
+    own no-op stub when ``openvino_telemetry`` cannot be imported. Call before importing openvino."""
+    import sys
+
+    sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+
+
 def needs_requant(gguf_path: Path) -> list[str]:
     import gguf
 
@@ -89,6 +98,7 @@ def ensure_converted(files: ModelFiles, root: Path, progress: Progress | None = 
     final = files.converted_dir(root)
     if (final / OV_MARKER).is_file():
         return final, {"cached": True}
+    block_telemetry()
     import openvino_genai as ov_genai
 
     root.mkdir(parents=True, exist_ok=True)

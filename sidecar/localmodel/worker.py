@@ -14,9 +14,11 @@ Any failure of a job answers ``{"event": "error", "id", "code", "message"}``. Th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -201,14 +203,25 @@ def _read_meta(folder: Path, gguf_path: Path) -> dict[str, Any]:
     return meta
 
 
+def _exit() -> None:
+    """Leave now, and take every process of our group with us: a library may have forked a helper (seen once: a
+    fork of the worker, never exec'd, left behind when the sidecar was SIGKILLed). Only when we lead our own group
+    (as the sidecar starts us), never the group of a shell that ran us by hand."""
+    if os.name == "posix" and os.getpgrp() == os.getpid():
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(0)
+
+
 def _watch_parent(parent: int) -> None:
     while True:
         time.sleep(0.5)
         if os.getppid() != parent:
-            os._exit(0)  # the sidecar died (even by SIGKILL): never outlive it
+            _exit()  # the sidecar died (even by SIGKILL): never outlive it
 
 
 def main() -> None:
+    convert.block_telemetry()
     out_fd = os.dup(1)
     os.dup2(2, 1)  # stdout is the protocol: libraries that print go to stderr
     out = os.fdopen(out_fd, "w", encoding="utf-8", buffering=1)
@@ -220,7 +233,7 @@ def main() -> None:
     runner = threading.Thread(target=worker.run, daemon=True)
     runner.start()
     reader.join()  # stdin closed: the sidecar is gone or done with us
-    os._exit(0)
+    _exit()
 
 
 if __name__ == "__main__":

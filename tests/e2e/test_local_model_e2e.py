@@ -63,6 +63,13 @@ def workers(parent: int | None = None) -> list[int]:
     return found
 
 
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
 def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
     deadline = time.monotonic() + timeout
     alive = pids
@@ -220,7 +227,10 @@ def test_the_worker_dies_with_a_killed_sidecar(tmp_path: Path) -> None:
         assert "result" in reply
         pids = workers(sc.proc.pid)
         assert len(pids) == 1
+        group = os.getpgid(pids[0])
+        assert group == pids[0]  # its own process group
         sc.kill_9()  # no clean-up runs: the worker notices its parent is gone
         assert wait_gone(pids, timeout=5) == []
+        assert wait_gone([p for p in workers() if _pgid(p) == group], timeout=5) == []  # nor anything it forked
     finally:
         sc.close()
