@@ -706,6 +706,12 @@ params: ProviderSwitchedParams
 event: {
 params: EventNotificationParams
 }
+/**
+ * The embedded local model is being prepared on first use (assemble, verify, requantize, convert).
+ */
+"local/modelProgress": {
+params: LocalModelProgress
+}
 }
 clientNotifications: {
 "$/cancelRequest": {
@@ -815,6 +821,7 @@ messages: MetonaMessage[]
 tools?: MetonaToolDef[]
 params: MetonaGenerationParams
 constraints?: MetonaConstraints
+responseFormat?: MetonaResponseFormat
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -964,6 +971,25 @@ export interface MetonaConstraints {
 allowedTools?: string[]
 maxToolCalls?: number
 timeoutMs?: number
+}
+/**
+ * IR extension (issue 15; not in the seed, see ipc_schema/README "Structured output"): the answer must be
+ * one JSON object (``json_object``), optionally following ``jsonSchema``. Adapters map it to the vendor's JSON
+ * mode: OpenAI-compatible ``response_format``, Ollama ``format``, the local model's constrained decoding;
+ * Anthropic has no JSON mode and ignores it.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "MetonaResponseFormat".
+ */
+export interface MetonaResponseFormat {
+type: ("text" | "json_object" | "json_schema")
+jsonSchema?: {
+[k: string]: unknown
+}
+/**
+ * The schema's name (OpenAI ``json_schema.name``; default ``answer``).
+ */
+name?: string
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -3238,6 +3264,16 @@ data?: {
 [k: string]: unknown
 }
 timestamp: string
+}
+/**
+ * ``local/modelProgress``: the embedded model is being prepared on its first use (issue 15).
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "LocalModelProgress".
+ */
+export interface LocalModelProgress {
+stage: ("verify" | "assemble" | "requantize" | "convert")
+fraction: number
 }
 /**
  * ``$/cancelRequest``: the id of an in-flight request; it answers -32800 REQUEST_CANCELLED.

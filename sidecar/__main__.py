@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> None:
         from .export.cli import main as export_main
 
         sys.exit(export_main(args[1:]))
+    if args[:1] == ["local-model"]:  # prepare the embedded model once (issue 15); loads only for this subcommand
+        from .localmodel.cli import main as local_main
+
+        sys.exit(local_main(args[1:]))
     from .settings import parse_args
 
     settings = parse_args(argv)

@@ -142,4 +142,17 @@ def detect_components(settings: Settings) -> dict[str, Component]:
     from .media.resolve import components as media_components
 
     components.update(media_components(settings.models_dir, settings.whisper_model_dir, settings.diarization_model_dir))
+    components["local_model"] = _local_model(settings)
     return components
+
+
+def _local_model(settings: Settings) -> Component:
+    """The embedded model of the ``local`` provider (issue 15): its runtime and weights packages installed;
+    ``path`` is where it is (or will be) assembled and converted. A configured ``model_path`` needs only the runtime."""
+    from .localmodel import assets
+
+    ok, why = assets.status()
+    root = str(assets.model_root(settings.models_dir))
+    if not ok:
+        return _status(False, path=root, detail=why)
+    return _status(True, version=_installed_versions().get("openvino_genai"), path=root)

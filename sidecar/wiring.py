@@ -163,6 +163,16 @@ async def open_services(
     # export: jobs (kind "export") over the AST → html/pdf/docx; PDF and DOCX rasters use the render browser
     exports = ExportService(settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes)
     await exports.start(tg)
+    # the embedded local model (issue 15): its worker starts on first use, stops when idle and on shutdown
+    from .localmodel.client import LocalRuntime
+    from .providers import local as local_provider
+
+    async def local_progress(data: dict[str, Any]) -> None:
+        await send_notification("local/modelProgress", data)
+
+    local_runtime = LocalRuntime(children, settings.models_dir, progress=local_progress, task_group=tg)
+    local_provider.set_runtime(local_runtime)
+    stack.push_async_callback(local_runtime.aclose)
     return Services(
         db=db,
         events=events,
@@ -212,7 +222,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += plugins_rpc.methods(services.plugins)
     methods += media_rpc.methods(services.media)
     methods += export_rpc.methods(services.exports)
-    notifications = [*trace_rpc.notifications(), *providers_rpc.notifications()]
+    notifications = [*trace_rpc.notifications(), *providers_rpc.notifications(), *providers_rpc.local_notifications()]
     if settings.dev_methods:
         from .devtools import dev_job_methods, dev_methods
 

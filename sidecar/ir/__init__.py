@@ -21,6 +21,7 @@ from .request import (
     MetonaGenerationParams,
     MetonaRequest,
     MetonaRequestMeta,
+    MetonaResponseFormat,
     MetonaSystemPrompt,
     MetonaThinkingEffort,
 )
@@ -43,6 +44,7 @@ IR_MODELS: tuple[type[BaseModel], ...] = (
     MetonaSystemPrompt,
     MetonaGenerationParams,
     MetonaConstraints,
+    MetonaResponseFormat,
     MetonaMessage,
     MetonaImageContent,
     MetonaToolDef,
@@ -99,6 +101,7 @@ __all__ = [
     "MetonaRequest",
     "MetonaRequestMeta",
     "MetonaResponse",
+    "MetonaResponseFormat",
     "MetonaResponseMeta",
     "MetonaRiskLevel",
     "MetonaRole",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -45,6 +45,18 @@ class MetonaConstraints(WireModel):
     timeout_ms: int | None = Field(default=None, ge=0)
 
 
+class MetonaResponseFormat(WireModel):
+    """IR extension (issue 15; not in the seed, see ipc_schema/README "Structured output"): the answer must be
+    one JSON object (``json_object``), optionally following ``jsonSchema``. Adapters map it to the vendor's JSON
+    mode: OpenAI-compatible ``response_format``, Ollama ``format``, the local model's constrained decoding;
+    Anthropic has no JSON mode and ignores it."""
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: dict[str, Any] | None = None
+    name: str | None = None
+    """The schema's name (OpenAI ``json_schema.name``; default ``answer``)."""
+
+
 class MetonaRequest(WireModel):
     meta: MetonaRequestMeta
     system_prompt: MetonaSystemPrompt
@@ -52,3 +64,5 @@ class MetonaRequest(WireModel):
     tools: list[MetonaToolDef] | None = None
     params: MetonaGenerationParams
     constraints: MetonaConstraints | None = None
+    response_format: MetonaResponseFormat | None = None
+    """IR extension: structured (JSON) output, the parse chain's second step."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import BaseAdapter, ProviderConfig
-from .presets import ANTHROPIC, MOCK, OLLAMA, OPENAI
+from .presets import ANTHROPIC, LOCAL, MOCK, OLLAMA, OPENAI
 
 
 def adapter_class(protocol: str) -> type[BaseAdapter]:
@@ -25,6 +25,10 @@ def adapter_class(protocol: str) -> type[BaseAdapter]:
         from .mock import MockAdapter
 
         return MockAdapter
+    if protocol == LOCAL:
+        from .local import LocalAdapter
+
+        return LocalAdapter
     raise ValueError(f"unknown protocol {protocol!r}")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -163,3 +163,10 @@ class ProviderSwitchedParams(Phase2Model):
     model: str
     reason: str
     """The IR error code that caused the switch (e.g. ``rate_limited``)."""
+
+
+class LocalModelProgress(Phase2Model):
+    """``local/modelProgress``: the embedded model is being prepared on its first use (issue 15)."""
+
+    stage: Literal["verify", "assemble", "requantize", "convert"]
+    fraction: float = Field(ge=0, le=1)

@@ -9,7 +9,10 @@ What is particular to Ollama:
 * reasoning arrives in ``message.thinking``; ``think`` is ``true``/``false`` or ``"low"``/``"medium"``/``"high"``;
 * the last line says ``done: true`` with ``done_reason``, the token counts and the durations in nanoseconds;
   a stream that ends without it was cut; a line ``{"error": "..."}`` is an in-band failure;
-* capabilities and context length per model come from ``/api/show`` (cached), else the conservative set.
+* capabilities and context length per model come from ``/api/show`` (cached), else the conservative set;
+* a model without the ``tools`` capability (known from ``/api/show``, or from Ollama's 400 "does not support
+  tools", then retried once) gets the tools in its system prompt and its calls through the shared lenient parser
+  (:mod:`.toolparse`), with earlier calls and results written back as text.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .base import BaseAdapter, ProviderConfig, system_text, tool_text, tools_all
 from .errors import ProviderError, provider_error, safe_message
 from .models import CHAT, CONSERVATIVE, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from .stream import StreamAssembler
+from .toolparse import call_text, tool_prompt
 
 C = MetonaErrorCode
 
@@ -70,6 +74,8 @@ class OllamaAdapter(BaseAdapter):
         super().__init__(config, transport=transport, client=client)
         self._shown: dict[str, ModelSpec] = {}
         """What ``/api/show`` reported per model (filled by list_models / model_specs / show)."""
+        self._no_tools: set[str] = set()
+        """Models that answered "does not support tools": their tools go through the text fallback."""
 
     # ---- IR surface ----------------------------------------------------------------------------------------
 
@@ -132,14 +138,41 @@ class OllamaAdapter(BaseAdapter):
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         return headers
 
+    def _native_tools(self, model: str) -> bool:
+        """False when the model has no native tool calling: /api/show said so, or Ollama refused tools."""
+        if model in self._no_tools:
+            return False
+        spec = self._shown.get(model) or self._shown.get(f"{model}:latest")
+        if spec is None or "ollama_capabilities" not in spec.metadata:
+            return True
+        return TOOL_CALLING in spec.capabilities
+
+    def _text_tools(self, request: MetonaRequest, model: str) -> list[Any]:
+        """The tools to offer as text (the fallback path), or [] when native tools apply or none are offered."""
+        if self._native_tools(model) or not self._tools(request):
+            return []
+        return tools_allowed(request)
+
     async def build_payload(self, request: MetonaRequest, model: str, *, stream: bool) -> dict[str, Any]:
+        text_tools = self._text_tools(request, model)
         payload: dict[str, Any] = {
             "model": model,
-            "messages": await self._messages(request),
+            "messages": await self._messages(request, as_text=bool(text_tools)),
             "stream": stream,
             "options": self._options(request),
         }
-        tools = self._tools(request)
+        if text_tools:
+            messages = payload["messages"]
+            system = messages[0] if messages and messages[0]["role"] == "system" else None
+            prompt = tool_prompt(text_tools)
+            if system is None:
+                messages.insert(0, {"role": "system", "content": prompt})
+            else:
+                system["content"] = f"{system['content']}\n\n{prompt}"
+        fmt = request.response_format
+        if fmt is not None and fmt.type != "text":  # IR extension: Ollama's JSON mode / structured outputs
+            payload["format"] = fmt.json_schema if fmt.type == "json_schema" and fmt.json_schema else "json"
+        tools = [] if text_tools else self._tools(request)
         if tools:
             payload["tools"] = tools
         think = think_value(request)
@@ -187,16 +220,18 @@ class OllamaAdapter(BaseAdapter):
             for tool in tools_allowed(request)
         ]
 
-    async def _messages(self, request: MetonaRequest) -> list[dict[str, Any]]:
+    async def _messages(self, request: MetonaRequest, *, as_text: bool = False) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         system = system_text(request)
         if system:
             out.append({"role": "system", "content": system})
         for message in request.messages:
-            out.append(await self._message(message))
+            out.append(await self._message(message, as_text=as_text))
         return out
 
-    async def _message(self, message: MetonaMessage) -> dict[str, Any]:
+    async def _message(self, message: MetonaMessage, *, as_text: bool = False) -> dict[str, Any]:
+        if as_text and (message.role == "tool" or message.tool_calls):
+            return self._text_message(message)
         if message.role == "tool":
             item = self._tool_message(message)
         else:
@@ -213,6 +248,16 @@ class OllamaAdapter(BaseAdapter):
         if message.images:
             item["images"] = [await self._image_b64(image.url) for image in message.images]
         return item
+
+    def _text_message(self, message: MetonaMessage) -> dict[str, Any]:
+        """A tool call or result for a model without tool support: the call as the JSON it would write, the
+        result as a user message."""
+        if message.role == "tool":
+            name = message.tool_result.tool_name if message.tool_result else "tool"
+            return {"role": "user", "content": f"Result of the tool {name}:\n{tool_text(message)}"}
+        calls = "\n".join(call_text(call.name, call.args) for call in message.tool_calls or ())
+        content = f"{message.content}\n{calls}" if message.content else calls
+        return {"role": "assistant", "content": content}
 
     def _tool_message(self, message: MetonaMessage) -> dict[str, Any]:
         result = message.tool_result
@@ -244,9 +289,23 @@ class OllamaAdapter(BaseAdapter):
 
     async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
         try:
-            await super()._call(request, model, asm, stream)
+            text_tools = self._text_tools(request, model)
+            if text_tools:
+                asm.tool_fallback(text_tools)
+            try:
+                await super()._call(request, model, asm, stream)
+            except ProviderError as exc:
+                if text_tools or not self._refused_tools(exc, request) or asm.visible:
+                    raise
+                self._no_tools.add(model)  # retry once, the tools as text (nothing was shown yet)
+                asm.tool_fallback(self._text_tools(request, model))
+                await super()._call(request, model, asm, stream)
         except ProviderError as exc:
             raise self._unreachable(exc) from None
+
+    def _refused_tools(self, exc: ProviderError, request: MetonaRequest) -> bool:
+        """Ollama's 400 for tools sent to a model without the ``tools`` capability."""
+        return exc.status == 400 and "does not support tools" in exc.error.message and bool(self._tools(request))
 
     def _unreachable(self, exc: ProviderError) -> ProviderError:
         error = exc.error

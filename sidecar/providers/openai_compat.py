@@ -152,6 +152,9 @@ class OpenAICompatAdapter(BaseAdapter):
             payload[dialect.max_tokens_key] = params.max_tokens
         payload.update(self._tools(request, model))
         payload.update(self._thinking(request, model))
+        response_format = openai_response_format(request)
+        if response_format is not None:
+            payload["response_format"] = response_format
         extra = self.config.options.get("extra_body")
         if isinstance(extra, Mapping):
             payload.update(extra)
@@ -645,3 +648,14 @@ def _unknown_spec(model_id: str, item: dict[str, Any]) -> ModelSpec:
             break
     metadata = {"owned_by": item["owned_by"]} if isinstance(item.get("owned_by"), str) else {}
     return ModelSpec(model_id, model_id, context, min(ModelSpec.CONSERVATIVE_OUTPUT, context), metadata=metadata)
+
+
+def openai_response_format(request: MetonaRequest) -> dict[str, Any] | None:
+    """``responseFormat`` (IR extension) as OpenAI's ``response_format``: ``json_object``, or ``json_schema`` with
+    the schema (non-strict: the IR's schemas need not meet OpenAI's strict-mode rules)."""
+    fmt = request.response_format
+    if fmt is None or fmt.type == "text":
+        return None
+    if fmt.type == "json_schema" and fmt.json_schema is not None:
+        return {"type": "json_schema", "json_schema": {"name": fmt.name or "answer", "schema": fmt.json_schema}}
+    return {"type": "json_object"}

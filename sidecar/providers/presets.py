@@ -14,7 +14,8 @@ OPENAI = "openai"
 ANTHROPIC = "anthropic"
 OLLAMA = "ollama"
 MOCK = "mock"
-PROTOCOLS = (OPENAI, ANTHROPIC, OLLAMA, MOCK)
+LOCAL = "local"
+PROTOCOLS = (OPENAI, ANTHROPIC, OLLAMA, MOCK, LOCAL)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,19 @@ PRESETS: dict[str, Preset] = {
             base_urls={MOCK: "mock://local"},
             default_model="mock-1",
             models=(ModelSpec("mock-1", "Mock 1", 32_000, 4_096, (*_TEXT_TOOLS, THINKING)),),
+            requires_api_key=False,
+        ),
+        Preset(  # the embedded model, offline, in a worker (issue 15; sidecar/providers/local.py)
+            preset="local",
+            display_name="Local model (embedded, offline)",
+            protocol=LOCAL,
+            base_url="local://embedded",
+            protocols=(LOCAL,),
+            base_urls={LOCAL: "local://embedded"},
+            default_model="qwen2.5-coder-0.5b-instruct",
+            models=(
+                ModelSpec("qwen2.5-coder-0.5b-instruct", "Qwen2.5-Coder 0.5B Instruct", 32_768, 2_048, _TEXT_TOOLS),
+            ),
             requires_api_key=False,
         ),
     )

@@ -8,6 +8,7 @@ from ..common import EmptyParams
 from ..ipc.context import RequestContext
 from ..ipc.router import Method, Notification
 from ..ir import MetonaResponse, MetonaStreamEvent
+from . import api
 from .api import (
     ChatParams,
     ModelList,
@@ -153,5 +154,15 @@ def notifications() -> list[Notification]:
             PROVIDER_SWITCHED,
             ProviderSwitchedParams,
             summary="The sidecar failed over to the configured fallback provider (IR 故障转移).",
+        )
+    ]
+
+
+def local_notifications() -> list[Notification]:
+    return [
+        Notification(
+            "local/modelProgress",
+            api.LocalModelProgress,
+            summary="The embedded local model is being prepared on first use (assemble, verify, requantize, convert).",
         )
     ]

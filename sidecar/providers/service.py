@@ -652,6 +652,10 @@ class ProviderService:
                         code="VALIDATION_ERROR",
                         details={"error": str(exc)},
                     ) from None
+        elif protocol == "local":  # the embedded model (issue 15): a GGUF path given by the host, or none
+            path = options.get("model_path")
+            if path is not None and not (isinstance(path, str) and path.strip()):
+                raise BadRequestError("options.model_path must be a file path", code="VALIDATION_ERROR")
         elif base_url.startswith("mock://"):
             raise BadRequestError("base_url must be an http(s) URL", code="VALIDATION_ERROR")
         models = options.get("models")

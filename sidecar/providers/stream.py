@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..ir import (
@@ -34,9 +34,11 @@ from ..ir import (
     MetonaStreamEventType,
     MetonaTokenUsage,
     MetonaToolCall,
+    MetonaToolDef,
     ToolCallDelta,
 )
 from .errors import ProviderError, provider_error
+from .toolparse import ToolTextFallback
 
 Emit = Callable[[MetonaStreamEvent], Awaitable[None] | None]
 
@@ -121,6 +123,13 @@ class StreamAssembler:
         # -1 off, 0 undecided (start of text), 1 inside, 2 after, 3 right after </think> (line breaks dropped)
         self._tag_state = 0 if think_tags else -1
         self._tag_buffer = ""
+        self._fallback: ToolTextFallback | None = None
+
+    def tool_fallback(self, tools: Sequence[MetonaToolDef]) -> None:
+        """Tool calls arrive as text (no native tool calling): route the text through the lenient parser
+        (:mod:`.toolparse`), which turns valid calls of ``tools`` into tool calls at the end."""
+        if tools:
+            self._fallback = ToolTextFallback(tools, self._emit_text)
 
     # ---- what adapters call ------------------------------------------------------------------------------
 
@@ -131,6 +140,9 @@ class StreamAssembler:
             raise TypeError("a text delta is not a string")
         if self._tag_state >= 0 and self._tag_state != 2:
             await self._text_with_tags(delta)
+            return
+        if self._fallback is not None:
+            await self._fallback.feed(delta)
             return
         # the hot path of every stream (one call per upstream chunk): _plain_text and _event, inlined
         if self._thinking:
@@ -249,6 +261,10 @@ class StreamAssembler:
         """
         await self._flush_tags()
         try:
+            if self._fallback is not None:
+                fallback, self._fallback = self._fallback, None
+                for call in await fallback.finish():
+                    await self.tool_call(name=call.name, args=call.args)
             for index in sorted(self._tools):
                 buf = self._tools[index]
                 if not buf.completed:
@@ -340,6 +356,12 @@ class StreamAssembler:
             await result
 
     async def _plain_text(self, delta: str) -> None:
+        if self._fallback is not None:
+            await self._fallback.feed(delta)
+            return
+        await self._emit_text(delta)
+
+    async def _emit_text(self, delta: str) -> None:
         await self._end_thinking()
         self.visible = True
         self._text.append(delta)

@@ -28,6 +28,8 @@ HEAVY = [
     "mdit_py_plugins",
     "pygments",
     "PIL",
+    "openvino",  # the local model's runtime: only its worker process imports it (issue 15)
+    "gguf",
 ]
 
 

@@ -34,7 +34,7 @@ def all_wire_models() -> set[type[BaseModel]]:
 
 
 def test_ir_models_lists_every_ir_model_once() -> None:
-    assert len(IR_MODELS) == len(set(IR_MODELS)) == 25
+    assert len(IR_MODELS) == len(set(IR_MODELS)) == 26  # 25 of the seed + MetonaResponseFormat (extension)
     assert set(IR_MODELS) == all_wire_models()
 
 

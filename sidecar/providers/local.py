@@ -1,0 +1,281 @@
+"""The ``local`` provider: the embedded small model (Qwen2.5-Coder 0.5B Instruct), offline, in a worker process.
+
+Not HTTP (like :mod:`.mock`): ``_call`` hands the request to :class:`sidecar.localmodel.client.LocalRuntime`,
+which owns the worker. The messages go through the GGUF's own chat template (tool definitions included); the model
+writes its tool calls as text, so they come back through the shared lenient parser (:mod:`.toolparse`) — the
+parse chain's last step; with ``responseFormat`` the runtime's JSON-schema constrained decoding applies instead.
+Usage counts are the runtime's own token counts. ``options.model_path`` (host-trusted) runs any other GGUF.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaPerfStats, MetonaRequest, MetonaTokenUsage
+from .base import BaseAdapter, system_text, tool_text, tools_allowed
+from .errors import ProviderError, provider_error
+from .models import CHAT, STREAMING, STRUCTURED_OUTPUT, TOOL_CALLING, ModelSpec
+from .stream import StreamAssembler
+
+C = MetonaErrorCode
+LOCAL_MODEL = "qwen2.5-coder-0.5b-instruct"
+CAPABILITIES = (CHAT, STREAMING, TOOL_CALLING, STRUCTURED_OUTPUT)
+"""Conservative: no vision, no thinking; tool calling through the text fallback, JSON through constrained decoding."""
+ANSWER_AFTER_TOOLS = "Answer the question using these results."
+"""After tool results (``options.tool_followup`` ``"answer"``, the default) the model is asked for the answer: the
+turn's calls and results are folded into the user's message and no tools are offered. The 0.5B model cannot chain
+tools — shown its own call and the result in the chat template, it calls the same tool again until
+``max_iterations`` (measured: every run of the 37*43 task looped). ``"free"`` keeps the tools offered instead."""
+MAX_OUTPUT = 2048
+DEFAULT_MAX_TOKENS = 1024
+
+_runtime: Any = None
+"""The sidecar's one :class:`LocalRuntime` (set by the composition root; None in tests that build no sidecar)."""
+
+
+def set_runtime(runtime: Any) -> None:
+    global _runtime
+    _runtime = runtime
+
+
+def get_runtime() -> Any:
+    return _runtime
+
+
+_ERRORS: dict[str, tuple[MetonaErrorCode, bool]] = {
+    "model_unavailable": (C.MODEL_NOT_FOUND, False),
+    "context_length_exceeded": (C.CONTEXT_LENGTH_EXCEEDED, False),
+    "worker_died": (C.MODEL_OVERLOADED, True),
+}
+
+
+class LocalAdapter(BaseAdapter):
+    protocol = "local"
+    stream_path = send_path = ""
+
+    @property
+    def model_path(self) -> str | None:
+        path = self.config.options.get("model_path")
+        return str(Path(path).expanduser()) if isinstance(path, str) and path else None
+
+    def _runtime(self) -> Any:
+        if _runtime is None:
+            raise self._error("model_unavailable", "the local model runtime is not configured in this process")
+        return _runtime
+
+    def _error(self, code: str, message: str, *, interrupted: bool = False) -> ProviderError:
+        ir_code, retryable = _ERRORS.get(code, (C.UNKNOWN, False))
+        return provider_error(
+            ir_code,
+            f"{self.config.provider_id}: {message}",
+            self.config.provider_id,
+            retryable=retryable,
+            provider_code="LOCAL_MODEL_UNAVAILABLE" if code == "model_unavailable" else code,
+            interrupted=interrupted,
+        )
+
+    # ---- models -------------------------------------------------------------------------------------------------
+
+    async def model_specs(self) -> list[ModelSpec]:
+        from ..localmodel import assets
+
+        if self.model_path is None:
+            ok, why = assets.status()
+            if not ok:
+                raise self._error("model_unavailable", why or "the local model is not installed")
+            display = assets.MODEL_NAME
+            meta = await self._metadata(None)
+        else:
+            if not assets.runtime_available():
+                raise self._error("model_unavailable", "python package 'openvino-genai' is not installed")
+            meta = await self._metadata(Path(self.model_path))
+            display = str(meta.get("name") or Path(self.model_path).name)
+        window = meta.get("context_window") or ModelSpec.CONSERVATIVE_CONTEXT
+        self._spec = ModelSpec(
+            self.model_id,
+            display,
+            int(window),
+            min(MAX_OUTPUT, int(window)),
+            CAPABILITIES,
+            metadata={"format": "gguf", "runtime": "openvino-genai", "offline": True, **_public(meta)},
+        )
+        return [self._spec]
+
+    @property
+    def model_id(self) -> str:
+        return self.config.default_model or LOCAL_MODEL
+
+    @property
+    def supported_models(self) -> list[str]:
+        return [self.model_id]
+
+    def model_spec(self, model: str) -> ModelSpec | None:
+        return self._spec if model == self.model_id else None
+
+    _spec: ModelSpec | None = None
+
+    async def _metadata(self, path: Path | None) -> dict[str, Any]:
+        """The GGUF's metadata (context window): from the loaded model, else read from the file's header."""
+        import anyio
+
+        from ..localmodel import assets
+
+        runtime = _runtime
+        loaded = runtime.loaded_info(str(path) if path else None) if runtime is not None else None
+        if loaded:
+            return dict(loaded.get("meta") or {})
+        if path is None:
+            root = runtime.root if runtime is not None else None
+            candidate = root / assets.packaged_file_name() if root is not None else None
+            if candidate is None or not candidate.is_file():
+                return {"context_window": assets.PACKAGED_CONTEXT, "name": assets.MODEL_NAME}
+            path = candidate
+        try:
+            return await anyio.to_thread.run_sync(assets.gguf_metadata, path)
+        except OSError as exc:
+            raise self._error("model_unavailable", f"{path} cannot be read: {exc.strerror}") from None
+        except ValueError as exc:
+            raise self._error("model_unavailable", f"{path}: {exc}") from None
+
+    async def health_check(self) -> bool:
+        try:
+            await self.model_specs()
+        except ProviderError:
+            return False
+        return True
+
+    # ---- the call ----------------------------------------------------------------------------------------------
+
+    def resolve_model(self, model: str | None) -> str:
+        chosen = model or self.model_id
+        if chosen != self.model_id:
+            raise provider_error(
+                C.MODEL_NOT_FOUND,
+                f"{self.config.provider_id}: unknown model {chosen!r} (this provider runs {self.model_id!r})",
+                self.config.provider_id,
+                retryable=False,
+            )
+        return chosen
+
+    async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
+        from ..localmodel.client import LocalModelError
+
+        runtime = self._runtime()
+        tools = tools_allowed(request)
+        if request.constraints is not None and request.constraints.max_tool_calls == 0:
+            tools = []
+        schema = response_schema(request)
+        if tools and schema is None and not self.answer_mode(request):
+            asm.tool_fallback(tools)
+        payload = self.payload(request, tools if schema is None else [], schema)
+        try:
+            end = await runtime.generate(payload, asm.text, model_path=self.model_path)
+        except LocalModelError as exc:
+            raise self._error(exc.code, str(exc), interrupted=asm.visible) from None
+        n_in, n_out = int(end.get("input_tokens", 0)), int(end.get("output_tokens", 0))
+        asm.usage(MetonaTokenUsage(input_tokens=n_in, output_tokens=n_out, total_tokens=n_in + n_out))
+        tps = end.get("tokens_per_s")
+        if isinstance(tps, (int, float)):
+            ttft, total = end.get("ttft_ms"), end.get("generate_s")
+            asm.perf(
+                MetonaPerfStats(
+                    prompt_eval_duration_ms=float(ttft) if isinstance(ttft, (int, float)) else None,
+                    eval_duration_ms=float(total) * 1000 if isinstance(total, (int, float)) else None,
+                    tokens_per_second=float(tps),
+                )
+            )
+        if end.get("finish") == "length":
+            asm.finish(MetonaFinishReason.LENGTH)
+
+    def payload(self, request: MetonaRequest, tools: list[Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+        params = request.params
+        messages: list[dict[str, Any]] = []
+        system = system_text(request)
+        if schema is not None:
+            system = (system + "\n\n" if system else "") + "Answer with a single JSON object."
+        if system:
+            messages.append({"role": "system", "content": system})
+        messages += [_message(m) for m in request.messages]
+        if tools and self.answer_mode(request):
+            messages = messages[: len(messages) - len(request.messages)] + _folded(request.messages)
+            tools = []
+        payload: dict[str, Any] = {
+            "messages": messages,
+            "max_tokens": params.max_tokens or DEFAULT_MAX_TOKENS,
+            "temperature": params.temperature or 0.0,
+        }
+        if params.top_p is not None:
+            payload["top_p"] = params.top_p
+        if params.stop_sequences:
+            payload["stop"] = list(params.stop_sequences)
+        if tools:
+            payload["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters.model_dump(mode="json", exclude_none=True),
+                    },
+                }
+                for t in tools
+            ]
+        if schema is not None:
+            payload["json_schema"] = schema
+        return payload
+
+    def answer_mode(self, request: MetonaRequest) -> bool:
+        """The last message is a tool result and the provider asks for the answer now (see ANSWER_AFTER_TOOLS)."""
+        last = request.messages[-1] if request.messages else None
+        return last is not None and last.role == "tool" and self.config.options.get("tool_followup") != "free"
+
+
+def _folded(messages: list[MetonaMessage]) -> list[dict[str, Any]]:
+    """The messages with the calls and results after the last user message folded into it as text."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    head = [_message(m) for m in messages[: max(last_user, 0)]]
+    question = messages[last_user].content if last_user >= 0 else ""
+    lines = []
+    for m in messages[last_user + 1 :]:
+        if m.role == "tool":
+            name = m.tool_result.tool_name if m.tool_result else "tool"
+            args = next(
+                (
+                    c.args
+                    for p in messages
+                    for c in p.tool_calls or ()
+                    if m.tool_result and c.id == m.tool_result.tool_call_id
+                ),
+                {},
+            )
+            lines.append(f"- {name}({json.dumps(args, ensure_ascii=False)}) returned: {tool_text(m)}")
+    text = f"{question}\n\nTool results:\n" + "\n".join(lines) + f"\n\n{ANSWER_AFTER_TOOLS}"
+    return [*head, {"role": "user", "content": text.strip()}]
+
+
+def response_schema(request: MetonaRequest) -> dict[str, Any] | None:
+    """The JSON schema the answer must follow (``responseFormat``: json_object → any object), or None."""
+    fmt = request.response_format
+    if fmt is None or fmt.type == "text":
+        return None
+    if fmt.type == "json_schema" and fmt.json_schema is not None:
+        return dict(fmt.json_schema)
+    return {"type": "object"}
+
+
+def _message(message: MetonaMessage) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "content": tool_text(message)}
+    item: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        item["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.args}}
+            for c in message.tool_calls
+        ]
+    return item
+
+
+def _public(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in meta.items() if k in ("architecture", "name", "context_window") and v is not None}

@@ -1,0 +1,236 @@
+"""The embedded local model over real stdio, no network: ``providers/create {preset: "local"}``, streamed Chinese
+and English answers with real token counts, an agent run that asks ``calculator`` for 37*43, a cancel mid-generation
+within 1 s, and no worker left after shutdown or after the sidecar is SIGKILLed. One sidecar (one model load) serves
+the module. The one-file binary leaves the runtime and weights out: there the same calls report it unavailable."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.sidecar_proc import ROOT, Sidecar
+
+pytestmark = pytest.mark.e2e
+
+FROZEN = os.environ.get("SIDECAR_CMD", "").endswith("metona-sidecar")
+MODEL_DIR = ROOT / ".cache" / "local-model"
+"""Where scripts/setup prepared the model once (a fresh checkout converts it here on first use instead)."""
+FIRST_USE_S = 600.0
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def ir_request(text: str, *, max_tokens: int = 64, rid: str = "r1", system: str = "") -> dict[str, Any]:
+    return {
+        "meta": {"sessionId": "local", "iteration": 1, "requestId": rid, "timestamp": 1, "agentVersion": "e2e"},
+        "systemPrompt": {
+            "roleDefinition": system or "You are a helpful assistant.",
+            "outputConstraints": "",
+            "safetyGuidelines": "",
+        },
+        "messages": [{"role": "user", "content": text, "timestamp": 1}],
+        "params": {"stream": True, "maxTokens": max_tokens},
+    }
+
+
+def stream(sc: Sidecar, request: dict[str, Any], timeout: float = FIRST_USE_S) -> tuple[dict[str, Any], list[Any]]:
+    rid = sc.request("chat/stream", {"provider_id": "local", "request": request})
+    seen: list[Any] = []
+    reply = sc.response(rid, timeout=timeout, collect=seen)
+    return reply, [m for m in seen if isinstance(m, dict) and "jsonrpc" not in m]
+
+
+def workers(parent: int | None = None) -> list[int]:
+    """Live local-model worker processes (optionally only the children of ``parent``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state = stat.rsplit(")", 1)[1].split()
+        if b"sidecar.localmodel.worker" in cmdline and state[0] != "Z":
+            if parent is None or int(state[1]) == parent:
+                found.append(int(entry.name))
+    return found
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def wait_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        current = set(workers())
+        alive = [p for p in pids if p in current]
+    return alive
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    data_dir = tmp_path_factory.mktemp("local") / "data"
+    data_dir.mkdir()
+    sc = Sidecar(data_dir, env={"METONA_LOCAL_MODEL_DIR": str(MODEL_DIR)})
+    try:
+        sc.components = sc.initialize()["capabilities"]["components"]  # type: ignore[attr-defined]
+        sc.result("providers/create", {"preset": "local"})
+        yield sc
+    finally:
+        sc.close()
+
+
+@pytest.mark.skipif(not FROZEN, reason="the one-file binary's view")
+def test_the_binary_reports_the_local_model_unavailable(local: Sidecar) -> None:
+    component = local.components["local_model"]  # type: ignore[attr-defined]
+    assert component["available"] is False and "openvino-genai" in component["detail"]
+    err = local.call("providers/models", {"provider_id": "local"})["error"]
+    assert err["data"]["code"] == "MODEL_NOT_FOUND", err
+    assert err["data"]["details"]["error"]["providerCode"] == "LOCAL_MODEL_UNAVAILABLE"
+    test = local.result("providers/test", {"provider_id": "local"})
+    assert test["ok"] is False and test["error"]["code"] == "MODEL_NOT_FOUND"
+    reply, lines = stream(local, ir_request("hello"), timeout=30)
+    assert reply["error"]["data"]["code"] == "MODEL_NOT_FOUND"
+    assert [line["type"] for line in lines] == ["error", "done"]
+    assert lines[0]["error"]["code"] == "model_not_found"
+    assert workers(local.proc.pid) == []
+
+
+source_only = pytest.mark.skipif(FROZEN, reason="the binary leaves the local model out (checked above)")
+
+
+@source_only
+def test_models_and_test_report_the_embedded_model(local: Sidecar) -> None:
+    assert local.components["local_model"]["available"] is True  # type: ignore[attr-defined]
+    (model,) = local.result("providers/models", {"provider_id": "local"})["items"]
+    assert model["model"] == "qwen2.5-coder-0.5b-instruct"
+    assert model["context_window"] == 32768  # from the GGUF's own metadata
+    assert "vision" not in model["capabilities"] and "thinking" not in model["capabilities"]
+    test = local.result("providers/test", {"provider_id": "local"})
+    assert test["ok"] is True and test["model_count"] == 1
+
+
+@source_only
+def test_chinese_and_english_answers_stream_with_real_usage(local: Sidecar) -> None:
+    reply, lines = stream(local, ir_request("用一句话介绍北京。"))
+    result = reply["result"]
+    assert CJK.search(result["content"]), result["content"]
+    types = [line["type"] for line in lines]
+    assert types.count("done") == 1 and types[-1] == "done" and types[-2] == "usage" and "text_delta" in types
+    assert [line["seq"] for line in lines] == list(range(len(lines)))
+    usage = lines[-2]["usage"]
+    assert usage["inputTokens"] > 10 and 0 < usage["outputTokens"] <= 64
+    assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
+    assert "".join(x["delta"] for x in lines if x["type"] == "text_delta") == result["content"]
+
+    reply, lines = stream(local, ir_request("What is the capital of France? Answer in one short sentence.", rid="r2"))
+    content = reply["result"]["content"]
+    assert re.search(r"[A-Za-z]{3,}", content) and not CJK.search(content), content
+    assert "Paris" in content
+    assert lines[-2]["type"] == "usage" and lines[-2]["usage"]["outputTokens"] > 0
+
+
+@source_only
+def test_agent_run_calls_the_calculator_and_answers_1591(local: Sidecar) -> None:
+    request = ir_request("What is 37*43? Use the calculator tool.", max_tokens=128, rid="host-agent")
+    created = local.result(
+        "agent/runs/create",
+        {"provider_id": "local", "request": request, "allowed_tools": ["calculator"], "max_iterations": 4},
+    )
+    run_id = created["run_id"]
+    deadline = time.monotonic() + 300
+    while (run := local.result("agent/runs/get", {"run_id": run_id}))["status"] == "running":
+        assert time.monotonic() < deadline, run
+        time.sleep(0.2)
+    events = local.result("agent/runs/events", {"run_id": run_id, "after_sequence": 0, "limit": 1000})["items"]
+    assert run["status"] == "completed", (run, [(e["event"], e["data"]) for e in events])
+    assert "1591" in run["output"], run["output"]
+    events = local.result("agent/runs/events", {"run_id": run_id, "after_sequence": 0, "limit": 1000})["items"]
+    calls = [e["data"] for e in events if e["event"] == "ToolCall"]
+    results = [e["data"] for e in events if e["event"] == "ToolResult"]
+    assert calls and calls[0]["tool_name"] == "calculator", calls
+    assert results and results[0]["success"] and results[0]["result"]["value"] == 1591, results
+    trace = local.result("agent/runs/trace", {"run_id": run_id, "after_sequence": 0, "limit": 1000})
+    names = [item["event"] for item in trace["items"]]
+    assert "ToolCall" in names and "ToolResult" in names
+
+
+@source_only
+def test_cancel_mid_generation_ends_the_stream_within_a_second(local: Sidecar) -> None:
+    request = ir_request("Write a long story about a dragon who learns to cook.", max_tokens=800, rid="r-cancel")
+    rid = local.request("chat/stream", {"provider_id": "local", "request": request})
+    seen: list[Any] = []
+    while sum(1 for m in seen if isinstance(m, dict) and m.get("type") == "text_delta") < 3:
+        seen.append(local.next(timeout=FIRST_USE_S))
+    started = time.monotonic()
+    local.notify("$/cancelRequest", {"id": rid})
+    reply = local.response(rid, timeout=5, collect=seen)
+    elapsed = time.monotonic() - started
+    assert reply["error"]["code"] == -32800
+    lines = [m for m in seen if isinstance(m, dict) and "jsonrpc" not in m]
+    assert [line["type"] for line in lines[-2:]] == ["error", "done"]
+    assert lines[-2]["error"]["code"] == "user_aborted"
+    assert elapsed < 1.0, elapsed
+    # the worker stopped generating: the next call is answered at once, not after 800 tokens
+    reply, lines = stream(local, ir_request("Say OK.", max_tokens=8, rid="r-after"), timeout=30)
+    assert "result" in reply and lines[-1]["type"] == "done"
+
+
+@source_only
+def test_json_schema_output_is_constrained(local: Sidecar) -> None:
+    import json
+
+    request = ir_request("Which city is the capital of France?", max_tokens=40, rid="r-json")
+    request["responseFormat"] = {
+        "type": "json_schema",
+        "jsonSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }
+    result = local.result("chat/send", {"provider_id": "local", "request": request}, timeout=60)
+    answer = json.loads(result["content"])
+    assert isinstance(answer, dict) and isinstance(answer["city"], str), result["content"]
+
+
+@source_only
+def test_no_worker_after_shutdown(local: Sidecar) -> None:
+    runtime = ["openvino", "openvino_genai", "openvino_tokenizers", "gguf"]
+    assert local.result("dev/modules", {"names": runtime}) == {"loaded": []}  # only the worker imports them
+    pids = workers(local.proc.pid)
+    assert len(pids) == 1, pids  # one worker, started on first use, serving every call of this module
+    assert local.result("shutdown") is None
+    local.notify("exit")
+    assert local.wait(10) == 0
+    assert wait_gone(pids) == []
+
+
+@source_only
+def test_the_worker_dies_with_a_killed_sidecar(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    sc = Sidecar(data_dir, env={"METONA_LOCAL_MODEL_DIR": str(MODEL_DIR)})
+    try:
+        sc.initialize()
+        sc.result("providers/create", {"preset": "local"})
+        reply, _ = stream(sc, ir_request("Say OK.", max_tokens=4), timeout=FIRST_USE_S)
+        assert "result" in reply
+        pids = workers(sc.proc.pid)
+        assert len(pids) == 1
+        group = os.getpgid(pids[0])
+        assert group == pids[0]  # its own process group
+        sc.kill_9()  # no clean-up runs: the worker notices its parent is gone
+        assert wait_gone(pids, timeout=5) == []
+        assert wait_gone([p for p in workers() if _pgid(p) == group], timeout=5) == []  # nor anything it forked
+    finally:
+        sc.close()
