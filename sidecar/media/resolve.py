@@ -28,6 +28,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..packages import package_dir
+
 SEGMENTATION_DIR = "pyannote_segmentation_3.0"
 EMBEDDING_FILE = "speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
 CAMPPLUS_CODE = "camplusplus.py"
@@ -67,17 +69,6 @@ _DIST_NAMES = {
 
 class ModelUnavailable(Exception):
     """The model cannot be had on this machine; ``str(exc)`` says why (safe to show)."""
-
-
-def package_dir(module: str) -> Path | None:
-    """The folder of an installed top-level package, without importing it."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _is_model_dir(path: Path) -> bool:
