@@ -1,0 +1,75 @@
+"""Review regressions over real stdio for plugins, rendering, themes and benchmarks: hostile packages and params
+get their typed codes (never INTERNAL_ERROR) and the process keeps answering."""
+
+from __future__ import annotations
+
+import json
+import warnings
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.plugins.support import make_plugin
+from tests.support.sidecar_proc import Sidecar
+from tests.support.theme_packages import good_files, write_zip
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("review-b")
+
+
+@pytest.fixture(scope="module")
+def sc(home: Path) -> Iterator[Sidecar]:
+    data = home / "data"
+    data.mkdir()
+    sidecar = Sidecar(data, args=["--development"])
+    try:
+        sidecar.initialize()
+        yield sidecar
+    finally:
+        sidecar.close()
+
+
+def _error(sc: Sidecar, method: str, params: dict, timeout: float = 20) -> tuple[int, str]:
+    reply = sc.call(method, params, timeout=timeout)
+    assert "error" in reply, reply
+    assert "Traceback" not in json.dumps(reply)
+    return reply["error"]["code"], reply["error"]["data"]["code"]
+
+
+def _zip(path: Path, entries: list[tuple[str, bytes]]) -> Path:
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w") as archive:
+        warnings.simplefilter("ignore")  # zipfile warns on a duplicate name
+        for name, data in entries:
+            archive.writestr(name, data)
+    return path
+
+
+def test_plugin_zips_with_duplicate_or_conflicting_entries_are_invalid_packages(sc: Sidecar, home: Path) -> None:
+    manifest = (make_plugin(home, "dupe") / "plugin.json").read_bytes()
+    cases = {
+        "dup": [("plugin.json", manifest), ("plugin.json", manifest)],
+        "file-then-dir": [("plugin.json", manifest), ("a", b"x"), ("a/b", b"y")],
+        "dir-then-file": [("plugin.json", manifest), ("a/b", b"x"), ("a", b"y")],
+        "dot": [("plugin.json", manifest), (".", b"x")],
+    }
+    for name, entries in cases.items():
+        package = _zip(home / f"plugin-{name}.zip", entries)
+        assert _error(sc, "plugins/install", {"package_path": str(package)}) == (400, "PLUGIN_PACKAGE_INVALID"), name
+    assert not any((home / "data" / "plugins" / ".staging").glob("*"))
+    assert sc.result("plugins/list")["items"] == []
+    sc.assert_alive()
+
+
+def test_theme_zip_with_a_file_and_a_folder_of_one_name_is_refused(sc: Sidecar, home: Path) -> None:
+    package = _zip(home / "theme-fd.zip", [*good_files().items(), ("images/x", b"1"), ("images/x/y", b"2")])
+    assert _error(sc, "themes/inspect", {"path": str(package)}) == (400, "THEME_MANIFEST_INVALID")
+    css = b'body { background: -webkit-image-set("https://evil.example/x.png" 1x) }'
+    package = write_zip(home / "theme-imageset.zip", {**good_files(), "theme.css": css})
+    assert _error(sc, "themes/inspect", {"path": str(package)}) == (400, "THEME_CSS_UNSAFE")
+    sc.assert_alive()
