@@ -3,6 +3,7 @@ get their typed codes (never INTERNAL_ERROR) and the process keeps answering."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import warnings
 import zipfile
@@ -72,4 +73,19 @@ def test_theme_zip_with_a_file_and_a_folder_of_one_name_is_refused(sc: Sidecar, 
     css = b'body { background: -webkit-image-set("https://evil.example/x.png" 1x) }'
     package = write_zip(home / "theme-imageset.zip", {**good_files(), "theme.css": css})
     assert _error(sc, "themes/inspect", {"path": str(package)}) == (400, "THEME_CSS_UNSAFE")
+    sc.assert_alive()
+
+
+def _req(kind: str, source: str, **kw: object) -> dict:
+    return {"kind": kind, "source": source, "sourceHash": hashlib.sha256(source.encode()).hexdigest(), **kw}
+
+
+def test_function_plot_yaml_alias_cycle_and_bomb_are_parse_errors(sc: Sidecar) -> None:
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg", strict=True)
+    )
+    for source in ("a: &a [*a]\n", laughs):
+        assert _error(sc, "render/static", _req("function_plot", source)) == (400, "FUNCTION_PLOT_PARSE_FAILED")
+        parsed = sc.result("render/function_plot/parse", {"source": source}, timeout=20)
+        assert parsed.get("plot") is None and parsed["diagnostics"][0]["code"] == "FUNCTION_PLOT_PARSE_FAILED"
     sc.assert_alive()

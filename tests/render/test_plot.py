@@ -155,3 +155,23 @@ def test_the_svg_has_axes_labels_legend_and_theme_colours() -> None:
 def test_nice_ticks() -> None:
     assert nice_ticks(-10, 10, 5) == [-10, -5, 0, 5, 10]
     assert nice_ticks(0, 1, 4) == [0, 0.25, 0.5, 0.75, 1.0]
+
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("a: &a [*a]\n", "refers to itself"),  # was a RecursionError out of parse_function_plot
+        ("a: &a {b: *a}\n", "refers to itself"),
+        (LAUGHS, "more than"),  # 9^7 values once expanded: was minutes and gigabytes
+    ],
+)
+def test_yaml_alias_cycles_and_bombs_are_parse_diagnostics(source: str, message: str) -> None:
+    result = parse_function_plot(source)
+    assert result.plot is None
+    assert [d.code for d in result.diagnostics] == ["FUNCTION_PLOT_PARSE_FAILED"]
+    assert message in result.diagnostics[0].message
