@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -88,4 +89,14 @@ def test_function_plot_yaml_alias_cycle_and_bomb_are_parse_errors(sc: Sidecar) -
         assert _error(sc, "render/static", _req("function_plot", source)) == (400, "FUNCTION_PLOT_PARSE_FAILED")
         parsed = sc.result("render/function_plot/parse", {"source": source}, timeout=20)
         assert parsed.get("plot") is None and parsed["diagnostics"][0]["code"] == "FUNCTION_PLOT_PARSE_FAILED"
+    sc.assert_alive()
+
+
+def test_a_function_plot_too_expensive_to_sample_times_out(sc: Sidecar) -> None:
+    heavy = "+".join(["sin(1/x)*cos(1/x)"] * 28)[:480].rsplit("+", 1)[0]
+    source = "expressions:\n" + "".join(f"  - expression: '{heavy}'\n" for _ in range(16))
+    started = time.monotonic()
+    request = _req("function_plot", source, width=8192, height=8192)
+    assert _error(sc, "render/static", request, timeout=25) == (504, "FUNCTION_PLOT_RENDER_FAILED")
+    assert time.monotonic() - started < 15  # ~28 s of CPU before the deadline
     sc.assert_alive()
