@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.plugins.support import make_plugin
+from tests.support.render_check import assert_safe_svg
 from tests.support.sidecar_proc import Sidecar
 from tests.support.theme_packages import good_files, write_zip
 
@@ -31,7 +32,7 @@ def sc(home: Path) -> Iterator[Sidecar]:
     data.mkdir()
     sidecar = Sidecar(data, args=["--development"])
     try:
-        sidecar.initialize()
+        sidecar.components = sidecar.initialize()["capabilities"]["components"]  # type: ignore[attr-defined]
         yield sidecar
     finally:
         sidecar.close()
@@ -100,3 +101,18 @@ def test_a_function_plot_too_expensive_to_sample_times_out(sc: Sidecar) -> None:
     assert _error(sc, "render/static", request, timeout=25) == (504, "FUNCTION_PLOT_RENDER_FAILED")
     assert time.monotonic() - started < 15  # ~28 s of CPU before the deadline
     sc.assert_alive()
+
+
+def test_mermaid_links_are_stripped_not_a_failed_render(sc: Sidecar) -> None:
+    # review: `click A href` / sequence `links` came back as xlink:href without xmlns:xlink → MERMAID_SVG_UNSAFE
+    if not sc.components["mermaid"]["available"]:  # type: ignore[attr-defined]
+        pytest.skip("Mermaid is unavailable here")
+    sources = [
+        'flowchart LR\nA-->B\nclick A href "https://evil.example/click"',
+        'sequenceDiagram\nparticipant A\nlinks A: {"x": "https://evil.example/l"}\nA->>A: hi',
+    ]
+    for source in sources:
+        out = sc.result("render/static", _req("mermaid", source), timeout=60)
+        assert_safe_svg(out["content"])
+        assert "evil.example" not in out["content"]
+        assert "SVG_SANITIZED: removed external or script href" in out["warnings"]
