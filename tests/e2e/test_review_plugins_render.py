@@ -116,3 +116,11 @@ def test_mermaid_links_are_stripped_not_a_failed_render(sc: Sidecar) -> None:
         assert_safe_svg(out["content"])
         assert "evil.example" not in out["content"]
         assert "SVG_SANITIZED: removed external or script href" in out["warnings"]
+
+
+def test_a_rag_benchmark_with_an_rrf_k_too_large_for_a_float_is_refused_at_create(sc: Sidecar) -> None:
+    # review: the run was accepted, then failed on OverflowError in every hybrid search
+    params = {"dataset_id": "rag-core-v1", "embedder": {"kind": "hash-v1"}, "retrieval": {"rrf_k": 10**400}}
+    reply = sc.call("benchmarks/rag/runs/create", params)
+    assert reply.get("error", {}).get("data", {}).get("code") == "BENCHMARK_CONFIG_INVALID", reply
+    assert reply["error"]["data"]["details"]["errors"][0]["field"] == "retrieval.rrf_k"
