@@ -124,3 +124,23 @@ def test_a_rag_benchmark_with_an_rrf_k_too_large_for_a_float_is_refused_at_creat
     reply = sc.call("benchmarks/rag/runs/create", params)
     assert reply.get("error", {}).get("data", {}).get("code") == "BENCHMARK_CONFIG_INVALID", reply
     assert reply["error"]["data"]["details"]["errors"][0]["field"] == "retrieval.rrf_k"
+
+
+def test_event_cursors_beyond_sqlite_integers_are_invalid_params(sc: Sidecar, home: Path) -> None:
+    # review: after_sequence 10**30 on an existing run/plugin was OverflowError in SQLite → INTERNAL_ERROR
+    params = {
+        "dataset_id": "rag-core-v1",
+        "embedder": {"kind": "hash-v1"},
+        "modes": ["fts"],
+        "case_ids": ["rag-zh-001"],
+    }
+    run_id = sc.result("benchmarks/rag/runs/create", params)["run_id"]
+    plugin = sc.call("plugins/install", {"package_path": str(make_plugin(home, "cursor"))}, timeout=40)["result"]
+    for method, target in (
+        ("benchmarks/runs/events", {"run_id": run_id}),
+        ("plugins/events", {"plugin_id": plugin["plugin_id"]}),
+    ):
+        reply = sc.call(method, {**target, "after_sequence": 10**30})
+        assert reply.get("error", {}).get("code") == -32602, (method, reply)
+        assert sc.result(method, {**target, "after_sequence": 2**63 - 1})["items"] == []
+    sc.call("plugins/uninstall", {"plugin_id": plugin["plugin_id"]}, timeout=20)
