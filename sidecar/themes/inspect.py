@@ -25,6 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import yaml
 
@@ -392,7 +393,8 @@ class _CssChecker:
             return
         if _SCHEME.match(url) or url.startswith("//"):
             raise self.fail(node, f"remote or script URL {url[:100]!r} is not allowed")
-        path = url.split("?", 1)[0].split("#", 1)[0]
+        # the browser's URL parser reads %2e%2e as ".." (and %5c as "\\"): check the decoded path
+        path = unquote(url.split("?", 1)[0].split("#", 1)[0])
         if path.startswith("/") or "\\" in path:
             raise _outside(url, "is an absolute path")
         target = posixpath.normpath(posixpath.join(self.base, path))

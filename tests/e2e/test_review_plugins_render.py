@@ -75,6 +75,9 @@ def test_theme_zip_with_a_file_and_a_folder_of_one_name_is_refused(sc: Sidecar, 
     css = b'body { background: -webkit-image-set("https://evil.example/x.png" 1x) }'
     package = write_zip(home / "theme-imageset.zip", {**good_files(), "theme.css": css})
     assert _error(sc, "themes/inspect", {"path": str(package)}) == (400, "THEME_CSS_UNSAFE")
+    css = b"body { background: url(%2e%2e/%2e%2e/outside.png) }"  # the URL parser reads %2e%2e as ".."
+    package = write_zip(home / "theme-pct.zip", {**good_files(), "theme.css": css})
+    assert _error(sc, "themes/inspect", {"path": str(package)}) == (400, "THEME_RESOURCE_OUTSIDE_PACKAGE")
     sc.assert_alive()
 
 

@@ -108,6 +108,19 @@ async def test_a_folder_package_and_one_top_folder_in_a_zip(svc: ThemeService, t
         ("syntax", {"theme.css": b"body { color: red; } }"}, None, "THEME_CSS_UNSAFE"),
         ("huge-css", {"theme.css": b"a{}" * 200_000}, None, "THEME_CSS_UNSAFE"),
         ("url-escape", {"theme.css": b"body { background: url(../../x.png) }"}, None, "THEME_RESOURCE_OUTSIDE_PACKAGE"),
+        # review: the URL parser reads %2e%2e as "..": this was only a THEME_RESOURCE_MISSING warning
+        (
+            "url-percent-dotdot",
+            {"theme.css": b"body { background: url(%2e%2e/%2E%2e/x.png) }"},
+            None,
+            "THEME_RESOURCE_OUTSIDE_PACKAGE",
+        ),
+        (
+            "url-percent-slash",
+            {"theme.css": b"body { background: url(%2fetc/x.png) }"},
+            None,
+            "THEME_RESOURCE_OUTSIDE_PACKAGE",
+        ),
         ("script-file", {"x.js": b"alert(1)"}, None, "THEME_CSS_UNSAFE"),
         (
             "svg-script",
