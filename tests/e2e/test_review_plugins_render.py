@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.support import make_plugin
+from tests.plugins.support import make_plugin, run_agent
 from tests.support.render_check import assert_safe_svg
 from tests.support.sidecar_proc import Sidecar
 from tests.support.theme_packages import good_files, write_zip
@@ -147,3 +147,15 @@ def test_event_cursors_beyond_sqlite_integers_are_invalid_params(sc: Sidecar, ho
         assert reply.get("error", {}).get("code") == -32602, (method, reply)
         assert sc.result(method, {**target, "after_sequence": 2**63 - 1})["items"] == []
     sc.call("plugins/uninstall", {"plugin_id": plugin["plugin_id"]}, timeout=20)
+
+
+def test_a_tool_schema_with_a_remote_ref_fails_the_call_without_fetching(sc: Sidecar, home: Path) -> None:
+    # review: jsonschema's default registry urlopen()ed the $ref on every call (network at run time), and the
+    # exception failed the whole agent run with no ToolResult
+    info = sc.call("plugins/install", {"package_path": str(make_plugin(home, "remote-ref", "remote-ref"))}, timeout=40)
+    assert info["result"]["host"]["status"] == "ready", info
+    run, results = run_agent(sc, [("c1", "remote-ref.shout", {"text": "hi"})])
+    assert run["status"] == "completed", run
+    assert results["c1"]["success"] is False and "cannot be resolved" in results["c1"]["error"]
+    assert "urlopen" not in sc.stderr_text() and "URLError" not in sc.stderr_text()
+    sc.call("plugins/uninstall", {"plugin_id": "remote-ref"}, timeout=20)
