@@ -159,3 +159,21 @@ def test_a_tool_schema_with_a_remote_ref_fails_the_call_without_fetching(sc: Sid
     assert results["c1"]["success"] is False and "cannot be resolved" in results["c1"]["error"]
     assert "urlopen" not in sc.stderr_text() and "URLError" not in sc.stderr_text()
     sc.call("plugins/uninstall", {"plugin_id": "remote-ref"}, timeout=20)
+
+
+def test_a_command_schema_with_a_remote_ref_is_refused_without_fetching(sc: Sidecar, home: Path) -> None:
+    # review: the manifest's command parameters were validated with jsonschema's default registry, which
+    # urlopen()ed the $ref (network at run time) and failed as INTERNAL_ERROR
+    command = {
+        "command_id": "ref",
+        "title": "Ref",
+        "tool": "shout",
+        "locations": ["command_palette"],
+        "parameters": {"type": "object", "properties": {"text": {"$ref": "https://evil.example/p.json"}}},
+    }
+    folder = make_plugin(home, "cmd-ref", contributes={"commands": [command]})
+    assert sc.call("plugins/install", {"package_path": str(folder)}, timeout=40)["result"]["host"]["status"] == "ready"
+    reply = sc.call("plugin-contributions/commands/execute", {"command_id": "cmd-ref.ref", "arguments": {"text": "x"}})
+    assert reply.get("error", {}).get("data", {}).get("code") == "PLUGIN_COMMAND_ARGUMENTS_INVALID", reply
+    assert "urlopen" not in sc.stderr_text() and "URLError" not in sc.stderr_text()
+    sc.call("plugins/uninstall", {"plugin_id": "cmd-ref"}, timeout=20)
