@@ -189,3 +189,13 @@ def test_themes_preview_serves_the_inspected_preview(sc: Sidecar, home: Path) ->
     assert preview["package_id"] == inspection["package_id"] and preview["mime_type"] == "image/png"
     assert base64.b64decode(preview["data_base64"]) == files["preview.png"]
     assert _error(sc, "themes/preview", {"package_id": "theme_package_nope"}) == (404, "THEME_PACKAGE_NOT_FOUND")
+
+
+def test_deeply_nested_tex_is_refused_for_svg_not_typeset_for_minutes(sc: Sidecar) -> None:
+    # review: 20 nested \sqrt{ (140 characters) kept a worker thread busy for minutes; the request never answered
+    tex = r"\sqrt{" * 20 + "x" + "}" * 20
+    started = time.monotonic()
+    assert _error(sc, "render/static", _req("math", tex, format="svg")) == (400, "MATH_PARSE_FAILED")
+    assert time.monotonic() - started < 5
+    mathml = sc.result("render/static", _req("math", tex, format="mathml"))
+    assert mathml["mimeType"] == "application/mathml+xml"
