@@ -679,6 +679,13 @@ params: EmptyParams
 result: ThemeList
 }
 /**
+ * The checked preview image of an inspected package (what app-theme-preview:// serves).
+ */
+"themes/preview": {
+params: PackageIdParams
+result: ThemePreview
+}
+/**
  * Remove an installed theme (built-ins are protected).
  */
 "themes/uninstall": {
@@ -3213,6 +3220,15 @@ package_id: string
  */
 export interface ThemeList {
 items: InstalledTheme[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ThemePreview".
+ */
+export interface ThemePreview {
+package_id: string
+mime_type: string
+data_base64: string
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

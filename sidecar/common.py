@@ -57,7 +57,7 @@ class PageParams(Params):
 
 
 class CursorParams(Params):
-    after_sequence: int = Field(0, ge=0)
+    after_sequence: int = Field(0, ge=0, le=2**63 - 1)  # an SQLite INTEGER
     limit: int = Field(200, ge=1, le=1000)
 
 

@@ -167,7 +167,7 @@ class RetrievalOverrides(Params):
     top_k: int | None = Field(None, ge=1, le=100, description="k of recall@k and the depth searched (default 10)")
     fts_recall: int | None = Field(None, ge=1, le=1000)
     vector_recall: int | None = Field(None, ge=1, le=1000)
-    rrf_k: int | None = Field(None, ge=1)
+    rrf_k: int | None = Field(None, ge=1, le=1_000_000)  # 1/(k + rank) must stay a float
     rerank: bool | None = None
     rerank_candidates: int | None = Field(None, ge=1, le=1000)
     context_top_k: int | None = Field(None, ge=1, le=1000)

@@ -60,8 +60,12 @@ class McpTool(Tool):
         self.timeout_ms = timeout_ms
         self._call = call
         self._secrets = tuple(secrets)
+        from referencing import Registry
+
         cls = jsonschema.validators.validator_for(input_schema, default=jsonschema.Draft202012Validator)
-        self._validator = cls(input_schema, format_checker=cls.FORMAT_CHECKER)
+        # an empty registry: a $ref out of the schema is unresolvable, never fetched (jsonschema's default
+        # registry still urlopen()s http(s) refs)
+        self._validator = cls(input_schema, format_checker=cls.FORMAT_CHECKER, registry=Registry())
 
     def trace_secrets(self) -> Sequence[str]:
         return self._secrets  # the plugin's secrets its server was started with
@@ -78,9 +82,17 @@ class McpTool(Tool):
         )
 
     def parse_args(self, args: dict[str, Any]) -> dict[str, Any]:
-        if self._validator.is_valid(args):
-            return args
-        errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        from referencing.exceptions import Unresolvable
+
+        try:
+            if self._validator.is_valid(args):
+                return args
+            errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        except Unresolvable as exc:
+            raise ToolError(
+                f"the tool's input schema has a $ref that cannot be resolved: {str(exc)[:200]}",
+                "MCP_TOOL_SCHEMA_INVALID",
+            ) from None
         if errors:
             shown = []
             for err in errors[:8]:

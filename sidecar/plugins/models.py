@@ -265,7 +265,7 @@ class PluginIdParams(Params):
 
 class PluginEventsParams(Params):
     plugin_id: str = Field(pattern=PLUGIN_ID_PATTERN)
-    after_sequence: int = Field(0, ge=0)
+    after_sequence: int = Field(0, ge=0, le=2**63 - 1)  # an SQLite INTEGER
     limit: int = Field(200, ge=1, le=1000)
 
 

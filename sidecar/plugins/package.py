@@ -98,12 +98,16 @@ def _extract_zip(source: Path, staging: Path) -> None:
             target = (root / pure).resolve()
             if not target.is_relative_to(root):
                 raise invalid("the archive has an entry outside the package (zip-slip)", entry=name[:300])
-            if member.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                if member.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                dst_file = open(target, "xb")
+            except (FileExistsError, IsADirectoryError, NotADirectoryError):
+                raise invalid("the archive has a duplicate or conflicting entry", entry=name[:300]) from None
             written = 0
-            with archive.open(member) as src, open(target, "xb") as dst:
+            with archive.open(member) as src, dst_file as dst:
                 while chunk := src.read(1 << 20):
                     written += len(chunk)
                     if written > member.file_size or written > MAX_BYTES:

@@ -523,9 +523,18 @@ def _trim_context(command: CommandContribution, context: dict[str, Any]) -> dict
 
 def _check_arguments(command: CommandContribution, arguments: dict[str, Any]) -> None:
     import jsonschema
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
 
     cls = jsonschema.validators.validator_for(command.parameters, default=jsonschema.Draft202012Validator)
-    errors = list(cls(command.parameters).iter_errors(arguments))
+    try:  # an empty registry: a $ref out of the schema is never fetched (the default one urlopen()s it)
+        errors = list(cls(command.parameters, registry=Registry()).iter_errors(arguments))
+    except Unresolvable as exc:
+        raise BadRequestError(
+            f"the command's parameters schema has a $ref that cannot be resolved: {str(exc)[:200]}",
+            code="PLUGIN_COMMAND_ARGUMENTS_INVALID",
+            details={"errors": [str(exc)[:300]]},
+        ) from None
     if errors:
         raise BadRequestError(
             f"invalid command arguments: {errors[0].message[:300]}",

@@ -46,6 +46,10 @@ class FunctionPlotRenderFailed(SidecarError):
     default_code = "FUNCTION_PLOT_RENDER_FAILED"
 
 
+class FunctionPlotRenderTimeout(UpstreamTimeoutError):
+    default_code = "FUNCTION_PLOT_RENDER_FAILED"
+
+
 class MathParseFailed(BadRequestError):
     default_code = "MATH_PARSE_FAILED"
 

@@ -17,6 +17,10 @@ _DELIMITERS = (("$$", "$$", False), ("\\[", "\\]", False), ("\\(", "\\)", True),
 _UNKNOWN_COMMAND = re.compile(r"<mi>(\\[A-Za-z]+)</mi>")
 _NON_LATIN = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\u3040-\u30ff]")
 TEXT_COLOR = {"light": "#1f2328", "dark": "#e6edf3"}
+# ziamath's layout time roughly doubles per nesting level of any group ({…}, \left…\right, \begin…\end):
+# 12 nested \sqrt{ took ~7 s, 20 ran for minutes on a worker thread nothing can stop; 10 stays around a second
+MAX_SVG_NESTING = 10
+_GROUPING = re.compile(r"\\(?:left|right)(?![A-Za-z])|\\(?:begin|end)\s*\{[^{}]*\}|\\.|[{}]", re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +68,11 @@ def tex_to_svg(source: str, theme: str) -> tuple[str, list[str]]:
 
     mathml, warnings = tex_to_mathml(source)  # validates, and reports unknown commands once
     tex = split_delimiters(source)
+    if (depth := nesting_depth(tex.body)) > MAX_SVG_NESTING:
+        raise MathParseFailed(
+            f"The formula nests {depth} levels deep; SVG maths is limited to {MAX_SVG_NESTING} "
+            "(the MathML output has no such limit)."
+        )
     try:
         svg = ziamath.Latex(tex.body, color=TEXT_COLOR.get(theme, TEXT_COLOR["light"]), inline=tex.inline).svg()
     except Exception as exc:
@@ -72,3 +81,16 @@ def tex_to_svg(source: str, theme: str) -> tuple[str, list[str]]:
         warnings.append("MATH_GLYPHS_MISSING: the SVG maths font has no CJK glyphs; use the MathML output for CJK text")
     del mathml
     return svg, warnings
+
+
+def nesting_depth(body: str) -> int:
+    """The deepest nesting of groups: ``{…}``, ``\\left…\\right``, ``\\begin…\\end`` (``\\{`` is a brace glyph)."""
+    depth = deepest = 0
+    for match in _GROUPING.finditer(body):
+        token = match.group()
+        if token in ("{", "\\left") or token.startswith("\\begin"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in ("}", "\\right") or token.startswith("\\end"):
+            depth = max(depth - 1, 0)
+    return deepest

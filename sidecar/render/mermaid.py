@@ -139,7 +139,12 @@ class MermaidRenderer:
 
     def _result(self, out: dict[str, Any]) -> Rendered:
         if out.get("ok"):
-            return Rendered("image/svg+xml", str(out["svg"]), 0, 0, [])
+            svg = str(out["svg"])
+            # Mermaid serialises as HTML: a link (`click A href`, sequence `links`) comes back as xlink:href with
+            # no xmlns:xlink on the root, which no XML parser accepts; declare it so the sanitiser can strip it
+            if "xlink:" in svg and "xmlns:xlink" not in svg.split(">", 1)[0]:
+                svg = svg.replace("<svg", f'<svg xmlns:xlink="{_XLINK_NS}"', 1)
+            return Rendered("image/svg+xml", svg, 0, 0, [])
         message = _first_lines(str(out.get("message") or "unknown error"))
         if out.get("phase") == "parse":
             line, column = _position(out)
@@ -147,6 +152,9 @@ class MermaidRenderer:
             where = f" (line {line}{f', column {column}' if column else ''})" if line else ""
             raise MermaidParseFailed(f"The Mermaid source has a syntax error{where}.", details=details)
         raise MermaidRenderFailed("The diagram could not be rendered.", details={"mermaid_message": message})
+
+
+_XLINK_NS = "http://www.w3.org/1999/xlink"
 
 
 class _BrowserDied(Exception):

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import anyio
 
-from .errors import FunctionPlotExpressionUnsafe, FunctionPlotParseFailed, FunctionPlotRenderFailed
+from .errors import (
+    FunctionPlotExpressionUnsafe,
+    FunctionPlotParseFailed,
+    FunctionPlotRenderFailed,
+    FunctionPlotRenderTimeout,
+)
 from .math import tex_to_mathml, tex_to_svg
 from .models import StaticRenderRequest
 from .plot.grammar import UNSAFE
 from .plot.parse import parse_function_plot
+from .plot.sample import TIME_LIMIT_S, SamplingTimeout
 from .plot.svg import render_plot_svg
 from .types import Rendered
 
@@ -42,6 +48,10 @@ class FunctionPlotRenderer:
             )
         try:
             svg, width, height = render_plot_svg(parsed.plot, request.theme, request.width, request.height)
+        except SamplingTimeout:
+            raise FunctionPlotRenderTimeout(
+                f"The function plot took longer than {TIME_LIMIT_S:g} s to sample; simplify its expressions."
+            ) from None
         except (ValueError, ArithmeticError) as exc:
             raise FunctionPlotRenderFailed(f"The function plot could not be drawn ({type(exc).__name__}).") from None
         warnings = [f"{d.code}: {d.message}" + (f" (line {d.line})" if d.line else "") for d in parsed.diagnostics]

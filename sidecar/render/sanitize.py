@@ -63,6 +63,9 @@ _SVG_ATTRS = frozenset(
 )
 _DANGEROUS_CSS = re.compile(r"expression\s*\(|javascript:|vbscript:|behavior|-moz-binding|@import", re.I)
 _SAFE_DATA_URL = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*\Z", re.I)
+_URL_STRING_FUNCTIONS = frozenset(
+    {"image-set", "-webkit-image-set", "cross-fade", "-webkit-cross-fade", "image", "-webkit-image", "src"}
+)
 _URL_IN_ATTR = re.compile(r"url\(\s*['\"]?\s*([^)'\"]*)", re.I)
 
 
@@ -197,7 +200,10 @@ def _clean_attributes(el: etree._Element, ns: str, report: _Report, *, in_foreig
                 el.attrib[key] = cleaned
             else:
                 del el.attrib[key]
-        elif "url(" in value.lower() and not _urls_internal(value):
+        elif ("url(" in value.lower() and not _urls_internal(value)) or _value_safe(
+            tinycss2.parse_component_value_list(value)
+        ) == "external url() references":
+            # presentation attributes are CSS values to the browser: escapes (``\75 rl(``) and image-set() count
             report.removed["external url() references"] += 1
             del el.attrib[key]
         elif _DANGEROUS_CSS.search(value):
@@ -224,6 +230,10 @@ def _url_ok(token: tinycss2.ast.Node) -> bool:
     elif isinstance(token, tinycss2.ast.FunctionBlock) and token.lower_name == "url":
         strings = [t for t in token.arguments if isinstance(t, tinycss2.ast.StringToken)]
         url = strings[0].value.strip() if strings else ""
+    elif isinstance(token, tinycss2.ast.FunctionBlock) and token.lower_name in _URL_STRING_FUNCTIONS:
+        # image-set("https://…" 1x) and its kin take a bare string as a URL
+        strings = [t.value.strip() for t in token.arguments if isinstance(t, tinycss2.ast.StringToken)]
+        return all(u.startswith("#") or _SAFE_DATA_URL.match(u) for u in strings)
     else:
         return True
     return url.startswith("#") or bool(_SAFE_DATA_URL.match(url))

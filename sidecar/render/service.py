@@ -63,6 +63,7 @@ class RenderService:
         if renderer is None:
             raise RendererUnavailable(f"No renderer for kind {request.kind!r}.", details={"kind": request.kind})
         key = cache_key(
+            SANITIZER_REVISION,
             renderer.version,
             request.kind,
             request.theme,
@@ -98,6 +99,11 @@ class RenderService:
 
     async def close(self) -> None:
         await self.browser.close()
+
+
+# part of every cache key: an image cleaned by an older sanitiser is never served again after a sanitiser fix.
+# Bump it with every change to sanitize.py's output (r2: CSS-escaped and image-set() URLs are external).
+SANITIZER_REVISION = "sanitize-r2"
 
 
 def _check_hash(request: StaticRenderRequest) -> None:

@@ -25,6 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import yaml
 
@@ -79,6 +80,10 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _SAFE_DATA = re.compile(
     r"^data:(?:image/(?:png|jpeg|gif|webp)|font/(?:woff2?|ttf|otf)|application/font-woff2?)[;,]", re.I
 )
+# functions that take a bare string as a URL
+_URL_STRING_FUNCTIONS = frozenset(
+    {"url", "src", "image-set", "-webkit-image-set", "cross-fade", "-webkit-cross-fade", "image", "-webkit-image"}
+)
 _SCRIPTY = re.compile(r"javascript:|vbscript:|expression\s*\(", re.I)
 
 
@@ -100,6 +105,14 @@ def read_package(host_path: str) -> dict[str, bytes]:
         files = _read_zip(path)
     else:
         raise ThemeManifestInvalid("A theme package is a .zip file or a folder.", details={"path": str(path)})
+    for name in files:  # "a" and "a/b" cannot both be written out
+        parent = posixpath.dirname(name)
+        while parent:
+            if parent in files:
+                raise ThemeManifestInvalid(
+                    f"The package entry {parent[:200]!r} is both a file and a folder.", details={"path": parent[:500]}
+                )
+            parent = posixpath.dirname(parent)
     return _strip_top_folder(files)
 
 
@@ -360,7 +373,7 @@ class _CssChecker:
             elif kind == "function":
                 if token.lower_name == "expression":
                     raise self.fail(token, "expression() is not allowed")
-                if token.lower_name in ("url", "src", "image-set"):
+                if token.lower_name in _URL_STRING_FUNCTIONS:
                     for arg in token.arguments:
                         if arg.type == "string":
                             self.url(token, arg.value)
@@ -380,7 +393,8 @@ class _CssChecker:
             return
         if _SCHEME.match(url) or url.startswith("//"):
             raise self.fail(node, f"remote or script URL {url[:100]!r} is not allowed")
-        path = url.split("?", 1)[0].split("#", 1)[0]
+        # the browser's URL parser reads %2e%2e as ".." (and %5c as "\\"): check the decoded path
+        path = unquote(url.split("?", 1)[0].split("#", 1)[0])
         if path.startswith("/") or "\\" in path:
             raise _outside(url, "is an absolute path")
         target = posixpath.normpath(posixpath.join(self.base, path))

@@ -66,6 +66,13 @@ def methods(themes: ThemeService) -> list[Method[Any, Any]]:
             install,
             summary="Install an inspected package by its package_id (never a path).",
         ),
+        Method(
+            "themes/preview",
+            PackageIdParams,
+            ThemePreview,
+            preview,
+            summary="The checked preview image of an inspected package (what app-theme-preview:// serves).",
+        ),
         Method("themes/list", EmptyParams, ThemeList, list_, summary="Built-in and installed themes."),
         Method(
             "themes/enable",

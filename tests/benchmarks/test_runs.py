@@ -130,6 +130,8 @@ async def test_cancel_keeps_finished_cases(env: BenchEnv) -> None:
         ({"dataset_id": "rag-core-v1", "case_ids": ["missing"]}, "BENCHMARK_CONFIG_INVALID"),
         ({"dataset_id": "rag-core-v1", "profile_id": "nope"}, "BENCHMARK_CONFIG_INVALID"),
         ({"dataset_id": "rag-core-v1", "retrieval": {"top_k": 0}}, "BENCHMARK_CONFIG_INVALID"),
+        # review: accepted, then every hybrid search failed on OverflowError (1 / (k + rank)) and the run failed
+        ({"dataset_id": "rag-core-v1", "retrieval": {"rrf_k": 10**400}}, "BENCHMARK_CONFIG_INVALID"),
     ],
 )
 async def test_rag_errors(env: BenchEnv, params: dict[str, Any], code: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -94,6 +95,27 @@ def test_staging_refuses_a_zip_slip_and_keeps_nothing_outside(tmp_path: Path) ->
     with pytest.raises(BadRequestError, match="zip-slip"):
         stage(archive, tmp_path / "staging")
     assert not (tmp_path / "evil").exists()
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [("plugin.json", "{}"), ("plugin.json", "{}")],  # a duplicate entry
+        [("a", "x"), ("a/b", "y")],  # a file, then a folder of the same name
+        [("a/b", "x"), ("a", "y")],  # a folder, then a file of the same name
+        [(".", "x")],  # the package root as a file
+    ],
+)
+def test_staging_refuses_duplicate_and_conflicting_zip_entries(tmp_path: Path, entries: list) -> None:
+    # review: these were FileExistsError → INTERNAL_ERROR over the wire
+    archive = tmp_path / "p.zip"
+    with warnings.catch_warnings(), zipfile.ZipFile(archive, "w") as z:
+        warnings.simplefilter("ignore")  # zipfile warns on a duplicate name
+        for name, data in entries:
+            z.writestr(name, data)
+    with pytest.raises(BadRequestError, match="duplicate or conflicting") as caught:
+        stage(archive, tmp_path / "staging")
+    assert caught.value.code == "PLUGIN_PACKAGE_INVALID"
 
 
 def test_commands_resolve_relative_to_the_plugin_or_on_path(tmp_path: Path) -> None:

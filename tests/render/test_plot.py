@@ -4,6 +4,7 @@ across discontinuities, and the SVG."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from lxml import etree
@@ -11,7 +12,7 @@ from lxml import etree
 from sidecar.render.models import Diagnostic
 from sidecar.render.plot.grammar import MAX_DEPTH, PARSE_FAILED, UNSAFE, ExpressionError, compile_expression
 from sidecar.render.plot.parse import parse_function_plot
-from sidecar.render.plot.sample import sample
+from sidecar.render.plot.sample import SamplingTimeout, sample
 from sidecar.render.plot.svg import nice_ticks, render_plot_svg
 from tests.support.render_check import assert_safe_svg, text_of
 
@@ -155,3 +156,52 @@ def test_the_svg_has_axes_labels_legend_and_theme_colours() -> None:
 def test_nice_ticks() -> None:
     assert nice_ticks(-10, 10, 5) == [-10, -5, 0, 5, 10]
     assert nice_ticks(0, 1, 4) == [0, 0.25, 0.5, 0.75, 1.0]
+
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("a: &a [*a]\n", "refers to itself"),  # was a RecursionError out of parse_function_plot
+        ("a: &a {b: *a}\n", "refers to itself"),
+        (LAUGHS, "more than"),  # 9^7 values once expanded: was minutes and gigabytes
+    ],
+)
+def test_yaml_alias_cycles_and_bombs_are_parse_diagnostics(source: str, message: str) -> None:
+    result = parse_function_plot(source)
+    assert result.plot is None
+    assert [d.code for d in result.diagnostics] == ["FUNCTION_PLOT_PARSE_FAILED"]
+    assert message in result.diagnostics[0].message
+
+
+HEAVY = "+".join(["sin(1/x)*cos(1/x)"] * 28)[:480].rsplit("+", 1)[0]
+
+
+def test_sampling_stops_at_its_deadline() -> None:
+    fn = compile_expression("sin(1/x)")
+    with pytest.raises(SamplingTimeout):
+        sample(fn, -1, 1, -1, 1, 800, deadline=time.monotonic() - 1)
+    assert sample(fn, -1, 1, -1, 1, 800)  # no deadline: as before
+
+
+def test_a_plot_too_expensive_to_sample_is_a_timeout_not_minutes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # review: 16 long oscillating expressions at 8192 px took ~28 s of CPU in one request
+    import sidecar.render.plot.svg as svg_module
+    from sidecar.render.errors import FunctionPlotRenderTimeout
+    from sidecar.render.models import StaticRenderRequest
+    from sidecar.render.renderers import FunctionPlotRenderer
+
+    monkeypatch.setattr(svg_module, "TIME_LIMIT_S", 0.2)
+    source = "expressions:\n" + "".join(f"  - expression: '{HEAVY}'\n" for _ in range(16))
+    request = StaticRenderRequest.model_validate(
+        {"kind": "function_plot", "source": source, "sourceHash": "0" * 64, "width": 8192, "height": 8192}
+    )
+    started = time.monotonic()
+    with pytest.raises(FunctionPlotRenderTimeout) as caught:
+        FunctionPlotRenderer()._render(request)
+    assert caught.value.code == "FUNCTION_PLOT_RENDER_FAILED" and caught.value.status == 504
+    assert time.monotonic() - started < 5

@@ -102,3 +102,28 @@ def test_mathml_allow_list() -> None:
     )
     assert "javascript" not in out and "maction" not in out and "<mi>x</mi>" in out
     assert "SVG_SANITIZED: removed external or script href" in warnings
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # Chromium parses presentation attributes as CSS: the escaped "url(" fetched http://evil.example/fill
+        '<rect width="9" height="9" fill="\\75 rl(http://evil.example/fill#a)"/>',
+        '<rect mask="\\75rl(&quot;//evil.example/m#a&quot;)"/>',
+        # image-set() takes a bare string as a URL: both fetched before the fix
+        '<foreignObject><div xmlns="http://www.w3.org/1999/xhtml" '
+        "style=\"background-image:image-set('http://evil.example/a.png' 1x)\">x</div></foreignObject>",
+        '<style>div{background-image:-webkit-image-set("http://evil.example/b.png" 1x)}</style>',
+        '<rect style="fill:red;background:cross-fade(&quot;https://evil.example/c.png&quot; 50%, red)"/>',
+    ],
+)
+def test_css_escaped_and_string_urls_are_external_references(body: str) -> None:
+    out, warnings = sanitize_svg(SVG.format(body))
+    assert "evil.example" not in out, out
+    assert "SVG_SANITIZED: removed external url() references" in warnings, warnings
+
+
+def test_internal_image_set_and_plain_attribute_values_are_kept() -> None:
+    body = '<rect fill="#f00" d="M0 0" style="background-image:image-set(&quot;#g&quot; 1x)"/><text>url ok</text>'
+    out, warnings = sanitize_svg(SVG.format(body))
+    assert warnings == [] and 'fill="#f00"' in out and "image-set" in out

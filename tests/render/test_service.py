@@ -71,6 +71,18 @@ async def test_outputs_are_sanitised_sized_and_cached(tmp_path: Path) -> None:
     assert newer.renderers["mermaid"].calls == 1  # type: ignore[attr-defined]
 
 
+async def test_a_sanitiser_revision_invalidates_cached_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # review: the key held the renderer's version only, so an image cleaned by a sanitiser with a known bypass
+    # stayed on disk and was served after the fix
+    import sidecar.render.service as service_module
+
+    fake = FakeMermaid()
+    await _service(tmp_path, fake).render_source("mermaid", "graph TD; A-->B")
+    monkeypatch.setattr(service_module, "SANITIZER_REVISION", "sanitize-next")
+    await _service(tmp_path, fake).render_source("mermaid", "graph TD; A-->B")
+    assert fake.calls == 2
+
+
 async def test_the_source_hash_is_checked(tmp_path: Path) -> None:
     svc = _service(tmp_path, FakeMermaid())
     source = "graph TD; A-->B"

@@ -108,6 +108,19 @@ async def test_a_folder_package_and_one_top_folder_in_a_zip(svc: ThemeService, t
         ("syntax", {"theme.css": b"body { color: red; } }"}, None, "THEME_CSS_UNSAFE"),
         ("huge-css", {"theme.css": b"a{}" * 200_000}, None, "THEME_CSS_UNSAFE"),
         ("url-escape", {"theme.css": b"body { background: url(../../x.png) }"}, None, "THEME_RESOURCE_OUTSIDE_PACKAGE"),
+        # review: the URL parser reads %2e%2e as "..": this was only a THEME_RESOURCE_MISSING warning
+        (
+            "url-percent-dotdot",
+            {"theme.css": b"body { background: url(%2e%2e/%2E%2e/x.png) }"},
+            None,
+            "THEME_RESOURCE_OUTSIDE_PACKAGE",
+        ),
+        (
+            "url-percent-slash",
+            {"theme.css": b"body { background: url(%2fetc/x.png) }"},
+            None,
+            "THEME_RESOURCE_OUTSIDE_PACKAGE",
+        ),
         ("script-file", {"x.js": b"alert(1)"}, None, "THEME_CSS_UNSAFE"),
         (
             "svg-script",
@@ -129,6 +142,20 @@ async def test_a_folder_package_and_one_top_folder_in_a_zip(svc: ThemeService, t
             "THEME_MANIFEST_INVALID",
         ),
         ("manifest-yaml", {"theme.yaml": b"theme_id: [unclosed"}, None, "THEME_MANIFEST_INVALID"),
+        # review: "a" and "a/b" in one zip was an INTERNAL_ERROR when staged; image-set kin passed the CSS check
+        ("file-and-folder", {"images/x": b"1", "images/x/y": b"2"}, None, "THEME_MANIFEST_INVALID"),
+        (
+            "webkit-image-set",
+            {"theme.css": b'body { background: -webkit-image-set("https://evil.example/x.png" 1x) }'},
+            None,
+            "THEME_CSS_UNSAFE",
+        ),
+        (
+            "cross-fade",
+            {"theme.css": b'body { background: cross-fade("//evil.example/x.png" 50%, red) }'},
+            None,
+            "THEME_CSS_UNSAFE",
+        ),
         (
             "css-entry-out",
             {"theme.yaml": good_files()["theme.yaml"].replace(b"theme.css", b"../theme.css")},

@@ -20,6 +20,7 @@ from .grammar import PARSE_FAILED, ExpressionError, compile_expression
 MAX_EXPRESSIONS = 16
 MAX_LABEL_CHARS = 200
 MAX_BLOCK_CHARS = 256 * 1024
+MAX_VALUES = 20_000  # scalars, lists and mappings once aliases are expanded
 WARNING_UNKNOWN_KEY = "FUNCTION_PLOT_UNKNOWN_KEY"
 WARNING_COLOR = "FUNCTION_PLOT_COLOR_INVALID"
 _TOP_KEYS = {"version", "expressions", "domain", "range", "axes"}
@@ -107,11 +108,16 @@ def _load(source: str) -> tuple[Any, dict[tuple[Any, ...], tuple[int, int, int]]
         raise _LoadError(f"invalid YAML: {exc.problem or exc.context}", pos) from None
     if node is None:
         raise _LoadError("the block is empty", (1, 1))
-    data = _to_python(node, (), positions)
+    try:
+        data = _to_python(node, (), positions)
+    except RecursionError:  # an alias cycle (&a [*a]) or very deep nesting
+        raise _LoadError("the block is nested too deeply or refers to itself", (1, 1)) from None
     return (json_data if json_data is not None else data), positions
 
 
 def _to_python(node: yaml.Node, path: tuple[Any, ...], positions: dict[tuple[Any, ...], tuple[int, int, int]]) -> Any:
+    if len(positions) > MAX_VALUES:  # aliases of aliases expand exponentially ("billion laughs")
+        raise _LoadError(f"the block has more than {MAX_VALUES} values", (1, 1))
     positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1, 1 if _quoted(node) else 0)
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}

@@ -10,24 +10,33 @@ the path too, with the edge of the defined part located by bisection.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 MAX_DEPTH = 10
 MAX_EVALUATIONS = 60_000  # per expression: a wildly oscillating f (sin(1/x)) stays bounded in time
+TIME_LIMIT_S = 5.0  # per plot: 16 long oscillating expressions at 8192 px took ~30 s of CPU without it
 Fn = Callable[[float], float]
 Piece = list[tuple[float, float]]
 Point = tuple[float, float] | None  # None: the path breaks here
 
 
-def sample(fn: Fn, x0: float, x1: float, y0: float, y1: float, pixels: int) -> list[Piece]:
-    """Pieces of (x, y) points over [x0, x1]; [y0, y1] is the visible y range, ``pixels`` the plot width."""
+class SamplingTimeout(Exception):
+    """The plot's sampling passed its deadline."""
+
+
+def sample(fn: Fn, x0: float, x1: float, y0: float, y1: float, pixels: int, deadline: float = math.inf) -> list[Piece]:
+    """Pieces of (x, y) points over [x0, x1]; [y0, y1] is the visible y range, ``pixels`` the plot width;
+    :class:`SamplingTimeout` once ``time.monotonic()`` passes ``deadline``."""
     y_span = y1 - y0
     n = max(16, pixels)  # one sample per pixel; bisection adds what curvature and jumps need
     xs = [x0 + (x1 - x0) * i / n for i in range(n + 1)]
     ys = [fn(x) for x in xs]
+    if time.monotonic() > deadline:
+        raise SamplingTimeout
     tol = (y_span / max(pixels, 1)) * 0.5 if y_span > 0 else 1e-3  # half a pixel, in y units
     points: list[Point] = []
-    ctx = _Ctx(fn, tol, y0 - y_span, y1 + y_span)
+    ctx = _Ctx(fn, tol, y0 - y_span, y1 + y_span, deadline)
     for i in range(n):
         _segment(ctx, xs[i], ys[i], xs[i + 1], ys[i + 1], 0, points)
     points.append((xs[-1], ys[-1]) if math.isfinite(ys[-1]) else None)
@@ -35,10 +44,10 @@ def sample(fn: Fn, x0: float, x1: float, y0: float, y1: float, pixels: int) -> l
 
 
 class _Ctx:
-    __slots__ = ("budget", "fn", "hi", "lo", "tol")
+    __slots__ = ("budget", "deadline", "fn", "hi", "lo", "tol")
 
-    def __init__(self, fn: Fn, tol: float, lo: float, hi: float) -> None:
-        self.fn, self.tol, self.lo, self.hi = fn, tol, lo, hi
+    def __init__(self, fn: Fn, tol: float, lo: float, hi: float, deadline: float) -> None:
+        self.fn, self.tol, self.lo, self.hi, self.deadline = fn, tol, lo, hi, deadline
         self.budget = MAX_EVALUATIONS
 
 
@@ -51,6 +60,8 @@ def _segment(ctx: _Ctx, a: float, fa: float, b: float, fb: float, depth: int, ou
     fm = _split_at(ctx, a, fa, b, fb) if depth < MAX_DEPTH and ctx.budget > 0 else None
     if fm is not None:
         ctx.budget -= 1
+        if ctx.budget % 512 == 0 and time.monotonic() > ctx.deadline:
+            raise SamplingTimeout
         m = (a + b) / 2
         _segment(ctx, a, fa, m, fm, depth + 1, out)
         _segment(ctx, m, fm, b, fb, depth + 1, out)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from ..models import FunctionPlot
 from .grammar import compile_expression
-from .sample import Piece, sample
+from .sample import TIME_LIMIT_S, Piece, sample
 
 DEFAULT_WIDTH = 640
 DEFAULT_HEIGHT = 400
@@ -86,8 +87,9 @@ def render_plot_svg(plot: FunctionPlot, theme: str, width: int | None, height: i
     parts += _axes(plot, frame, pal)
     parts.append(f'<g clip-path="url(#{clip})" fill="none" stroke-width="2" stroke-linejoin="round">')
     colors = [e.color or pal.series[i % len(pal.series)] for i, e in enumerate(plot.expressions)]
+    deadline = time.monotonic() + TIME_LIMIT_S
     for fn, color in zip(fns, colors, strict=True):
-        pieces = sample(fn, x0, x1, y0, y1, int(frame.width))
+        pieces = sample(fn, x0, x1, y0, y1, int(frame.width), deadline)
         if pieces:
             parts.append(f'<path stroke={quoteattr(color)} d="{_path(pieces, frame)}"/>')
     parts.append("</g>")
