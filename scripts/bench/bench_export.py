@@ -208,4 +208,14 @@ if __name__ == "__main__":
                 else " | pandoc: not installed"
             )
         print(line)
+        if "no_diagrams_s" in e:  # the same job as pandoc: the document without diagrams and plots
+            nd = e["no_diagrams_s"]
+            print(
+                f"{fmt:5s} without diagrams {nd:7.3f} s = {result['pages'] / nd:6.1f} pages/s"
+                + (
+                    f" | pandoc {e['no_diagrams_pandoc_s']} s, ratio {e['ratio_no_diagrams_vs_pandoc']} (goal <= 1)"
+                    if e["no_diagrams_pandoc_s"] is not None
+                    else " | pandoc: not installed"
+                )
+            )
     print(json.dumps(result, ensure_ascii=False))

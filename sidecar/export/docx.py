@@ -2,11 +2,19 @@
 lists as ``List Bullet``/``List Number`` 1–3 (an ordered list restarts its numbering), tables with a repeated
 header row, code blocks in a monospace ``Code`` style with Pygments colours, hyperlinks, images, real footnotes
 (a footnotes part), diagrams and plots as PNG at ~288 dpi, maths as native equations (OMML) or, where the
-conversion fails, an image plus a warning (both prepared in :mod:`sidecar.export.prepare`)."""
+conversion fails, an image plus a warning (both prepared in :mod:`sidecar.export.prepare`).
+
+python-docx provides the package: the default template, styles, numbering, image parts, relationships, saving.
+The body is written as WordprocessingML text and parsed once (python-docx's element proxies cost ~50 µs per run,
+most of a 50-page build): the markup is the same python-docx would make for ``add_paragraph``/``add_run``/
+``add_table``/``add_picture`` (``tests/export/test_docx.py`` compares the two), with elements in schema order.
+"""
 
 from __future__ import annotations
 
+import functools
 import io
+import re
 from typing import Any
 from xml.sax.saxutils import escape
 
@@ -15,7 +23,7 @@ import anyio
 from .ast import Node
 from .html import code_style
 from .models import ExportOptions, ExportResult
-from .types import Prepared
+from .types import Asset, Prepared
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 FOOTNOTES_CT = "application/vnd.openxmlformats-officedocument.wordprocessingml.footnotes+xml"
@@ -23,6 +31,79 @@ FOOTNOTES_RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationsh
 MAX_WIDTH_IN = 6.3
 CJK_FONT = "Microsoft YaHei"
 MONO_FONT = "Consolas"
+JC = {"left": "left", "right": "right", "center": "center"}
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+_RUN_SPLIT = re.compile(r"([\t\r\n])")
+_BREAK_RUN = "<w:r><w:br/></w:r>"
+
+
+def _clean(text: str) -> str:
+    """Characters XML 1.0 cannot hold (control characters, lone surrogates) are dropped: lxml would refuse the
+    whole document."""
+    return _INVALID_XML.sub("", text) if _INVALID_XML.search(text) else text
+
+
+def _attr(value: str) -> str:
+    return escape(_clean(value), {'"': "&quot;"})
+
+
+def _t(text: str) -> str:
+    """A ``w:t``; ``xml:space="preserve"`` when it has leading or trailing white space (as python-docx does)."""
+    if len(text.strip()) < len(text):
+        return f'<w:t xml:space="preserve">{escape(text)}</w:t>'
+    return f"<w:t>{escape(text)}</w:t>"
+
+
+def _run_content(text: str) -> str:
+    """A run's content for ``text``: ``\\t`` → ``w:tab``, ``\\n``/``\\r`` → ``w:br``, the rest in ``w:t``s
+    (python-docx's ``_RunContentAppender``)."""
+    text = _clean(text)
+    if "\t" not in text and "\n" not in text and "\r" not in text:
+        return _t(text) if text else ""
+    out = []
+    for piece in _RUN_SPLIT.split(text):
+        if piece == "\t":
+            out.append("<w:tab/>")
+        elif piece in ("\n", "\r"):
+            out.append("<w:br/>")
+        elif piece:
+            out.append(_t(piece))
+    return "".join(out)
+
+
+def _ppr(style_id: str | None = None, *, num: str = "", ind: str = "", jc: str | None = None) -> str:
+    """``w:pPr`` with its children in schema order (pStyle, numPr, ind, jc); empty when there are none."""
+    parts = f'<w:pStyle w:val="{style_id}"/>' if style_id else ""
+    parts += num + ind
+    if jc:
+        parts += f'<w:jc w:val="{jc}"/>'
+    return f"<w:pPr>{parts}</w:pPr>" if parts else ""
+
+
+class _Para:
+    """A paragraph being written: its properties and its content, where a hyperlink is a nested list (the runs
+    inside it) so that content after it at paragraph level (maths, pictures, footnote marks) follows it."""
+
+    __slots__ = ("items", "ppr")
+
+    def __init__(self, ppr: str = "") -> None:
+        self.ppr = ppr
+        self.items: list[Any] = []
+
+    def xml(self) -> str:
+        body = "".join(x if isinstance(x, str) else "".join(x) + "</w:hyperlink>" for x in self.items)
+        return f"<w:p>{self.ppr}{body}</w:p>"
+
+
+@functools.lru_cache(maxsize=64)
+def _lexer(language: str | None) -> Any:
+    from pygments.lexers import TextLexer, get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_by_name(language, stripnl=False) if language else TextLexer(stripnl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False)
 
 
 class DocxWriter:
@@ -35,10 +116,17 @@ class DocxWriter:
         self.count = 0
         self.footnote_ids: dict[int, int] = {}
         self._style_ids: dict[str, str] = {}
+        self._style_nums: dict[str, tuple[str, str] | None] = {}
         self._setup_styles()
         from pygments.styles import get_style_by_name
 
         self.code_style = get_style_by_name(code_style(options.code_theme) or "default")
+        self._token_rpr: dict[Any, str] = {}
+        self.out: list[str] = []  # the body's block-level markup, in order
+        self._shape_id = self.doc.part.next_id  # the next picture id (python-docx: max id in the story + 1)
+        self._block_width = self.doc._block_width  # text width of the (only) section, as add_table uses
+        self._numbering: Any = None
+        self._next_num_id = 0
 
     # ----------------------------------------------------------------------------------------------- setup
     def _setup_styles(self) -> None:
@@ -73,17 +161,18 @@ class DocxWriter:
         link.font.color.rgb = RGBColor(0x05, 0x63, 0xC1)
 
     def style_id(self, name: str) -> str:
-        """A style's id, looked up once (python-docx scans every style on each ``style=`` assignment)."""
+        """A style's id, looked up once (python-docx scans every style on each lookup by name)."""
         sid = self._style_ids.get(name)
         if sid is None:
             sid = self._style_ids[name] = self.doc.styles[name].style_id
         return sid
 
-    def para(self, container: Any, style: str | None = None) -> Any:
-        para = container.add_paragraph()
-        if style is not None:
-            para._p.get_or_add_pPr().style = self.style_id(style)
-        return para
+    def para(self, style: str | None = None, **ppr: Any) -> _Para:
+        """A new body paragraph (appended to the body when it is finished: see :meth:`add`)."""
+        return _Para(_ppr(self.style_id(style) if style else None, **ppr))
+
+    def add(self, para: _Para) -> None:
+        self.out.append(para.xml())
 
     # ------------------------------------------------------------------------------------------- document
     def build(self) -> bytes:
@@ -93,221 +182,258 @@ class DocxWriter:
             and doc.root.children[0].type == "heading"
             and doc.root.children[0].attributes["level"] == 1
         ):
-            self.para(self.doc, "Title").add_run(doc.title)
+            para = self.para("Title")
+            para.items.append(f"<w:r>{_run_content(doc.title)}</w:r>")
+            self.add(para)
         if self.options.include_metadata:
             for key, value in self.p.metadata.items():
-                self.doc.add_paragraph(f"{key}: {value}")
-        self.doc.core_properties.title = doc.title
+                self.out.append(f"<w:p><w:r>{_run_content(f'{key}: {value}')}</w:r></w:p>")
+        self.doc.core_properties.title = _clean(doc.title)[:255]  # python-docx refuses longer ones
         for child in doc.root.children:
-            self.block(child, self.doc)
+            self.block(child)
+        self._insert_body()
         if doc.footnotes:
             self._footnotes_part()
         out = io.BytesIO()
         self.doc.save(out)
         return out.getvalue()
 
-    def block(self, n: Node, container: Any, *, list_level: int = 0, list_style: str | None = None) -> None:
+    def _insert_body(self) -> None:
+        """The body markup parsed once and moved before the section properties (``w:sectPr`` stays last)."""
+        from docx.oxml.ns import nsdecls, qn
+
+        body = self.doc.element.body
+        fragment = _xml(f"<w:body {nsdecls('w', 'r', 'm', 'wp', 'a', 'pic')}>{''.join(self.out)}</w:body>")
+        sect_pr = body.find(qn("w:sectPr"))
+        for el in list(fragment):
+            if sect_pr is not None:
+                sect_pr.addprevious(el)
+            else:
+                body.append(el)
+        self.out = []
+
+    def block(self, n: Node, *, list_level: int = 0) -> None:
         self.count += 1
         if self.count % 32 == 0:
             self.p.check_cancelled()
         t = n.type
         if t == "heading":
             level = max(1, min(9, int(n.attributes.get("level", 1))))
-            para = self.para(container, f"Heading {level}")
+            para = self.para(f"Heading {level}")
             self.inlines(para, n.children)
+            self.add(para)
         elif t == "paragraph":
-            para = container.add_paragraph()
+            centre = len(n.children) == 1 and n.children[0].type == "image"
+            para = _Para(_ppr(jc="center") if centre else "")
             self.inlines(para, n.children)
-            if len(n.children) == 1 and n.children[0].type == "image":
-                from docx.enum.text import WD_ALIGN_PARAGRAPH
-
-                para.alignment = WD_ALIGN_PARAGRAPH.CENTER
+            self.add(para)
         elif t == "list":
-            self.list(n, container, list_level + 1)
+            self.list(n, list_level + 1)
         elif t == "blockquote":
             for c in n.children:
                 if c.type == "paragraph":
-                    para = self.para(container, "Quote")
+                    para = self.para("Quote")
                     self.inlines(para, c.children)
+                    self.add(para)
                 else:
-                    self.block(c, container)
+                    self.block(c)
         elif t == "code_block":
-            self.code(container, n.text or "", n.attributes.get("language"))
+            self.code(n.text or "", n.attributes.get("language"))
         elif t == "thematic_break":
-            para = container.add_paragraph()
-            para._p.get_or_add_pPr().append(
-                _xml(
-                    f'<w:pBdr xmlns:w="{W_NS}"><w:bottom w:val="single" w:sz="6" w:space="1" w:color="999999"/>'
-                    "</w:pBdr>"
-                )
+            self.out.append(
+                '<w:p><w:pPr><w:pBdr><w:bottom w:val="single" w:sz="6" w:space="1" w:color="999999"/></w:pBdr>'
+                "</w:pPr></w:p>"
             )
         elif t == "table":
-            self.table(n, container)
+            self.table(n)
         elif t == "math_block":
-            self.math_block(n, container)
+            self.math_block(n)
         elif t in ("mermaid", "function_plot"):
-            self.figure(n, container)
+            self.figure(n)
         elif t == "html":
             self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
         else:
-            para = container.add_paragraph()
+            para = _Para()
             self.inlines(para, n.children)
+            self.add(para)
 
-    def list(self, n: Node, container: Any, level: int) -> None:
+    def list(self, n: Node, level: int) -> None:
+        from docx.shared import Inches
+
         ordered = bool(n.attributes.get("ordered"))
         depth = min(level, 3)
         style = ("List Number" if ordered else "List Bullet") + ("" if depth == 1 else f" {depth}")
-        num_id = self._restart(style, int(n.attributes.get("start") or 1)) if ordered else None
+        restart = self._restart(style, int(n.attributes.get("start") or 1)) if ordered else None
+        num = ""
+        if restart is not None:
+            num = f'<w:numPr><w:ilvl w:val="{restart[1]}"/><w:numId w:val="{restart[0]}"/></w:numPr>'
+        ind = f'<w:ind w:left="{Inches(0.25 * (level + 1)).twips}"/>' if level > 3 else ""
         for item in n.children:
             first = True
             for c in item.children:
                 if c.type == "paragraph" and first:
-                    para = self.para(container, style)
-                    if level > 3:
-                        from docx.shared import Inches
-
-                        para.paragraph_format.left_indent = Inches(0.25 * (level + 1))
-                    if num_id is not None:
-                        _set_num(para, num_id, self.doc.styles[style].element)
+                    para = self.para(style, num=num, ind=ind)
                     checked = item.attributes.get("checked")
                     if checked is not None:
-                        para.add_run("☑ " if checked else "☐ ")
+                        para.items.append(f"<w:r>{_t('☑ ' if checked else '☐ ')}</w:r>")
                     self.inlines(para, c.children)
+                    self.add(para)
                     first = False
                 elif c.type == "list":
-                    self.list(c, container, level + 1)
+                    self.list(c, level + 1)
                 elif c.type == "paragraph":
-                    para = self.para(container, "List Continue" + ("" if depth == 1 else f" {depth}"))
+                    para = self.para("List Continue" + ("" if depth == 1 else f" {depth}"))
                     self.inlines(para, c.children)
+                    self.add(para)
                 else:
-                    self.block(c, container, list_level=level)
+                    self.block(c, list_level=level)
                     first = False
 
-    def _restart(self, style_name: str, start: int) -> int | None:
-        """A new numbering instance of the style's list, starting at ``start`` (so each ordered list restarts)."""
+    def _list_num(self, style_name: str) -> tuple[str, str] | None:
+        """The list style's ``(numId, ilvl)``, read once; None when the style has no numbering."""
         from docx.oxml.ns import qn
 
-        style = self.doc.styles[style_name].element
-        num_pr = style.find(qn("w:pPr") + "/" + qn("w:numPr"))
-        if num_pr is None or num_pr.find(qn("w:numId")) is None:
+        if style_name not in self._style_nums:
+            num_pr = self.doc.styles[style_name].element.find(qn("w:pPr") + "/" + qn("w:numPr"))
+            found = None
+            if num_pr is not None and num_pr.find(qn("w:numId")) is not None:
+                ilvl = num_pr.find(qn("w:ilvl"))
+                found = (
+                    num_pr.find(qn("w:numId")).get(qn("w:val")),
+                    ilvl.get(qn("w:val")) if ilvl is not None else "0",
+                )
+            self._style_nums[style_name] = found
+        return self._style_nums[style_name]
+
+    def _restart(self, style_name: str, start: int) -> tuple[int, str] | None:
+        """A new numbering instance of the style's list, starting at ``start`` (so each ordered list restarts):
+        its ``(numId, ilvl)``."""
+        from docx.oxml.ns import qn
+
+        base = self._list_num(style_name)
+        if base is None:
             return None
-        base_id = num_pr.find(qn("w:numId")).get(qn("w:val"))
-        numbering = self.doc.part.numbering_part.element
+        base_id, level = base
+        if self._numbering is None:
+            self._numbering = self.doc.part.numbering_part.element
+            ids = [int(x.get(qn("w:numId"))) for x in self._numbering.findall(qn("w:num"))]
+            self._next_num_id = max(ids, default=0) + 1
         abstract = None
-        for num in numbering.findall(qn("w:num")):
+        for num in self._numbering.findall(qn("w:num")):
             if num.get(qn("w:numId")) == base_id:
                 abstract = num.find(qn("w:abstractNumId")).get(qn("w:val"))
         if abstract is None:
             return None
-        ids = [int(x.get(qn("w:numId"))) for x in numbering.findall(qn("w:num"))]
-        new_id = max(ids, default=0) + 1
-        ilvl = num_pr.find(qn("w:ilvl"))
-        level = ilvl.get(qn("w:val")) if ilvl is not None else "0"
-        numbering.append(
+        new_id = self._next_num_id
+        self._next_num_id += 1
+        self._numbering.append(
             _xml(
                 f'<w:num xmlns:w="{W_NS}" w:numId="{new_id}"><w:abstractNumId w:val="{abstract}"/>'
                 f'<w:lvlOverride w:ilvl="{level}"><w:startOverride w:val="{start}"/></w:lvlOverride></w:num>'
             )
         )
-        return new_id
+        return new_id, level
 
-    def code(self, container: Any, text: str, language: str | None) -> None:
-        from docx.shared import RGBColor
+    def code(self, text: str, language: str | None) -> None:
         from pygments import lex
-        from pygments.lexers import TextLexer, get_lexer_by_name
-        from pygments.util import ClassNotFound
 
-        try:
-            lexer = get_lexer_by_name(language, stripnl=False) if language else TextLexer(stripnl=False)
-        except ClassNotFound:
-            lexer = TextLexer(stripnl=False)
-        para = self.para(container, "Code")
-        for ttype, value in lex(text.rstrip("\n"), lexer):
-            style = self.code_style.style_for_token(ttype)
-            lines = value.split("\n")
-            for i, line in enumerate(lines):
-                if i:
-                    para.add_run().add_break()
-                if not line:
-                    continue
-                run = para.add_run(line)
+        para = self.para("Code")
+        items = para.items
+        rprs = self._token_rpr
+        for ttype, value in lex(text.rstrip("\n"), _lexer(language)):
+            rpr = rprs.get(ttype)
+            if rpr is None:  # b, i, color: the order of w:rPr's children
+                style = self.code_style.style_for_token(ttype)
+                props = ("<w:b/>" if style.get("bold") else "") + ("<w:i/>" if style.get("italic") else "")
                 if style.get("color"):
-                    run.font.color.rgb = RGBColor.from_string(style["color"].upper())
-                run.bold = bool(style.get("bold")) or None
-                run.italic = bool(style.get("italic")) or None
+                    props += f'<w:color w:val="{style["color"].upper()}"/>'
+                rpr = rprs[ttype] = f"<w:rPr>{props}</w:rPr>" if props else "<w:rPr/>"
+            for i, line in enumerate(value.split("\n")):
+                if i:
+                    items.append(_BREAK_RUN)
+                if line:
+                    items.append(f"<w:r>{rpr}{_run_content(line)}</w:r>")
+        self.add(para)
 
-    def table(self, n: Node, container: Any) -> None:
-        from docx.enum.text import WD_ALIGN_PARAGRAPH
+    def table(self, n: Node) -> None:
+        from docx.shared import Emu
 
         rows = n.children
         cols = max((len(r.children) for r in rows), default=0)
         if not rows or not cols:
             return
-        table = container.add_table(rows=len(rows), cols=cols)
-        table.style = self.doc.styles["Table Grid"]
-        aligns = {
-            "left": WD_ALIGN_PARAGRAPH.LEFT,
-            "right": WD_ALIGN_PARAGRAPH.RIGHT,
-            "center": WD_ALIGN_PARAGRAPH.CENTER,
-        }
-        for row, tr in zip(rows, table.rows, strict=True):
+        width = Emu(self._block_width // cols).twips
+        tc_pr = f'<w:tcPr><w:tcW w:type="dxa" w:w="{width}"/></w:tcPr>'
+        out = [
+            f'<w:tbl><w:tblPr><w:tblStyle w:val="{self.style_id("Table Grid")}"/><w:tblW w:type="auto" w:w="0"/>'
+            '<w:tblLook w:firstColumn="1" w:firstRow="1" w:lastColumn="0" w:lastRow="0" w:noHBand="0" '
+            'w:noVBand="1" w:val="04A0"/></w:tblPr><w:tblGrid>',
+            f'<w:gridCol w:w="{width}"/>' * cols,
+            "</w:tblGrid>",
+        ]
+        for row in rows:
             header = bool(row.attributes.get("header"))
-            if header:
-                tr._tr.get_or_add_trPr().append(_xml(f'<w:tblHeader xmlns:w="{W_NS}"/>'))
-            cells = tr.cells  # once per row: table.cell(r, c) walks the whole grid every call
-            for c, cell in enumerate(row.children):
-                para = cells[c].paragraphs[0]
+            out.append("<w:tr><w:trPr><w:tblHeader/></w:trPr>" if header else "<w:tr>")
+            for cell in row.children:
+                para = _Para(_ppr(jc=JC.get(cell.attributes.get("align") or "")))
                 self.inlines(para, cell.children, bold=header)
-                align = cell.attributes.get("align")
-                if align in aligns:
-                    para.alignment = aligns[align]
+                out.append(f"<w:tc>{tc_pr}{para.xml()}</w:tc>")
+            out.append(f"<w:tc>{tc_pr}<w:p/></w:tc>" * (cols - len(row.children)))
+            out.append("</w:tr>")
+        out.append("</w:tbl>")
+        self.out.append("".join(out))
 
-    def figure(self, n: Node, container: Any) -> None:
+    def figure(self, n: Node) -> None:
         asset = self.p.assets.get(n.node_id)
         if asset is None or asset.data is None:
-            self.code(container, n.text or "", None)
+            self.code(n.text or "", None)
             return
-        from docx.enum.text import WD_ALIGN_PARAGRAPH
+        para = _Para(_ppr(jc="center"))
+        para.items.append(self._picture(asset))
+        self.add(para)
 
-        para = container.add_paragraph()
-        para.alignment = WD_ALIGN_PARAGRAPH.CENTER
-        self._picture(para, asset)
-
-    def math_block(self, n: Node, container: Any) -> None:
+    def math_block(self, n: Node) -> None:
         asset = self.p.assets.get(n.node_id)
-        para = container.add_paragraph()
         if asset is not None and asset.kind == "omml" and asset.text:
-            para._p.append(_xml(asset.text))
+            self.out.append(f"<w:p>{asset.text}</w:p>")
         elif asset is not None and asset.data:
-            from docx.enum.text import WD_ALIGN_PARAGRAPH
-
-            para.alignment = WD_ALIGN_PARAGRAPH.CENTER
-            self._picture(para, asset)
+            para = _Para(_ppr(jc="center"))
+            para.items.append(self._picture(asset))
+            self.add(para)
         else:
-            para._p.get_or_add_pPr().style = self.style_id("Code")
-            para.add_run(n.text or "")
+            para = self.para("Code")
+            para.items.append(f"<w:r>{_run_content(n.text or '')}</w:r>")
+            self.add(para)
 
-    def _picture(self, para: Any, asset: Any) -> None:
-        """At its CSS size (96 px per inch; PNG rasters are 3× denser, so they print at ~288 dpi), at most the
-        text width; without a known size python-docx reads the image's own size and dpi."""
+    def _picture(self, asset: Asset, *, height_px: float | None = None) -> str:
+        """A picture run. At its CSS size (96 px per inch; PNG rasters are 3× denser, so they print at ~288 dpi), at
+        most the text width; without a known size, the image's own size and dpi (python-docx reads them).
+        ``height_px``: at that height instead (inline maths images)."""
+        from docx.oxml.shape import CT_Inline
         from docx.shared import Inches
+        from lxml import etree
 
-        run = para.add_run()
-        if asset.width:
-            run.add_picture(io.BytesIO(asset.data), width=Inches(min(asset.width / 96.0, MAX_WIDTH_IN)))
-            return
-        shape = run.add_picture(io.BytesIO(asset.data))
-        limit = Inches(MAX_WIDTH_IN)
-        if shape.width > limit:
-            shape.height = int(shape.height * limit / shape.width)
-            shape.width = limit
+        r_id, image = self.doc.part.get_or_add_image(io.BytesIO(asset.data or b""))
+        if height_px is not None:
+            cx, cy = image.scaled_dimensions(None, Inches(height_px / 96.0))
+        elif asset.width:
+            cx, cy = image.scaled_dimensions(Inches(min(asset.width / 96.0, MAX_WIDTH_IN)), None)
+        else:
+            cx, cy = image.scaled_dimensions(None, None)
+            limit = Inches(MAX_WIDTH_IN)
+            if cx > limit:
+                cx, cy = limit, int(cy * limit / cx)
+        inline = CT_Inline.new_pic_inline(self._shape_id, r_id, image.filename, cx, cy)
+        self._shape_id += 1
+        return f"<w:r><w:drawing>{etree.tostring(inline, encoding='unicode')}</w:drawing></w:r>"
 
     # ---------------------------------------------------------------------------------------------- inlines
-    def inlines(self, para: Any, nodes: list[Node], **fmt: Any) -> None:
+    def inlines(self, para: _Para, nodes: list[Node], **fmt: Any) -> None:
         for n in nodes:
             self.inline(para, n, fmt)
 
-    def inline(self, para: Any, n: Node, fmt: dict[str, Any], target: Any = None) -> None:
+    def inline(self, para: _Para, n: Node, fmt: dict[str, Any], target: list[str] | None = None) -> None:
+        """Text goes into ``target`` (a hyperlink) when there is one; anything else into the paragraph."""
         t = n.type
         if t == "text":
             self._text(para, n.text or "", fmt, target)
@@ -319,7 +445,7 @@ class DocxWriter:
             self._text(para, n.text or "", {**fmt, "code": True}, target)
         elif t == "line_break":
             if n.attributes.get("hard"):
-                para.add_run().add_break()
+                para.items.append(_BREAK_RUN)
             else:
                 self._text(para, " ", fmt, target)
         elif t == "link":
@@ -336,7 +462,7 @@ class DocxWriter:
             placed = False
             if asset is not None and asset.data:
                 try:  # the user's bytes: python-docx's header readers raise on a truncated or odd image
-                    self._picture(para, asset)
+                    para.items.append(self._picture(asset))
                     placed = True
                 except Exception as exc:
                     self.p.warn(
@@ -347,11 +473,9 @@ class DocxWriter:
         elif t == "math_inline":
             asset = self.p.assets.get(n.node_id)
             if asset is not None and asset.kind == "omml" and asset.text:
-                para._p.append(_xml(asset.text))
+                para.items.append(asset.text)
             elif asset is not None and asset.data:
-                from docx.shared import Inches
-
-                para.add_run().add_picture(io.BytesIO(asset.data), height=Inches((asset.height or 16) / 96.0))
+                para.items.append(self._picture(asset, height_px=asset.height or 16))
             else:
                 self._text(para, n.text or "", {**fmt, "code": True}, target)
         elif t == "footnote_ref":
@@ -362,37 +486,29 @@ class DocxWriter:
             for c in n.children:
                 self.inline(para, c, fmt, target)
 
-    def _text(self, para: Any, text: str, fmt: dict[str, Any], target: Any) -> None:
-        if target is not None:
-            run_xml = _run_xml(text, fmt)
-            target.append(_xml(run_xml))
+    def _text(self, para: _Para, text: str, fmt: dict[str, Any], target: list[str] | None) -> None:
+        if target is not None:  # in a hyperlink: the Hyperlink character style (inline code keeps it too)
+            props = '<w:rStyle w:val="Hyperlink"/>' + _bis(fmt)
+            target.append(f'<w:r><w:rPr>{props}</w:rPr><w:t xml:space="preserve">{escape(_clean(text))}</w:t></w:r>')
             return
-        run = para.add_run(text)
-        if fmt.get("bold"):
-            run.bold = True
-        if fmt.get("italic"):
-            run.italic = True
-        if fmt.get("strike"):
-            run.font.strike = True
+        props = _bis(fmt)
         if fmt.get("code"):
-            run._r.get_or_add_rPr().style = self.style_id("Code Char")
+            props = f'<w:rStyle w:val="{self.style_id("Code Char")}"/>' + props
+        rpr = f"<w:rPr>{props}</w:rPr>" if props else ""
+        para.items.append(f"<w:r>{rpr}{_run_content(text)}</w:r>")
 
-    def _hyperlink(self, para: Any, url: str) -> Any:
+    def _hyperlink(self, para: _Para, url: str) -> list[str]:
         from docx.opc.constants import RELATIONSHIP_TYPE as RT
-        from docx.oxml.ns import qn
 
-        r_id = para.part.relate_to(url, RT.HYPERLINK, is_external=True)
-        link = para._p.makeelement(qn("w:hyperlink"), {qn("r:id"): r_id})
-        para._p.append(link)
+        r_id = self.doc.part.relate_to(url, RT.HYPERLINK, is_external=True)
+        link = [f'<w:hyperlink r:id="{_attr(r_id)}">']
+        para.items.append(link)
         return link
 
-    def _footnote_ref(self, para: Any, index: int) -> None:
+    def _footnote_ref(self, para: _Para, index: int) -> None:
         fid = self.footnote_ids.setdefault(index, len(self.footnote_ids) + 1)
-        para._p.append(
-            _xml(
-                f'<w:r xmlns:w="{W_NS}"><w:rPr><w:vertAlign w:val="superscript"/></w:rPr>'
-                f'<w:footnoteReference w:id="{fid}"/></w:r>'
-            )
+        para.items.append(
+            f'<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:footnoteReference w:id="{fid}"/></w:r>'
         )
 
     def _footnotes_part(self) -> None:
@@ -413,7 +529,7 @@ class DocxWriter:
             bodies.append(
                 f'<w:footnote w:id="{fid}"><w:p><w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr>'
                 f'<w:footnoteRef/></w:r><w:r><w:rPr><w:sz w:val="18"/></w:rPr>'
-                f'<w:t xml:space="preserve"> {escape(text)}</w:t></w:r></w:p></w:footnote>'
+                f'<w:t xml:space="preserve"> {escape(_clean(text))}</w:t></w:r></w:p></w:footnote>'
             )
         head = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
         xml = f'{head}<w:footnotes xmlns:w="{W_NS}">{"".join(bodies)}</w:footnotes>'
@@ -421,28 +537,13 @@ class DocxWriter:
         self.doc.part.relate_to(part, FOOTNOTES_RT)
 
 
-def _run_xml(text: str, fmt: dict[str, Any]) -> str:
-    props = ['<w:rStyle w:val="Hyperlink"/>'] if fmt.get("link") else []
-    if fmt.get("bold"):
-        props.append("<w:b/>")
-    if fmt.get("italic"):
-        props.append("<w:i/>")
-    if fmt.get("strike"):
-        props.append("<w:strike/>")
-    rpr = f"<w:rPr>{''.join(props)}</w:rPr>" if props else ""
-    return f'<w:r xmlns:w="{W_NS}">{rpr}<w:t xml:space="preserve">{escape(text)}</w:t></w:r>'
-
-
-def _set_num(para: Any, num_id: int, style: Any) -> None:
-    from docx.oxml.ns import qn
-
-    ppr = para._p.get_or_add_pPr()
-    existing = ppr.find(qn("w:numPr"))
-    if existing is not None:
-        ppr.remove(existing)
-    style_pr = style.find(qn("w:pPr") + "/" + qn("w:numPr") + "/" + qn("w:ilvl"))
-    level = style_pr.get(qn("w:val")) if style_pr is not None else "0"
-    ppr.append(_xml(f'<w:numPr xmlns:w="{W_NS}"><w:ilvl w:val="{level}"/><w:numId w:val="{num_id}"/></w:numPr>'))
+def _bis(fmt: dict[str, Any]) -> str:
+    """Bold, italic, strike: in ``w:rPr``'s schema order."""
+    return (
+        ("<w:b/>" if fmt.get("bold") else "")
+        + ("<w:i/>" if fmt.get("italic") else "")
+        + ("<w:strike/>" if fmt.get("strike") else "")
+    )
 
 
 def _xml(markup: str) -> Any:

@@ -7,6 +7,7 @@ the formula as an image and warns (issue 13: "OMML where the conversion succeeds
 
 from __future__ import annotations
 
+import functools
 from xml.sax.saxutils import escape
 
 M_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
@@ -26,8 +27,10 @@ def _local(el: object) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
+@functools.lru_cache(maxsize=2048)
 def mathml_to_omml(mathml: str) -> str:
-    """One ``<m:oMath>`` (inline) or ``<m:oMathPara>`` (display) element, with the ``m`` namespace declared."""
+    """One ``<m:oMath>`` (inline) or ``<m:oMathPara>`` (display) element, with the ``m`` namespace declared.
+    Memoised: a document repeats its formulas (``$n$``), and a re-export converts the same MathML again."""
     from lxml import etree
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
