@@ -1979,7 +1979,7 @@ diarization?: boolean
 word_timestamps?: boolean
 profile_id?: string
 /**
- * Business context only; not model input.
+ * Business context only; not model input (at most 16 KiB as JSON).
  */
 metadata?: {
 [k: string]: unknown

@@ -6,6 +6,7 @@ which Whisper model, compute type, beam size, VAD and diarization settings.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -142,6 +143,9 @@ class TranscriptionJobSummary(Phase2Model):
     completed_at: str | None = None
 
 
+METADATA_MAX_BYTES = 16 * 1024
+
+
 # -- params ----------------------------------------------------------------------------------------
 
 
@@ -151,7 +155,17 @@ class CreateTranscriptionParams(Params):
     diarization: bool = True
     word_timestamps: bool = False
     profile_id: str = Field("default", min_length=1, max_length=100)
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Business context only; not model input.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Business context only; not model input (at most 16 KiB as JSON)."
+    )
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, v: dict[str, Any]) -> dict[str, Any]:
+        # stored on the job row and returned by every get/list: a bound keeps a pasted blob from bloating both
+        if len(json.dumps(v, ensure_ascii=False, default=str).encode()) > METADATA_MAX_BYTES:
+            raise ValueError(f"metadata is larger than {METADATA_MAX_BYTES // 1024} KiB as JSON")
+        return v
 
     @field_validator("language")
     @classmethod
