@@ -200,7 +200,8 @@ async def test_supervisor_tracks_groups_and_closes_the_guard_in_stop_all() -> No
         assert guard is not None and guard.poll() == 0, "the guard exits at the end of a clean stop"
         assert not alive(spawned.pid)
         assert alive(same_group.pid), "our own group is left alone"
-        assert guard_pids() == set()
+        # only this guard: in-process tests that ran before may still own guards of their own
+        assert guard.pid not in guard_pids()
     finally:
         same_group.kill()
         same_group.wait()
