@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..workerio import claim_stdout, exit_with_parent
 from . import assets, convert
 
 META_FILE = "metona-model.json"
@@ -213,20 +214,11 @@ def _exit() -> None:
     os._exit(0)
 
 
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            _exit()  # the sidecar died (even by SIGKILL): never outlive it
-
-
 def main() -> None:
     convert.block_telemetry()
-    out_fd = os.dup(1)
-    os.dup2(2, 1)  # stdout is the protocol: libraries that print go to stderr
-    out = os.fdopen(out_fd, "w", encoding="utf-8", buffering=1)
+    out = claim_stdout()  # stdout is the protocol: libraries that print go to stderr
     worker = Worker(out)
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    exit_with_parent(_exit)  # the sidecar died (even by SIGKILL): never outlive it
     reader = threading.Thread(target=worker.read, args=(sys.stdin,), daemon=True)
     reader.start()
     worker.send({"event": "ready", "pid": os.getpid()})

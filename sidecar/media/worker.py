@@ -15,26 +15,12 @@ import logging
 import os
 import sys
 import threading
-import time
 import warnings
 from typing import Any, TextIO
 
+from ..workerio import claim_stdout, exit_with_parent
+
 logger = logging.getLogger("sidecar.media.worker")
-
-
-def _claim_stdout() -> TextIO:
-    """Keep fd 1 for the protocol; anything a library prints lands on stderr."""
-    proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return proto
-
-
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            os._exit(3)
 
 
 def serve(stdin: TextIO, proto: TextIO) -> None:
@@ -91,8 +77,8 @@ def main() -> None:
     # memory-mapped samples are read-only on purpose
     warnings.filterwarnings("ignore", message=r"(?s).*torchcodec is not installed correctly")
     warnings.filterwarnings("ignore", message=r"The given NumPy array is not writable")
-    proto = _claim_stdout()
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    proto = claim_stdout()
+    exit_with_parent(lambda: os._exit(3))
     serve(sys.stdin, proto)
     os._exit(0)
 
