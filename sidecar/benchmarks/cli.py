@@ -9,7 +9,6 @@ This is a human command, not the stdio server: stdout carries the table only. Ex
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 
 import anyio
 
+from sidecar.cliutil import bar, write_error
 from sidecar.errors import SidecarError
 
 
@@ -64,9 +64,7 @@ def _params(ns: argparse.Namespace) -> dict[str, Any]:
 def _bar(progress: Any, width: int = 30) -> str:
     if progress is None:
         return ""
-    pct = progress.percent or 0.0
-    filled = int(width * pct / 100)
-    return f"\r[{'#' * filled}{'.' * (width - filled)}] {pct:5.1f}% {progress.phase}: {progress.message or ''}"[:120]
+    return bar(progress.percent or 0.0, f"{progress.phase}: {progress.message or ''}", width)[:120]
 
 
 def _step(progress: Any) -> str:
@@ -108,9 +106,7 @@ async def _run(ns: argparse.Namespace, settings: Any) -> int:
             else:
                 run = await bench.create_agent(AgentRunCreateParams.model_validate(_params(ns)))
         except SidecarError as exc:
-            err.write(f"error: {exc.code}: {exc.message}\n")
-            if exc.details:
-                err.write(json.dumps(exc.details, ensure_ascii=False)[:2000] + "\n")
+            write_error(err, exc)
             tg.cancel_scope.cancel()
             return 2
         err.write(f"run {run.run_id} ({ns.kind}, dataset {ns.dataset}, hash {run.dataset_hash})\n")

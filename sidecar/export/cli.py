@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from sidecar.cliutil import bar, write_error
 from sidecar.errors import SidecarError
 
 
@@ -44,8 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 def _bar(progress: Any, width: int = 30) -> str:
     pct = (progress.percent or 0.0) if progress is not None else 0.0
     phase = progress.phase if progress is not None else "queued"
-    filled = int(width * pct / 100)
-    return f"\r[{'#' * filled}{'.' * (width - filled)}] {pct:5.1f}% {phase}"[:100]
+    return bar(pct, phase, width)[:100]
 
 
 async def _run(ns: argparse.Namespace, data_dir: Path, work: Path) -> int:
@@ -99,9 +98,7 @@ async def _run(ns: argparse.Namespace, data_dir: Path, work: Path) -> int:
         try:
             job = await service.create(ExportCreateParams(source=source, format=ns.format, options=options))
         except SidecarError as exc:
-            err.write(f"error: {exc.code}: {exc.message}\n")
-            if exc.details:
-                err.write(json.dumps(exc.details, ensure_ascii=False)[:2000] + "\n")
+            write_error(err, exc)
             tg.cancel_scope.cancel()
             return 2
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import anyio
 
+from ..cliutil import bar
 from .formats import FORMATS
 
 
@@ -37,8 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 def _bar(percent: float | None, phase: str, width: int = 30) -> str:
     if percent is None:
         return f"\r{phase:<24}"
-    filled = int(width * percent / 100)
-    return f"\r[{'#' * filled}{'.' * (width - filled)}] {percent:5.1f}% {phase:<14}"
+    return bar(percent, f"{phase:<14}", width)
 
 
 async def _run(ns: argparse.Namespace) -> int:
