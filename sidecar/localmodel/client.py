@@ -235,6 +235,9 @@ class LocalRuntime:
             threads = os.environ.get("METONA_LOCAL_THREADS")
             if threads:
                 message["threads"] = int(threads)
+            precision = os.environ.get("METONA_LOCAL_PRECISION")
+            if precision:  # e.g. "f32": the same greedy output on CPUs with and without bf16 (AMX/AVX512-BF16)
+                message["precision"] = precision
             with anyio.fail_after(LOAD_TIMEOUT_S):
                 loaded = await self._job(message, progress)
             self._loaded = loaded

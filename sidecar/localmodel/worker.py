@@ -114,7 +114,9 @@ class Worker:
 
         t1 = time.perf_counter()
         threads = job.get("threads")
-        props = {"INFERENCE_NUM_THREADS": int(threads)} if threads else {}
+        props: dict[str, Any] = {"INFERENCE_NUM_THREADS": int(threads)} if threads else {}
+        if job.get("precision"):  # openvino's CPU default is bf16 where the CPU has it, f32 elsewhere
+            props["INFERENCE_PRECISION_HINT"] = str(job["precision"])
         self._pipe = ov_genai.LLMPipeline(str(folder), "CPU", **props)
         self._tokenizer = self._pipe.get_tokenizer()
         self._loaded_key = key
