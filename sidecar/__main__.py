@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
         from .localmodel.cli import main as local_main
 
         sys.exit(local_main(args[1:]))
-    from .settings import parse_args
+    from .core.settings import parse_args
 
     settings = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub (ARCHITECTURE.md §8)

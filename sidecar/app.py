@@ -26,14 +26,14 @@ import anyio
 from anyio.abc import TaskGroup
 
 from . import PROTOCOL_VERSION, SERVER_NAME, __version__
-from .capabilities import detect_components
-from .errors import SidecarError, UnavailableError
+from .core.errors import SidecarError, UnavailableError
+from .core.settings import Settings
 from .ipc.dispatcher import Dispatcher
 from .ipc.lifecycle import Lifecycle
 from .ipc.router import Router
 from .ipc.stdio import Incoming, LineWriter, claim_stdio, read_lines
-from .settings import Settings
-from .supervisor import ChildSupervisor
+from .system.capabilities import detect_components
+from .workers.supervisor import ChildSupervisor
 
 logger = logging.getLogger("sidecar")
 
@@ -95,7 +95,7 @@ async def load_domains(
         dispatcher.router.add_notifications(*notifications)
         dispatcher.add_methods(methods)
         if settings.dev_methods:
-            from .devtools import SPEC_METHODS
+            from .system.devtools import SPEC_METHODS
 
             dispatcher.add_raw_methods(SPEC_METHODS)
         for hook in reversed(wiring.shutdown_hooks(services, settings)):  # hooks run newest first

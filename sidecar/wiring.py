@@ -23,6 +23,7 @@ from .benchmarks.agent_run import AgentDeps
 from .benchmarks.service import BenchmarkService
 from .config import rpc as config_rpc
 from .config.service import ConfigService
+from .core.settings import Settings, default_secret_key_file
 from .embeddings import default_embedder
 from .export import rpc as export_rpc
 from .export.service import ExportService
@@ -44,15 +45,14 @@ from .render import rpc as render_rpc
 from .render.service import RenderService
 from .retrieval import rpc as retrieval_rpc
 from .retrieval.service import RetrievalService
-from .secrets import SecretStore
-from .settings import Settings, default_secret_key_file
+from .storage.secrets import SecretStore
 from .storage.sqlite import Database
-from .supervisor import ChildSupervisor
 from .themes import rpc as themes_rpc
 from .themes.service import ThemeService
 from .trace import rpc as trace_rpc
 from .trace.eventlog import EventLog
 from .trace.subscriptions import SubscriptionManager
+from .workers.supervisor import ChildSupervisor
 
 logger = logging.getLogger("sidecar")
 
@@ -197,10 +197,10 @@ async def open_services(
 
 def _open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
     """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
-    from .capabilities import find_chromium
     from .render.browser import BrowserPool
     from .render.mermaid import MermaidRenderer
     from .render.renderers import FunctionPlotRenderer, MathRenderer
+    from .system.capabilities import find_chromium
 
     browser = BrowserPool(find_chromium(settings), children=children)
     renderers = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
@@ -224,7 +224,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += export_rpc.methods(services.exports)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications(), *providers_rpc.local_notifications()]
     if settings.dev_methods:
-        from .devtools import dev_job_methods, dev_methods
+        from .system.devtools import dev_job_methods, dev_methods
 
         methods += dev_methods(services.children)
         methods += dev_job_methods(services.jobs)

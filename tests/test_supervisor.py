@@ -1,4 +1,4 @@
-"""The child guard (sidecar/supervisor.py): its line protocol, what it kills at EOF (and what not), a restart
+"""The child guard (sidecar/workers/supervisor.py): its line protocol, what it kills at EOF (and what not), a restart
 after its own death, and ChildSupervisor's bookkeeping (pgid tracking, forget, stop_all closing it)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sidecar.supervisor import GUARD_NAME, ChildSupervisor, OrphanGuard, _group_exists
+from sidecar.workers.supervisor import GUARD_NAME, ChildSupervisor, OrphanGuard, _group_exists
 from tests.plugins.support import alive, group_members
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(os.name != "posix", reason="process groups, /bin/sh: POSIX")]
@@ -144,7 +144,7 @@ def test_the_guard_outlives_a_kill_of_its_owner_and_then_cleans_up(tmp_path: Pat
     owner = tmp_path / "owner.py"
     owner.write_text(
         "import os, subprocess, sys, time\n"
-        "from sidecar.supervisor import ChildSupervisor\n"
+        "from sidecar.workers.supervisor import ChildSupervisor\n"
         "sup = ChildSupervisor()\n"
         f"child = subprocess.Popen([sys.executable, '-c', {IGNORE_TERM!r}], start_new_session=True)\n"
         "sup.adopt(child.pid, 'stubborn')\n"

@@ -32,16 +32,16 @@ import anyio
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from sidecar.core.settings import Settings  # noqa: E402
 from sidecar.export.models import ExportCreateParams  # noqa: E402
 from sidecar.export.pdf import count_pages  # noqa: E402
 from sidecar.export.service import ExportService  # noqa: E402
 from sidecar.jobs import JobManager  # noqa: E402
-from sidecar.settings import Settings  # noqa: E402
 from sidecar.storage.sqlite import Database  # noqa: E402
-from sidecar.supervisor import ChildSupervisor  # noqa: E402
 from sidecar.themes.service import ThemeService  # noqa: E402
 from sidecar.trace.eventlog import EventLog  # noqa: E402
 from sidecar.wiring import _open_render  # noqa: E402
+from sidecar.workers.supervisor import ChildSupervisor  # noqa: E402
 
 MERMAID = [
     "flowchart TD\n  A[就绪 Ready {r}] --> B[运行 Running]\n  B --> C[阻塞 Blocked]\n  C --> A",

@@ -57,7 +57,7 @@ async def overhead(calls: int, rounds: int) -> tuple[list[float], list[float]]:
     from sidecar.mcp_host.host import HostSpec
     from sidecar.mcp_host.service import McpBridge
     from sidecar.plugins.package import parse_manifest
-    from sidecar.supervisor import ChildSupervisor
+    from sidecar.workers.supervisor import ChildSupervisor
 
     registry = ToolRegistry()
     bridged: list[float] = []

@@ -31,12 +31,12 @@ import anyio
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from sidecar.capabilities import find_chromium  # noqa: E402
+from sidecar.core.settings import parse_args  # noqa: E402
 from sidecar.render.browser import BrowserPool  # noqa: E402
 from sidecar.render.mermaid import MermaidRenderer  # noqa: E402
 from sidecar.render.renderers import FunctionPlotRenderer  # noqa: E402
 from sidecar.render.service import RenderService  # noqa: E402
-from sidecar.settings import parse_args  # noqa: E402
+from sidecar.system.capabilities import find_chromium  # noqa: E402
 
 DIAGRAMS = {
     "flowchart": "flowchart TD\n  A[开始] --> B{是否登录}\n  B -->|是| C[进入首页]\n  B -->|否| D[登录页面]\n  D --> B",

@@ -77,7 +77,7 @@ def source_ceiling(url: str) -> tuple[int, float]:
 
 _PROFILED = """
 import cProfile, logging, os, sys
-from sidecar.settings import parse_args
+from sidecar.core.settings import parse_args
 settings = parse_args(sys.argv[1:])
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 from sidecar.app import run

@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 
-from sidecar.common import ErrorInfo
-from sidecar.errors import SidecarError
+from sidecar.core.common import ErrorInfo
+from sidecar.core.errors import SidecarError
 from sidecar.ir import (
     MetonaContext,
     MetonaGenerationParams,

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sidecar.common import CursorParams, ErrorInfo, Page, PageParams, Params, Phase2Model
+from sidecar.core.common import CursorParams, ErrorInfo, Page, PageParams, Params, Phase2Model
 from sidecar.ir import MetonaRequest, MetonaToolDef
 from sidecar.trace.models import StoredEvent
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from sidecar.common import now_iso
-from sidecar.errors import ConflictError, NotFoundError
+from sidecar.core.common import now_iso
+from sidecar.core.errors import ConflictError, NotFoundError
 
 from .models import PendingPermission, PermissionDecision
 

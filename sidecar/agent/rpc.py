@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sidecar.common import CursorPage, EmptyParams
+from sidecar.core.common import CursorPage, EmptyParams
 from sidecar.ipc.context import RequestContext
 from sidecar.ipc.router import Method
 from sidecar.trace.models import StoredEvent

@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from sidecar.common import CursorPage, Page, iso, utc_now
-from sidecar.errors import BadRequestError, NotFoundError, SidecarError
+from sidecar.core.common import CursorPage, Page, iso, utc_now
+from sidecar.core.errors import BadRequestError, NotFoundError, SidecarError
 from sidecar.providers.base import last_user_text
 from sidecar.trace.eventlog import EventLog
 from sidecar.trace.models import StoredEvent

@@ -12,8 +12,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from sidecar.common import ErrorInfo, Page, PageInfo, now_iso
-from sidecar.errors import NotFoundError
+from sidecar.core.common import ErrorInfo, Page, PageInfo, now_iso
+from sidecar.core.errors import NotFoundError
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog, EventWriter
 

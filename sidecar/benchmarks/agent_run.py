@@ -25,8 +25,8 @@ import anyio
 from sidecar.agent.models import AgentRunCreateParams
 from sidecar.agent.permissions import PermissionBroker, PermissionRequest
 from sidecar.agent.service import AgentService
-from sidecar.common import ErrorInfo
-from sidecar.errors import SidecarError
+from sidecar.core.common import ErrorInfo
+from sidecar.core.errors import SidecarError
 from sidecar.providers.base import ProviderConfig
 from sidecar.providers.presets import PRESETS
 from sidecar.providers.service import ProviderService

@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 
-from sidecar.cliutil import bar, write_error
-from sidecar.errors import SidecarError
+from sidecar.cli.output import bar, write_error
+from sidecar.core.errors import SidecarError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,8 +85,8 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 async def _run(ns: argparse.Namespace, settings: Any) -> int:
-    from sidecar.supervisor import ChildSupervisor
     from sidecar.wiring import open_services, shutdown_hooks
+    from sidecar.workers.supervisor import ChildSupervisor
 
     from .models import AgentRunCreateParams, RagRunCreateParams
     from .report import render_html, summary_rows
@@ -158,7 +158,7 @@ def main(argv: list[str]) -> int:
     ns = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sidecar.settings import Settings
+    from sidecar.core.settings import Settings
 
     data_dir: Path = ns.data_dir or ns.output / "data"
     key = os.environ.get("METONA_SECRET_KEY_FILE")

@@ -19,8 +19,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from sidecar.common import ErrorInfo
-from sidecar.errors import BadRequestError, NotFoundError
+from sidecar.core.common import ErrorInfo
+from sidecar.core.errors import BadRequestError, NotFoundError
 
 from .models import AgentCase, CorpusNote, DatasetInfo, DatasetManifest, DatasetProblem, RagCase
 

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from sidecar.common import CursorParams, ErrorInfo, PageParams, Params, Phase2Model
-from sidecar.errors import BadRequestError
+from sidecar.core.common import CursorParams, ErrorInfo, PageParams, Params, Phase2Model
+from sidecar.core.errors import BadRequestError
 from sidecar.jobs.models import JobProgress
 from sidecar.retrieval.models import EmbedderConfig, SearchMode
 

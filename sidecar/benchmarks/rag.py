@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from sidecar.common import ErrorInfo
-from sidecar.errors import BadRequestError, SidecarError
+from sidecar.core.common import ErrorInfo
+from sidecar.core.errors import BadRequestError, SidecarError
 
 from .datasets import Dataset
 from .metrics import rag_failure, rag_metrics, score_rag_case

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from sidecar.common import CursorPage, OperationResponse, Page, PageInfo
-from sidecar.errors import BadRequestError, NotFoundError, SidecarError
+from sidecar.core.common import CursorPage, OperationResponse, Page, PageInfo
+from sidecar.core.errors import BadRequestError, NotFoundError, SidecarError
 
 from . import metrics as m
 from .datasets import Dataset, DatasetRegistry, builtin_datasets_dir

@@ -9,7 +9,7 @@ import json
 import sqlite3
 from typing import Any
 
-from sidecar.common import now_iso
+from sidecar.core.common import now_iso
 from sidecar.storage.sqlite import Database
 
 from .models import CaseResult

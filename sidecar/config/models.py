@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..common import Params, Phase2Model
+from ..core.common import Params, Phase2Model
 
 # key → (python types accepted, default, description). None is always accepted: it resets to the default.
 KNOWN_KEYS: dict[str, tuple[tuple[type, ...], Any, str]] = {

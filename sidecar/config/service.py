@@ -6,9 +6,9 @@ import json
 import sqlite3
 from typing import Any
 
-from ..common import now_iso
-from ..errors import BadRequestError
-from ..secrets import SecretStore
+from ..core.common import now_iso
+from ..core.errors import BadRequestError
+from ..storage.secrets import SecretStore
 from ..storage.sqlite import Database
 from .models import INT_RANGES, KNOWN_KEYS, SECRET_KEYS
 

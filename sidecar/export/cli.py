@@ -22,8 +22,8 @@ from typing import Any
 
 import anyio
 
-from sidecar.cliutil import bar, write_error
-from sidecar.errors import SidecarError
+from sidecar.cli.output import bar, write_error
+from sidecar.core.errors import SidecarError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,10 +51,10 @@ async def _run(ns: argparse.Namespace, data_dir: Path, work: Path) -> int:
     from sidecar.jobs import JobManager
     from sidecar.knowledge.service import KnowledgeService
     from sidecar.storage.sqlite import Database
-    from sidecar.supervisor import ChildSupervisor
     from sidecar.themes.service import ThemeService
     from sidecar.trace.eventlog import EventLog
     from sidecar.wiring import _open_render
+    from sidecar.workers.supervisor import ChildSupervisor
 
     from .models import ExportCreateParams
     from .service import ExportService
@@ -88,7 +88,7 @@ async def _run(ns: argparse.Namespace, data_dir: Path, work: Path) -> int:
             stack.push_async_callback(notes_db.close)
             knowledge = KnowledgeService(notes_db, data_dir)
             await knowledge.migrate()  # the sidecar's own (idempotent) migrations
-        from sidecar.settings import Settings
+        from sidecar.core.settings import Settings
 
         render = _open_render(Settings(data_dir=work), ChildSupervisor())
         stack.push_async_callback(render.close)
@@ -164,7 +164,7 @@ async def _save(service: Any, job_id: str, target: Path) -> None:
 def main(argv: list[str]) -> int:
     ns = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from sidecar.settings import default_data_dir
+    from sidecar.core.settings import default_data_dir
 
     env_dir = os.environ.get("METONA_DATA_DIR")
     data_dir = (ns.data_dir or (Path(env_dir) if env_dir else default_data_dir())).expanduser().resolve()

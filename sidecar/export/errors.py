@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from sidecar.errors import BadRequestError, ConflictError, NotFoundError, SidecarError
+from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError, SidecarError
 
 
 class ExportSourceNotFound(NotFoundError):

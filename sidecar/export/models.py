@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from sidecar.common import ErrorInfo, Params, Phase2Model
+from sidecar.core.common import ErrorInfo, Params, Phase2Model
 from sidecar.jobs.models import JobProgress
 
 FORMATS = ("html", "pdf", "docx")

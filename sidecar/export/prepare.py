@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 
 from .ast import Node
 from .types import Asset, Prepared

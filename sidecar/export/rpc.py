@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sidecar.common import OperationResponse, Page
+from sidecar.core.common import OperationResponse, Page
 from sidecar.ipc.router import Method
 
 from .models import ExportCreateParams, ExportFileChunk, ExportFileParams, ExportIdParams, ExportJob, ExportListParams

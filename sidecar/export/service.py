@@ -28,8 +28,8 @@ import anyio
 import anyio.to_thread
 from pydantic import ValidationError
 
-from sidecar.common import OperationResponse, Page, PageInfo, iso, utc_now
-from sidecar.errors import NotFoundError, SidecarError
+from sidecar.core.common import OperationResponse, Page, PageInfo, iso, utc_now
+from sidecar.core.errors import NotFoundError, SidecarError
 
 from .ast import Document, parse_markdown, xml_safe
 from .errors import (

@@ -17,7 +17,7 @@ import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, TaskGroup
 from pydantic_core import ValidationError  # the same class as pydantic's, without pydantic's import cost
 
-from ..errors import SidecarError
+from ..core.errors import SidecarError
 from . import codes
 from .context import RequestContext, RequestId
 from .jsonrpc import (

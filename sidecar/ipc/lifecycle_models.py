@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, StrictInt, StrictStr
 
-from ..common import EmptyParams, Params, Phase2Model
+from ..core.common import EmptyParams, Params, Phase2Model
 from .router import Method
 
 

@@ -39,8 +39,8 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from sidecar.common import CursorPage, ErrorInfo, OperationResponse, Page, PageInfo, now_iso
-from sidecar.errors import BadRequestError, ConflictError, NotFoundError, SidecarError, UnavailableError
+from sidecar.core.common import CursorPage, ErrorInfo, OperationResponse, Page, PageInfo, now_iso
+from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError, SidecarError, UnavailableError
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog, EventWriter
 from sidecar.trace.models import TERMINAL_EVENTS, StoredEvent

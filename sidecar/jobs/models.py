@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from sidecar.common import ErrorInfo, Phase2Model
+from sidecar.core.common import ErrorInfo, Phase2Model
 
 
 class JobStatus(StrEnum):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from sidecar.common import PageParams, Params, Phase2Model
+from sidecar.core.common import PageParams, Params, Phase2Model
 
 BlockKind = Literal["heading", "paragraph", "list", "code", "quote", "table"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sidecar.common import Page
+from sidecar.core.common import Page
 from sidecar.ipc.router import Method
 
 from .models import (

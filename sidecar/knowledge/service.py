@@ -24,8 +24,8 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from sidecar.common import Page, PageInfo, now_iso
-from sidecar.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
+from sidecar.core.common import Page, PageInfo, now_iso
+from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError, PayloadTooLargeError
 from sidecar.storage.sqlite import Database
 
 from .blocks import DraftBlock, OldBlock, assign_ids, join_blocks, split_markdown, text_hash

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..packages import package_dir
+from ..core.packages import package_dir
 
 MODEL_ID = "qwen2.5-coder-0.5b-instruct"
 MODEL_NAME = "Qwen2.5-Coder 0.5B Instruct (embedded, Q4_K_M GGUF)"

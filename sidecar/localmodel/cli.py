@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     if args.dir is not None:
         root = args.dir.expanduser().resolve()
     else:
-        from ..settings import default_data_dir
+        from ..core.settings import default_data_dir
 
         root = assets.model_root((args.data_dir or default_data_dir()).expanduser().resolve() / "models")
     ok, why = assets.status()

@@ -18,7 +18,7 @@ import anyio
 from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ..supervisor import ChildSupervisor
+from ..workers.supervisor import ChildSupervisor
 from . import assets
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..workerio import claim_stdout, exit_with_parent
+from ..workers.io import claim_stdout, exit_with_parent
 from . import assets, convert
 
 META_FILE = "metona-model.json"

@@ -28,8 +28,8 @@ import anyio
 from anyio.abc import Process, TaskGroup
 
 from sidecar.agent.tools.base import ToolError, ToolOutput
-from sidecar.common import now_iso
-from sidecar.errors import SidecarError
+from sidecar.core.common import now_iso
+from sidecar.core.errors import SidecarError
 from sidecar.plugins.models import HostState, PluginHostStatus, PluginManifest
 
 from .tools import McpTool, check_tool, map_result, tool_description, tool_risk

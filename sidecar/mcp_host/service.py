@@ -16,7 +16,7 @@ from anyio.abc import TaskGroup
 
 from sidecar.agent.tools.registry import ToolRegistry
 from sidecar.plugins.models import PluginHostStatus
-from sidecar.supervisor import ChildSupervisor
+from sidecar.workers.supervisor import ChildSupervisor
 
 from .host import HostSpec, McpHost, host_error
 from .tools import McpTool

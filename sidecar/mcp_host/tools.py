@@ -16,7 +16,7 @@ from typing import Any
 
 from sidecar.agent.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolParams
 from sidecar.agent.tools.registry import _field
-from sidecar.errors import BadRequestError
+from sidecar.core.errors import BadRequestError
 from sidecar.ir import MetonaParamField, MetonaRiskLevel, MetonaToolCategory, MetonaToolDef, MetonaToolParams
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

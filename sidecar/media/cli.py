@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 
-from ..cliutil import bar
+from ..cli.output import bar
 from .formats import FORMATS
 
 
@@ -42,13 +42,13 @@ def _bar(percent: float | None, phase: str, width: int = 30) -> str:
 
 
 async def _run(ns: argparse.Namespace) -> int:
-    from sidecar.errors import SidecarError
+    from sidecar.core.errors import SidecarError
+    from sidecar.core.settings import default_data_dir
     from sidecar.jobs import JobManager
     from sidecar.knowledge.service import KnowledgeService
-    from sidecar.settings import default_data_dir
     from sidecar.storage.sqlite import Database
-    from sidecar.supervisor import ChildSupervisor
     from sidecar.trace.eventlog import EventLog
+    from sidecar.workers.supervisor import ChildSupervisor
 
     from .client import WorkerClient
     from .formats import render

@@ -1,7 +1,7 @@
 """The sidecar's side of the transcription worker: start it, hand it a job, relay its events, kill it.
 
 One worker process at a time (jobs of the kind run one after another by default), started on the first job
-through the :class:`~sidecar.supervisor.ChildSupervisor` (its own process group, stopped with the sidecar) and
+through the :class:`~sidecar.workers.supervisor.ChildSupervisor` (its own process group, stopped with the sidecar) and
 kept with its models loaded for the next job; it is stopped after ``idle_s`` without work. A cancelled job
 kills the worker's group at once (the next job starts a fresh one); a worker that dies mid-job fails that job
 with ``TRANSCRIPTION_FAILED``.
@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 from anyio.abc import Process, TaskGroup
 
-from sidecar.errors import SidecarError, UnavailableError
-from sidecar.supervisor import ChildSupervisor
+from sidecar.core.errors import SidecarError, UnavailableError
+from sidecar.workers.supervisor import ChildSupervisor
 
 logger = logging.getLogger(__name__)
 

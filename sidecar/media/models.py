@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from sidecar.common import ErrorInfo, PageParams, Params, Phase2Model
+from sidecar.core.common import ErrorInfo, PageParams, Params, Phase2Model
 from sidecar.jobs.models import JobProgress, JobStatus
 
 TRANSCRIPTION_KIND = "transcription"

@@ -28,7 +28,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..packages import package_dir
+from ..core.packages import package_dir
 
 SEGMENTATION_DIR = "pyannote_segmentation_3.0"
 EMBEDDING_FILE = "speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"

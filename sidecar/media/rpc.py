@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sidecar.common import CursorPage, OperationResponse, Page
+from sidecar.core.common import CursorPage, OperationResponse, Page
 from sidecar.ipc.router import Method
 from sidecar.knowledge.models import Note
 from sidecar.trace.models import StoredEvent

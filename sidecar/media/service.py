@@ -19,8 +19,8 @@ from typing import Any
 
 import anyio
 
-from sidecar.common import CursorPage, ErrorInfo, OperationResponse, Page, PageInfo
-from sidecar.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
+from sidecar.core.common import CursorPage, ErrorInfo, OperationResponse, Page, PageInfo
+from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
 from sidecar.jobs import JobContext, JobManager
 from sidecar.jobs.models import Job, JobStatus
 from sidecar.knowledge.models import BlockInput, Citation, CreateNoteParams, Note

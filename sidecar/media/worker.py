@@ -18,7 +18,7 @@ import threading
 import warnings
 from typing import Any, TextIO
 
-from ..workerio import claim_stdout, exit_with_parent
+from ..workers.io import claim_stdout, exit_with_parent
 
 logger = logging.getLogger("sidecar.media.worker")
 

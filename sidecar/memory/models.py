@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from sidecar.common import PageParams, Params, Phase2Model
+from sidecar.core.common import PageParams, Params, Phase2Model
 from sidecar.ir.memory import MetonaMemoryItem, MetonaMemorySource, MetonaMemoryType
 
 from .supersede import SupersedeReason

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sidecar.common import Page
+from sidecar.core.common import Page
 from sidecar.ipc.context import RequestContext
 from sidecar.ipc.router import Method
 

@@ -30,9 +30,9 @@ import anyio
 import anyio.to_thread
 import numpy as np
 
-from sidecar.common import Page, PageInfo, iso
+from sidecar.core.common import Page, PageInfo, iso
+from sidecar.core.errors import BadRequestError, NotFoundError
 from sidecar.embeddings import Embedder
-from sidecar.errors import BadRequestError, NotFoundError
 from sidecar.ir.memory import MetonaMemoryItem, MetonaMemoryType
 from sidecar.storage.lancedb import LANCEDB_DIRNAME
 

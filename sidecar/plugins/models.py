@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sidecar.common import OperationResponse, Params, Phase2Model
+from sidecar.core.common import OperationResponse, Params, Phase2Model
 
 PLUGIN_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 VERSION_PATTERN = r"^[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$"

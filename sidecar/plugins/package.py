@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sidecar.errors import BadRequestError, PayloadTooLargeError
+from sidecar.core.errors import BadRequestError, PayloadTooLargeError
 
 from .models import PluginManifest
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import CursorPage, EmptyParams
+from ..core.common import CursorPage, EmptyParams
 from ..ipc.context import RequestContext
 from ..ipc.router import Method
 from ..trace.models import StoredEvent

@@ -21,11 +21,11 @@ import anyio
 import anyio.to_thread
 
 from sidecar import __version__
-from sidecar.common import CursorPage, now_iso
-from sidecar.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError, SidecarError
+from sidecar.core.common import CursorPage, now_iso
+from sidecar.core.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError, SidecarError
 from sidecar.mcp_host.host import HostSpec, host_error
 from sidecar.mcp_host.service import McpBridge
-from sidecar.secrets import SecretStore
+from sidecar.storage.secrets import SecretStore
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog
 from sidecar.trace.models import StoredEvent

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..common import ErrorInfo, Params, Phase2Model
+from ..core.common import ErrorInfo, Params, Phase2Model
 from ..ir import MetonaRequest
 
 PROVIDER_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SidecarError
+from ..core.errors import SidecarError
 from ..ir import MetonaError, MetonaErrorCode
 
 C = MetonaErrorCode

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..common import EmptyParams
+from ..core.common import EmptyParams
 from ..ipc.context import RequestContext
 from ..ipc.router import Method, Notification
 from ..ir import MetonaResponse, MetonaStreamEvent

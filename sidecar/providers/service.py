@@ -25,11 +25,11 @@ from typing import Any
 
 import anyio
 
-from ..common import ErrorInfo, now_iso
 from ..config.service import ConfigService
-from ..errors import BadRequestError, ConflictError, NotFoundError
+from ..core.common import ErrorInfo, now_iso
+from ..core.errors import BadRequestError, ConflictError, NotFoundError
 from ..ir import MetonaError, MetonaErrorCode, MetonaRequest, MetonaResponse
-from ..secrets import SecretKeyError, SecretStore
+from ..storage.secrets import SecretKeyError, SecretStore
 from ..storage.sqlite import Database
 from .adapters import build_adapter
 from .api import ModelInfo, PresetInfo, Provider, ProviderHealth, ProviderSwitchedParams, ProviderTestResult

@@ -6,7 +6,7 @@ closed on shutdown with no orphan.
   network (no background networking, component updates, sync), a fresh profile directory that is removed
   again, and a context that is ``offline`` with every request whose URL is not ``about:``/``data:`` aborted.
 * Chromium is started by Playwright's driver over ``--remote-debugging-pipe`` in its own process group; it is
-  adopted by the sidecar's :class:`~sidecar.supervisor.ChildSupervisor`, which SIGTERM/SIGKILLs its group on
+  adopted by the sidecar's :class:`~sidecar.workers.supervisor.ChildSupervisor`, which SIGTERM/SIGKILLs its group on
   the way out if the graceful close did not finish. If the sidecar is SIGKILLed, the driver sees EOF on its
   stdin and the browser sees its pipe close: both exit.
 * Users lease a page: ``async with pool.page(profile) as page``. A profile's ``setup`` runs once per new page
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 if TYPE_CHECKING:
-    from sidecar.supervisor import ChildSupervisor
+    from sidecar.workers.supervisor import ChildSupervisor
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sidecar.errors import BadRequestError, SidecarError, UnavailableError, UpstreamTimeoutError
+from sidecar.core.errors import BadRequestError, SidecarError, UnavailableError, UpstreamTimeoutError
 
 
 class SourceHashMismatch(BadRequestError):

@@ -59,9 +59,9 @@ class FunctionPlotRenderer:
 
 
 def _math_version() -> str:
-    from sidecar.capabilities import _installed_versions
+    from ..core.packages import installed_versions
 
-    versions = _installed_versions()
+    versions = installed_versions()
     return f"math-ziamath-{versions.get('ziamath', '?')}+latex2mathml-{versions.get('latex2mathml', '?')}+r1"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sidecar.common import EmptyParams
+from sidecar.core.common import EmptyParams
 from sidecar.ipc.router import Method
 
 from .models import (

@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from sidecar.core.errors import BadRequestError, UpstreamError
 from sidecar.embeddings import Embedder, EmbedderInfo, HashEmbedder, default_embedder
-from sidecar.errors import BadRequestError, UpstreamError
 
 from .models import EmbedderConfig
 

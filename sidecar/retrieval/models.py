@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from sidecar.common import Params, Phase2Model
+from sidecar.core.common import Params, Phase2Model
 from sidecar.knowledge.models import BlockKind, Citation
 
 SearchMode = Literal["fts", "vector", "hybrid"]

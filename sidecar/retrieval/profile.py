@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sidecar.common import Phase2Model
-from sidecar.errors import NotFoundError
+from sidecar.core.common import Phase2Model
+from sidecar.core.errors import NotFoundError
 
 DEFAULT_PROFILE_ID = "default-v2"
 

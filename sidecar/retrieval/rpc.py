@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sidecar.common import CursorPage, CursorParams, EmptyParams, OperationResponse
+from sidecar.core.common import CursorPage, CursorParams, EmptyParams, OperationResponse
 from sidecar.ipc.router import Method
 from sidecar.jobs.models import Job
 from sidecar.trace.models import StoredEvent

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from sidecar.common import now_iso
-from sidecar.errors import ConflictError, SidecarError, UnavailableError, UpstreamError
+from sidecar.core.common import now_iso
+from sidecar.core.errors import ConflictError, SidecarError, UnavailableError, UpstreamError
 from sidecar.knowledge.models import Citation
 from sidecar.knowledge.service import normalize_folder
 from sidecar.storage.sqlite import Database

@@ -41,8 +41,8 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from sidecar.common import now_iso
-from sidecar.errors import SidecarError, UnavailableError
+from sidecar.core.common import now_iso
+from sidecar.core.errors import SidecarError, UnavailableError
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sidecar.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError
+from sidecar.core.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError
 
 
 class ThemePackageNotFound(NotFoundError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sidecar.common import Params, Phase2Model
+from sidecar.core.common import Params, Phase2Model
 
 THEME_ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"
 

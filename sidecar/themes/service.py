@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from sidecar.common import now_iso
+from sidecar.core.common import now_iso
 
 from .builtin import BUILTIN, DEFAULT_THEME
 from .errors import (

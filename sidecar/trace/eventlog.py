@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 import anyio
 from pydantic_core import to_jsonable_python
 
-from sidecar.common import CursorPage, now_iso
-from sidecar.errors import BadRequestError, ConflictError, NotFoundError
+from sidecar.core.common import CursorPage, now_iso
+from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError
 from sidecar.storage.sqlite import Database
 
 from .models import TERMINAL_EVENTS, StoredEvent

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from sidecar.common import Params, Phase2Model
+from sidecar.core.common import Params, Phase2Model
 
 TERMINAL_EVENTS: frozenset[str] = frozenset(
     {"Completed", "Failed", "Cancelled", "RunCompleted", "RunFailed", "RunCancelled"}

@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from sidecar.errors import CapacityError, NotFoundError, UnavailableError
+from sidecar.core.errors import CapacityError, NotFoundError, UnavailableError
 
 from .eventlog import EventLog
 from .models import TERMINAL_EVENTS, EventNotificationParams, StoredEvent

@@ -12,7 +12,7 @@ import pytest
 
 from sidecar.agent.models import AgentRunCreateParams
 from sidecar.agent.store import RunRecord, RunStore
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from tests.support.agent_env import AgentEnv, agent_environment
 
 pytestmark = pytest.mark.anyio

@@ -20,7 +20,7 @@ from sidecar.agent.tools import (
     builtin_tools,
     default_registry,
 )
-from sidecar.errors import BadRequestError, ConflictError
+from sidecar.core.errors import BadRequestError, ConflictError
 from sidecar.ir import MetonaRiskLevel, MetonaToolCall, MetonaToolCategory, MetonaToolDef
 
 BUILTIN_NAMES = [

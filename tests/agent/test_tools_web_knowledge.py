@@ -13,7 +13,7 @@ import pytest
 
 from sidecar.agent.tools import ToolContext, ToolServices, default_registry, web
 from sidecar.agent.tools.registry import ToolExecution
-from sidecar.errors import ConflictError
+from sidecar.core.errors import ConflictError
 from sidecar.ir import MetonaMemoryItem, MetonaToolCall
 from sidecar.knowledge.models import Citation
 from sidecar.retrieval.models import RankDetails, SearchHit, SearchResult

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sidecar.benchmarks.datasets import DatasetRegistry, load_dataset
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from tests.benchmarks.conftest import SHIPPED, write_dataset
 
 NOTE = {"note_id": "n1", "title": "T", "blocks": [{"block_id": "b1", "text": "hello world"}]}

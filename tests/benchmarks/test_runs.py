@@ -12,7 +12,7 @@ import pytest
 
 from sidecar.benchmarks.models import AgentRunCreateParams, RagRunCreateParams
 from sidecar.benchmarks.rag import check_compatible
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.knowledge.models import CreateNoteParams
 from sidecar.memory.models import MemoryAddParams, MemoryListParams
 from tests.benchmarks.conftest import write_dataset

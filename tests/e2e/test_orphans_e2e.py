@@ -1,4 +1,4 @@
-"""No orphans after a SIGKILL of the sidecar (sidecar/supervisor.py's child guard), over real stdio.
+"""No orphans after a SIGKILL of the sidecar (sidecar/workers/supervisor.py's child guard), over real stdio.
 
 A fixture plugin whose server ignores EOF on its stdin and SIGTERM, and whose grandchild does the same, plus the
 Chromium of a Mermaid render: after ``kill -9`` of the sidecar's whole process group (both processes of a
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.supervisor import GUARD_NAME
+from sidecar.workers.supervisor import GUARD_NAME
 from tests.plugins.support import SERVER, alive, group_members, make_plugin
 from tests.support.render_check import req
 from tests.support.sidecar_proc import Sidecar

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sidecar.errors import NotFoundError, SidecarError
+from sidecar.core.errors import NotFoundError, SidecarError
 from sidecar.export.models import ExportCreateParams
 from sidecar.export.service import ExportService
 from sidecar.jobs import JobManager

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sidecar.capabilities import detect_components
+from sidecar.core.settings import Settings
 from sidecar.ipc.dispatcher import Dispatcher
 from sidecar.ipc.lifecycle import Lifecycle, check_initialize_params
 from sidecar.ipc.lifecycle_models import InitializeParams, InitializeResult, PingResult
 from sidecar.ipc.router import Router
-from sidecar.settings import Settings
+from sidecar.system.capabilities import detect_components
 
 
 def _unwrap(result: Any) -> Any:

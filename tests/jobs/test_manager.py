@@ -14,8 +14,8 @@ import anyio.from_thread
 import anyio.to_thread
 import pytest
 
-from sidecar.common import ErrorInfo
-from sidecar.errors import NotFoundError, UnavailableError, UpstreamError
+from sidecar.core.common import ErrorInfo
+from sidecar.core.errors import NotFoundError, UnavailableError, UpstreamError
 from sidecar.jobs import Job, JobCancelled, JobContext, JobProgress, JobStatus
 from sidecar.trace.subscriptions import SubscriptionManager
 from tests.jobs.conftest import JobEnv

@@ -12,7 +12,7 @@ import anyio.to_thread
 import pytest
 from pydantic import ValidationError
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.knowledge.models import BlockInput, Citation, CreateNoteParams, UpdateNoteParams
 from sidecar.knowledge.service import KnowledgeService
 

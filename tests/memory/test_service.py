@@ -14,8 +14,8 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
+from sidecar.core.errors import BadRequestError, NotFoundError
 from sidecar.embeddings import HashEmbedder
-from sidecar.errors import BadRequestError, NotFoundError
 from sidecar.memory.models import (
     MAX_EPOCH_MS,
     MemoryAddParams,

@@ -11,7 +11,7 @@ import anyio
 import jsonschema
 import pytest
 
-from sidecar.errors import BadRequestError
+from sidecar.core.errors import BadRequestError
 from sidecar.mcp_host.transport import RESULT_TOO_LARGE_CODE, StdoutFilter, resolve_command
 from sidecar.plugins.package import parse_manifest, stage
 

@@ -20,7 +20,7 @@ from sidecar.providers import local as local_provider
 from sidecar.providers.base import ProviderConfig
 from sidecar.providers.errors import phase2_code
 from sidecar.providers.local import LocalAdapter
-from sidecar.supervisor import ChildSupervisor
+from sidecar.workers.supervisor import ChildSupervisor
 
 from .support import request, tool
 

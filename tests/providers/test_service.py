@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from sidecar.config.service import ConfigService
-from sidecar.errors import BadRequestError, ConflictError, NotFoundError
+from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError
 from sidecar.ir import (
     MetonaConstraints,
     MetonaErrorCode,
@@ -24,7 +24,7 @@ from sidecar.ir import (
 )
 from sidecar.providers.errors import ProviderError, phase2_code
 from sidecar.providers.service import PROVIDER_SWITCHED, ProviderService
-from sidecar.secrets import SecretStore
+from sidecar.storage.secrets import SecretStore
 from sidecar.storage.sqlite import Database
 
 pytestmark = pytest.mark.anyio
@@ -458,7 +458,7 @@ async def test_an_update_mid_stream_does_not_cut_the_answer(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not a key", b"", b"c2hvcnQ="])
 def test_a_corrupt_key_file_is_a_typed_error(tmp_path: Path, content: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sidecar.secrets import KEY_ENV, SecretKeyError, load_master_key
+    from sidecar.storage.secrets import KEY_ENV, SecretKeyError, load_master_key
 
     monkeypatch.delenv(KEY_ENV, raising=False)
     key_file = tmp_path / "master.key"

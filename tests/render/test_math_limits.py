@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.render.math import MAX_SVG_NESTING, nesting_depth, tex_to_mathml, tex_to_svg
 
 

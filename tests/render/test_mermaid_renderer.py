@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.render.assets import MermaidBundle
 from sidecar.render.browser import BrowserPool, Lease
 from sidecar.render.mermaid import MermaidRenderer

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.render.browser import BrowserPool
 from sidecar.render.cache import RenderCache
 from sidecar.render.models import StaticRenderRequest

@@ -9,7 +9,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.jobs import JobStatus
 from sidecar.knowledge.models import CreateNoteParams
 from sidecar.retrieval.models import EmbedderConfig

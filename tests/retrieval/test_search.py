@@ -9,7 +9,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.knowledge.models import BlockInput, Citation, CreateNoteParams, UpdateNoteParams
 from sidecar.retrieval.profile import get_profile
 from sidecar.retrieval.service import RetrievalService

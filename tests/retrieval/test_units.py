@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.retrieval.embedders import RemoteEmbedder, build_embedder
 from sidecar.retrieval.models import EmbedderConfig, SearchParams
 from sidecar.retrieval.profile import get_profile

@@ -10,7 +10,7 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from sidecar.errors import SidecarError, UnavailableError
+from sidecar.core.errors import SidecarError, UnavailableError
 from sidecar.storage.sqlite import DB_FILENAME, Database, StorageCorruptError, StorageError, split_sql
 
 pytestmark = pytest.mark.anyio

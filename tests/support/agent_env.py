@@ -14,7 +14,7 @@ from sidecar.agent.service import AgentService
 from sidecar.agent.tools import default_registry
 from sidecar.config.service import ConfigService
 from sidecar.providers.service import ProviderService
-from sidecar.secrets import SecretStore
+from sidecar.storage.secrets import SecretStore
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog
 

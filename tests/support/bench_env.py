@@ -22,7 +22,7 @@ from sidecar.knowledge.service import KnowledgeService
 from sidecar.memory.service import MemoryService
 from sidecar.providers.service import ProviderService
 from sidecar.retrieval.service import RetrievalService
-from sidecar.secrets import SecretStore
+from sidecar.storage.secrets import SecretStore
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog
 

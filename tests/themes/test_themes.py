@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.themes.service import ThemeService, semver_key
 from tests.support.theme_packages import GOOD_CSS, good_files, write_folder, write_zip
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from sidecar.errors import ConflictError, NotFoundError
+from sidecar.core.errors import ConflictError, NotFoundError
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog
 from sidecar.trace.models import TERMINAL_EVENTS, StoredEvent

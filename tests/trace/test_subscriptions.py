@@ -11,7 +11,7 @@ import pytest
 from anyio import wait_all_tasks_blocked
 from pydantic import TypeAdapter, ValidationError
 
-from sidecar.errors import NotFoundError, UnavailableError
+from sidecar.core.errors import NotFoundError, UnavailableError
 from sidecar.ipc.context import RequestContext
 from sidecar.storage.sqlite import Database
 from sidecar.trace import rpc

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sidecar.errors import SidecarError
+from sidecar.core.errors import SidecarError
 from sidecar.ir import MetonaRiskLevel, MetonaToolCategory
 
 from .base import Tool, ToolContext, ToolError, ToolOutput, ToolParams

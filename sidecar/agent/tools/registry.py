@@ -24,7 +24,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from sidecar.errors import BadRequestError, ConflictError
+from sidecar.core.errors import BadRequestError, ConflictError
 from sidecar.ir import MetonaParamField, MetonaToolCall, MetonaToolDef, MetonaToolParams, MetonaToolResult
 from sidecar.ir.tools import MetonaParamType
 

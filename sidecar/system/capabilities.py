@@ -6,16 +6,14 @@ Each component is ``{available, version?, path?, detail?}`` (``ComponentStatus``
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import os
-import re
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
-from .settings import Settings
+from ..core.packages import installed_versions, normalise
+from ..core.settings import Settings
 
 Component = dict[str, Any]
 
@@ -40,31 +38,7 @@ def _package(module: str, dist: str) -> Component:
         found = False
     if not found:
         return _status(False, detail=f"python package {dist!r} is not installed")
-    return _status(True, version=_installed_versions().get(_normalise(dist)))
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-@functools.cache
-def _installed_versions() -> dict[str, str]:
-    """Distribution versions from the ``*.dist-info`` folder names on sys.path.
-
-    A directory listing, not ``importlib.metadata`` (whose import alone costs ~17 ms of start-up).
-    """
-    versions: dict[str, str] = {}
-    for entry in sys.path:
-        try:
-            names = [p.name for p in Path(entry or ".").iterdir() if p.name.endswith(".dist-info")]
-        except OSError:
-            continue
-        for name in names:
-            stem = name[: -len(".dist-info")]
-            dist, _, version = stem.rpartition("-")
-            if dist:
-                versions.setdefault(_normalise(dist), version)
-    return versions
+    return _status(True, version=installed_versions().get(normalise(dist)))
 
 
 def find_chromium(settings: Settings) -> str | None:
@@ -79,7 +53,7 @@ def find_chromium(settings: Settings) -> str | None:
 
 def _mermaid(components: dict[str, Component]) -> Component:
     """Mermaid needs playwright (+ its node driver), Chromium and the pinned npm bundle (render/static)."""
-    from .render.assets import find_mermaid_bundle
+    from ..render.assets import find_mermaid_bundle
 
     bundle = find_mermaid_bundle()
     missing = [name for name in ("playwright", "chromium") if not components[name]["available"]]
@@ -139,7 +113,7 @@ def detect_components(settings: Settings) -> dict[str, Component]:
     ffmpeg = shutil.which("ffmpeg")
     components["ffmpeg"] = _status(ffmpeg is not None, path=ffmpeg)
     # media (transcription/diarization): models from installed packages or a configured local dir, never a hub
-    from .media.resolve import components as media_components
+    from ..media.resolve import components as media_components
 
     components.update(media_components(settings.models_dir, settings.whisper_model_dir, settings.diarization_model_dir))
     components["local_model"] = _local_model(settings)
@@ -149,10 +123,10 @@ def detect_components(settings: Settings) -> dict[str, Component]:
 def _local_model(settings: Settings) -> Component:
     """The embedded model of the ``local`` provider (issue 15): its runtime and weights packages installed;
     ``path`` is where it is (or will be) assembled and converted. A configured ``model_path`` needs only the runtime."""
-    from .localmodel import assets
+    from ..localmodel import assets
 
     ok, why = assets.status()
     root = str(assets.model_root(settings.models_dir))
     if not ok:
         return _status(False, path=root, detail=why)
-    return _status(True, version=_installed_versions().get("openvino_genai"), path=root)
+    return _status(True, version=installed_versions().get("openvino_genai"), path=root)

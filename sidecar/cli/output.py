@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from .errors import SidecarError
+    from ..core.errors import SidecarError
 
 
 def bar(percent: float, label: str, width: int = 30) -> str:

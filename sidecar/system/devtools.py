@@ -18,11 +18,11 @@ from typing import Any
 import anyio
 from pydantic import ConfigDict, Field
 
-from .common import Params
-from .ipc.context import RequestContext
-from .ipc.jsonrpc import RawMethod, success
-from .ipc.router import Method
-from .supervisor import ChildSupervisor
+from ..core.common import Params
+from ..ipc.context import RequestContext
+from ..ipc.jsonrpc import RawMethod, success
+from ..ipc.router import Method
+from ..workers.supervisor import ChildSupervisor
 
 
 # -- the JSON-RPC 2.0 specification's example methods -------------------------------------------
@@ -94,7 +94,7 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
         return {"slept_ms": p.ms}
 
     async def stream(ctx: RequestContext, p: StreamParams) -> dict[str, Any]:
-        from .ir import MetonaStreamEvent
+        from ..ir import MetonaStreamEvent
 
         sent = 0
         try:
@@ -165,8 +165,8 @@ class JobEventsParams(Params):
 
 
 def dev_job_methods(jobs: Any) -> list[Method[Any, Any]]:
-    from .errors import UpstreamError
-    from .jobs import Job, JobContext
+    from ..core.errors import UpstreamError
+    from ..jobs import Job, JobContext
 
     jobs.register_kind("dev-demo", concurrency=2)
 
@@ -196,8 +196,8 @@ def dev_job_methods(jobs: Any) -> list[Method[Any, Any]]:
     async def events(ctx: RequestContext, p: JobEventsParams) -> Any:
         return await jobs.events(p.job_id, p.after_sequence, p.limit, kind="dev-demo")
 
-    from .common import CursorPage, OperationResponse, Page
-    from .trace.models import StoredEvent
+    from ..core.common import CursorPage, OperationResponse, Page
+    from ..trace.models import StoredEvent
 
     return [
         Method("dev/jobs/create", DemoJobParams, Job, create, dev=True),

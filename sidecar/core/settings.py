@@ -111,7 +111,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--version", action="store_true", help="print the version to stderr and exit")
     ns = parser.parse_args(argv)
     if ns.version:
-        from . import __version__
+        from .. import __version__
 
         sys.stderr.write(f"metona-sidecar {__version__}\n")
         raise SystemExit(0)
@@ -133,6 +133,6 @@ def parse_args(argv: list[str] | None = None) -> Settings:
 
 
 def _own_version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__

@@ -16,9 +16,9 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .common import now_iso
-from .errors import SidecarError
-from .storage.sqlite import Database
+from ..core.common import now_iso
+from ..core.errors import SidecarError
+from .sqlite import Database
 
 logger = logging.getLogger(__name__)
 
