@@ -83,6 +83,7 @@ def test_control_characters_from_pasted_text_export(sc: Sidecar, fmt: str) -> No
             "folder": "logs\x00",
             "content": "# Build log\n\n```\n\x1b[31merror\x1b[0m: failed\n```\n\npage one\x0cpage two \ufffe end\n",
         },
+        timeout=120,  # notes/create answers once its blocks are indexed: the module's first one loads the embedder
     )
     job = sc.result(
         "exports/create",
