@@ -19,6 +19,8 @@ import {
 import { FAKE_SIDECAR, exists, irRequest, nextValue, sandbox, sidecarCommand, startClient } from "./helpers.js";
 
 const noLog = (): void => {};
+/** Every test is bounded: a hang fails it instead of the run (a start of the binary takes ~1 s, a restart as much). */
+const LIMIT_MS = 120_000;
 
 function assertSidecarError(error: unknown, code: number, projectCode: string): SidecarError {
   assert.ok(error instanceof SidecarError, `not a SidecarError: ${String(error)}`);
@@ -41,7 +43,7 @@ function assertCleanSequence(events: EventNotificationParams[], terminal: string
   for (const e of events) assert.equal(e.id, e.data.sequence);
 }
 
-test("initialize handshake, typed requests, a typed error", async (t) => {
+test("initialize handshake, typed requests, a typed error", { timeout: LIMIT_MS }, async (t) => {
   const { client } = await startClient(t);
   const init = client.initialized;
   assert.equal(typeof init.server_info.version, "string");
@@ -63,7 +65,7 @@ test("initialize handshake, typed requests, a typed error", async (t) => {
   assertSidecarError(unknown, -32601, "METHOD_NOT_FOUND");
 });
 
-test("a stream: MetonaStreamEvent lines routed by requestId, then the result", async (t) => {
+test("a stream: MetonaStreamEvent lines routed by requestId, then the result", { timeout: LIMIT_MS }, async (t) => {
   const { client } = await startClient(t);
   const script = { turns: [{ reasoning: "hmm", text: "你好！Hello.", chunk_chars: 2 }] };
   await client.request("providers/create", { preset: "mock", options: { script } });
@@ -89,7 +91,7 @@ test("a stream: MetonaStreamEvent lines routed by requestId, then the result", a
   assert.equal((await b.result).meta.provider, "mock");
 });
 
-test("AbortSignal sends $/cancelRequest; the call rejects with the -32800 error", async (t) => {
+test("AbortSignal sends $/cancelRequest; the call rejects with the -32800 error", { timeout: LIMIT_MS }, async (t) => {
   const { client } = await startClient(t);
   const script = { turns: [{ text: "x".repeat(2000), chunk_chars: 1, delay_ms: 2 }] };
   await client.request("providers/create", { preset: "mock", options: { script } });
@@ -117,7 +119,7 @@ test("AbortSignal sends $/cancelRequest; the call rejects with the -32800 error"
   assert.deepEqual(await client.request("ping"), {});
 });
 
-test("events/subscribe: replay then live until the terminal event", async (t) => {
+test("events/subscribe: replay then live until the terminal event", { timeout: LIMIT_MS }, async (t) => {
   const { client } = await startClient(t);
   const job = await client.request("exports/create", {
     source: { type: "markdown", markdown: "# Title\n\nSome *text*.", title: "t" },
@@ -135,7 +137,7 @@ test("events/subscribe: replay then live until the terminal event", async (t) =>
   );
 });
 
-test("after the sidecar is killed, the client restarts it and the subscription resumes from its last sequence", async (t) => {
+test("after the sidecar is killed, the client restarts it and the subscription resumes from its last sequence", { timeout: LIMIT_MS }, async (t) => {
   const { client } = await startClient(t, { restart: { baseDelayMs: 10 } });
   const restarts: RestartInfo[] = [];
   client.on("restarting", (info: RestartInfo) => restarts.push(info));
@@ -159,7 +161,7 @@ test("after the sidecar is killed, the client restarts it and the subscription r
   assert.deepEqual(await client.request("ping"), {});
 });
 
-test("restart back-off: delays double while starts fail, then a start succeeds", async (t) => {
+test("restart back-off: delays double while starts fail, then a start succeeds", { timeout: LIMIT_MS }, async (t) => {
   const { dir } = sandbox(t);
   const counter = join(dir, "starts");
   // run 1 and run 4 are the sidecar; runs 2 and 3 die before initialize
@@ -186,7 +188,7 @@ test("restart back-off: delays double while starts fail, then a start succeeds",
   assert.deepEqual(await client.request("ping"), {});
 });
 
-test("restarts exhausted: the client fails, requests and subscriptions reject typed", async (t) => {
+test("restarts exhausted: the client fails, requests and subscriptions reject typed", { timeout: LIMIT_MS }, async (t) => {
   const { dir } = sandbox(t);
   const counter = join(dir, "starts");
   const gate = 'n=$(cat "$0" 2>/dev/null || echo 0); echo $((n+1)) > "$0"; [ "$n" = 0 ] && exec "$@"; exit 3';
@@ -207,7 +209,7 @@ test("restarts exhausted: the client fails, requests and subscriptions reject ty
   assertSidecarError(await client.request("ping").catch((e: unknown) => e), 503, "SIDECAR_UNAVAILABLE");
 });
 
-test("pending requests reject when the process dies; no EPIPE escapes", async (t) => {
+test("pending requests reject when the process dies; no EPIPE escapes", { timeout: LIMIT_MS }, async (t) => {
   const { client } = await startClient(t, { restart: false });
   const script = { turns: [{ text: "y".repeat(2000), chunk_chars: 1, delay_ms: 2 }] };
   await client.request("providers/create", { preset: "mock", options: { script } });
@@ -227,7 +229,7 @@ test("pending requests reject when the process dies; no EPIPE escapes", async (t
   assertSidecarError(await client.request("ping").catch((e: unknown) => e), 503, "SIDECAR_EXITED");
 });
 
-test("lines up to the sidecar's max_line_bytes; a longer one is refused before it is sent", async (t) => {
+test("lines up to the sidecar's max_line_bytes; a longer one is refused before it is sent", { timeout: LIMIT_MS }, async (t) => {
   const { env } = sandbox(t);
   const client = await MetonaClient.start({ ...sidecarCommand(["--max-line-bytes", "65536"]), env, logger: noLog });
   t.after(() => client.dispose());
@@ -240,7 +242,7 @@ test("lines up to the sidecar's max_line_bytes; a longer one is refused before i
   assert.deepEqual(await client.request("ping"), {});
 });
 
-test("dispose: shutdown + exit, no process left", async (t) => {
+test("dispose: shutdown + exit, no process left", { timeout: LIMIT_MS }, async (t) => {
   const { env } = sandbox(t);
   const client = await MetonaClient.start({ ...sidecarCommand(), env, logger: noLog });
   const pid = client.pid as number;
@@ -253,7 +255,7 @@ test("dispose: shutdown + exit, no process left", async (t) => {
   assertSidecarError(await client.request("ping").catch((e: unknown) => e), 503, "SIDECAR_UNAVAILABLE");
 });
 
-test("dispose of a sidecar that does not answer: killed after the grace period", async (t) => {
+test("dispose of a sidecar that does not answer: killed after the grace period", { timeout: LIMIT_MS }, async (t) => {
   const { env } = sandbox(t);
   const client = await MetonaClient.start({ ...sidecarCommand(), env, logger: noLog, disposeGraceMs: 200 });
   const pid = client.pid as number;
@@ -265,7 +267,7 @@ test("dispose of a sidecar that does not answer: killed after the grace period",
   assert.equal(exists(-pid), false);
 });
 
-test("fake sidecar: events before the subscribe answer, a seam duplicate and a stale replay are deduped", async (t) => {
+test("fake sidecar: events before the subscribe answer, a seam duplicate and a stale replay are deduped", { timeout: LIMIT_MS }, async (t) => {
   const logs: string[] = [];
   const client = await MetonaClient.start({ command: process.execPath, args: [FAKE_SIDECAR], logger: (l) => logs.push(l) });
   t.after(() => client.dispose());
@@ -285,7 +287,33 @@ test("fake sidecar: events before the subscribe answer, a seam duplicate and a s
   assert.deepEqual(await client.request("ping").catch((e: unknown) => (e as SidecarError).data.code), "METHOD_NOT_FOUND");
 });
 
-test("start fails typed when the command does not run", async (t) => {
+test("fake sidecar: after a restart the subscription asks for what follows the last sequence it delivered", { timeout: LIMIT_MS }, async (t) => {
+  const client = await MetonaClient.start({
+    command: process.execPath,
+    args: [FAKE_SIDECAR, "live"],
+    logger: noLog,
+    restart: { baseDelayMs: 1 },
+  });
+  t.after(() => client.dispose());
+  const it = client.subscribe("job_fake");
+  const seen = [await nextValue(it), await nextValue(it)];
+  const ready = once(client, "ready");
+  process.kill(client.pid as number, "SIGKILL");
+  await ready;
+  seen.push(await nextValue(it), await nextValue(it));
+  await it.return?.();
+  assert.deepEqual(
+    seen.map((e) => [e.id, e.data.data?.after_sequence]),
+    [
+      [1, 0],
+      [2, 0],
+      [3, 2],
+      [4, 2],
+    ],
+  );
+});
+
+test("start fails typed when the command does not run", { timeout: LIMIT_MS }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "metona-client-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const error = await MetonaClient.start({ command: join(dir, "missing"), logger: noLog }).catch((e: unknown) => e);
