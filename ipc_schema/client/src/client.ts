@@ -185,7 +185,15 @@ export class MetonaClient extends EventEmitter {
   call(method: string, params?: unknown, options?: RequestOptions): Promise<unknown> {
     if (this.state === "ready") return this.send(method, params, options?.signal);
     if (this.state === "failed" || this.state === "disposed") return Promise.reject(this.unavailable());
-    return this.gate.then(() => this.send(method, params, options?.signal));
+    // restarting: sent once the new process is ready; an abort meanwhile rejects at once (and nothing is sent)
+    const signal = options?.signal;
+    const waiting = this.gate.then(() => this.send(method, params, signal));
+    if (!signal) return waiting;
+    return new Promise<unknown>((resolve, reject) => {
+      const onAbort = (): void => reject(cancelledError());
+      signal.addEventListener("abort", onAbort, { once: true });
+      waiting.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
   }
 
   /** A notification to the sidecar; dropped when no process is running. */
@@ -334,6 +342,7 @@ export class MetonaClient extends EventEmitter {
   private async restart(policy: RestartPolicy, exitCode: number | null, signal: string | null): Promise<void> {
     let last = exitedError(exitCode, signal);
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
+      if (this.state !== "restarting") return; // disposed meanwhile
       const delayMs = Math.min(policy.baseDelayMs * 2 ** (attempt - 1), policy.maxDelayMs);
       this.emit("restarting", { attempt, delayMs, exitCode, signal } satisfies RestartInfo);
       await new Promise<void>((resolve) => {
@@ -357,7 +366,7 @@ export class MetonaClient extends EventEmitter {
         signal = (details.signal as string | null | undefined) ?? null;
       }
     }
-    this.fail(unavailableError(`gave up after ${policy.maxAttempts} restarts`, last));
+    if (this.state === "restarting") this.fail(unavailableError(`gave up after ${policy.maxAttempts} restarts`, last));
   }
 
   private fail(error: SidecarError): void {

@@ -175,8 +175,17 @@ test("restart back-off: delays double while starts fail, then a start succeeds",
   const restarts: RestartInfo[] = [];
   client.on("restarting", (info: RestartInfo) => restarts.push(info));
   const ready = once(client, "ready");
+  const restarting = once(client, "restarting");
   process.kill(client.pid as number, "SIGKILL");
+  await restarting;
+  // made while it restarts: sent once it is ready; aborted meanwhile: rejected at once, never sent
+  const queued = client.request("ping");
+  const controller = new AbortController();
+  const aborted = client.request("ping", {}, { signal: controller.signal }).catch((e: unknown) => e);
+  controller.abort();
+  assertSidecarError(await aborted, -32800, "REQUEST_CANCELLED");
   await ready;
+  assert.deepEqual(await queued, {});
   assert.deepEqual(
     restarts.map((r) => [r.attempt, r.delayMs, r.exitCode]),
     [
