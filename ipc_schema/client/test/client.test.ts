@@ -4,8 +4,6 @@
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
@@ -16,7 +14,7 @@ import {
   type MetonaStreamEvent,
   type RestartInfo,
 } from "../src/index.js";
-import { FAKE_SIDECAR, exists, irRequest, nextValue, sandbox, sidecarCommand, startClient } from "./helpers.js";
+import { FAKE_SIDECAR, exists, flakySidecar, irRequest, nextValue, sandbox, sidecarCommand, startClient } from "./helpers.js";
 
 const noLog = (): void => {};
 /** Every test is bounded: a hang fails it instead of the run (a start of the binary takes ~1 s, a restart as much). */
@@ -162,14 +160,9 @@ test("after the sidecar is killed, the client restarts it and the subscription r
 });
 
 test("restart back-off: delays double while starts fail, then a start succeeds", { timeout: LIMIT_MS }, async (t) => {
-  const { dir } = sandbox(t);
-  const counter = join(dir, "starts");
-  // run 1 and run 4 are the sidecar; runs 2 and 3 die before initialize
-  const gate = 'n=$(cat "$0" 2>/dev/null || echo 0); echo $((n+1)) > "$0"; case $n in 1|2) exit 3;; esac; exec "$@"';
-  const real = sidecarCommand();
+  // starts 0 and 3 are the sidecar; starts 1 and 2 die before initialize
   const { client } = await startClient(t, {
-    command: "sh",
-    args: ["-c", gate, counter, real.command, ...(real.args ?? [])],
+    ...flakySidecar(t, "1|2"),
     restart: { baseDelayMs: 5, maxDelayMs: 15, maxAttempts: 5 },
   });
   const restarts: RestartInfo[] = [];
@@ -198,13 +191,8 @@ test("restart back-off: delays double while starts fail, then a start succeeds",
 });
 
 test("restarts exhausted: the client fails, requests and subscriptions reject typed", { timeout: LIMIT_MS }, async (t) => {
-  const { dir } = sandbox(t);
-  const counter = join(dir, "starts");
-  const gate = 'n=$(cat "$0" 2>/dev/null || echo 0); echo $((n+1)) > "$0"; [ "$n" = 0 ] && exec "$@"; exit 3';
-  const real = sidecarCommand();
   const { client } = await startClient(t, {
-    command: "sh",
-    args: ["-c", gate, counter, real.command, ...(real.args ?? [])],
+    ...flakySidecar(t, "[1-9]*"),
     restart: { baseDelayMs: 1, maxAttempts: 2 },
   });
   const job = (await client.call("dev/jobs/create", { steps: 100_000, step_ms: 10 })) as { job_id: string };
@@ -323,8 +311,7 @@ test("fake sidecar: after a restart the subscription asks for what follows the l
 });
 
 test("start fails typed when the command does not run", { timeout: LIMIT_MS }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), "metona-client-"));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const { dir } = sandbox(t);
   const error = await MetonaClient.start({ command: join(dir, "missing"), logger: noLog }).catch((e: unknown) => e);
   assertSidecarError(error, 503, "SIDECAR_EXITED");
 });

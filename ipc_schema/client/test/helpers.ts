@@ -33,6 +33,14 @@ export function sandbox(t: TestContext): { dir: string; env: NodeJS.ProcessEnv }
   return { dir, env };
 }
 
+/** The sidecar behind a gate: the starts whose 0-based index matches `failing` (a sh `case` pattern) exit 3. */
+export function flakySidecar(t: TestContext, failing: string): SidecarCommand {
+  const counter = join(sandbox(t).dir, "starts");
+  const gate = `n=$(cat "$0" 2>/dev/null || echo 0); echo $((n+1)) > "$0"; case $n in ${failing}) exit 3;; esac; exec "$@"`;
+  const real = sidecarCommand();
+  return { ...real, command: "sh", args: ["-c", gate, counter, real.command, ...(real.args ?? [])] };
+}
+
 export interface Started {
   client: MetonaClient;
   logs: string[];
