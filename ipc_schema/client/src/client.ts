@@ -243,7 +243,7 @@ export class MetonaClient extends EventEmitter {
     this.subscriptions.add(sub);
     if (this.state === "ready") this.startSubscription(sub);
     else if (this.state === "failed" || this.state === "disposed") this.endSubscription(sub, this.unavailable());
-    // starting/restarting: resubscribeAll() starts it once the process is ready
+    // restarting: restart() starts it once the new process is ready
     return sub.queue;
   }
 
