@@ -239,6 +239,15 @@ test("lines up to the sidecar's max_line_bytes; a longer one is refused before i
   assert.deepEqual(await client.request("ping"), {});
 });
 
+test("long lines both ways: a 540 KB request and answer, split across pipe reads and UTF-8 sequences", { timeout: LIMIT_MS }, async (t) => {
+  const { client } = await startClient(t);
+  const text = "é€😀".repeat(60_000); // 2-, 3- and 4-byte UTF-8 sequences: 540 KB
+  await client.request("providers/create", { preset: "mock", provider_id: "big", options: { script: { turns: [{ text }] } } });
+  const request = { ...irRequest("x", "req_big"), params: { stream: false } };
+  const answer = await client.request("chat/send", { provider_id: "big", request });
+  assert.equal(answer.content, text);
+});
+
 test("dispose: shutdown + exit, no process left", { timeout: LIMIT_MS }, async (t) => {
   const { env } = sandbox(t);
   const client = await MetonaClient.start({ ...sidecarCommand(), env, logger: noLog });
