@@ -10,6 +10,8 @@ Outputs (all generated; edit the models, never these files):
   ipc_schema/defs/ir.json                the Metona IR models (camelCase, as on the wire)
   ipc_schema/metona-sidecar.d.ts         TypeScript declarations for the Electron side (json-schema-to-typescript)
   ipc_schema/defs/plugin-manifest.json   a plugin package's plugin.json (PluginManifest; unknown keys refused)
+  ipc_schema/client/src/generated.ts     the same declarations as a module of the TypeScript client, plus its
+                                         method map (method name → params, result) and the names it dispatches on
 ``ipc_schema/README.md`` is hand-written (conventions and decisions) and is not touched.
 """
 
@@ -37,7 +39,8 @@ SCHEMA_FILE = "metona-sidecar.schema.json"
 IR_FILE = "defs/ir.json"
 TS_FILE = "metona-sidecar.d.ts"
 MANIFEST_FILE = "defs/plugin-manifest.json"
-GENERATED = (SCHEMA_FILE, IR_FILE, TS_FILE, MANIFEST_FILE)
+CLIENT_TS_FILE = "client/src/generated.ts"
+GENERATED = (SCHEMA_FILE, IR_FILE, TS_FILE, MANIFEST_FILE, CLIENT_TS_FILE)
 
 
 def _strip_field_titles(node: Any) -> Any:
@@ -242,9 +245,44 @@ def build_typescript(schema_text: str, ir_text: str) -> str:
     return out.stdout
 
 
+def build_client_module(declarations: str, schema_text: str) -> str:
+    """The client's ``generated.ts``: the declarations, the method map the client is typed by, and the wire names
+    it dispatches on (methods, the sidecar's notifications, the host's notifications, the terminal events)."""
+    from sidecar.trace.models import TERMINAL_EVENTS
+
+    doc = json.loads(schema_text)
+
+    def names(group: str) -> str:
+        return json.dumps(sorted(doc["properties"][group]["properties"]))
+
+    tail = f"""
+/** Method name → {{params, result}}: what `MetonaClient.request` is typed by. */
+export type MetonaMethods = MetonaSidecarIpc["methods"]
+export type MetonaMethod = keyof MetonaMethods
+export type MetonaParams<M extends MetonaMethod> = MetonaMethods[M]["params"]
+export type MetonaResult<M extends MetonaMethod> = MetonaMethods[M]["result"]
+/** Notification name → params, sidecar → host (e.g. `event`). */
+type Notes = MetonaSidecarIpc["notifications"]
+export type MetonaNotifications = {{ [N in keyof Notes]: Notes[N]["params"] }}
+export type MetonaNotification = keyof MetonaNotifications
+/** Notification name → params, host → sidecar (`$/cancelRequest`, `exit`). */
+type HostNotes = MetonaSidecarIpc["clientNotifications"]
+export type MetonaHostNotifications = {{ [N in keyof HostNotes]: HostNotes[N]["params"] }}
+export type MetonaHostNotification = keyof MetonaHostNotifications
+
+export const METHODS: readonly MetonaMethod[] = {names("methods")}
+export const NOTIFICATIONS: readonly MetonaNotification[] = {names("notifications")}
+export const HOST_NOTIFICATIONS: readonly MetonaHostNotification[] = {names("clientNotifications")}
+/** A resource event with one of these names ends its subscription (ARCHITECTURE §5). */
+export const TERMINAL_EVENTS: readonly string[] = {json.dumps(sorted(TERMINAL_EVENTS))}
+"""
+    return declarations + tail
+
+
 def generate(dest: Path) -> None:
     docs = build_documents()
     docs[TS_FILE] = build_typescript(docs[SCHEMA_FILE], docs[IR_FILE])
+    docs[CLIENT_TS_FILE] = build_client_module(docs[TS_FILE], docs[SCHEMA_FILE])
     for rel, text in docs.items():
         path = dest / rel
         path.parent.mkdir(parents=True, exist_ok=True)

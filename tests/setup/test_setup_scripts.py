@@ -48,3 +48,17 @@ def test_ts_tools_are_pinned_exactly_and_locked():
         assert re.fullmatch(r"\d+\.\d+\.\d+", spec), f"{name} must be pinned exactly, got {spec!r}"
         assert lock["packages"][f"node_modules/{name}"]["version"] == spec
     assert lock["packages"][""]["devDependencies"] == deps
+
+
+def test_ts_client_has_no_runtime_dependencies_and_the_tools_typescript():
+    client = ROOT / "ipc_schema/client"
+    pkg = json.loads((client / "package.json").read_text())
+    lock = json.loads((client / "package-lock.json").read_text())
+    assert "dependencies" not in pkg and "dependencies" not in lock["packages"][""], "no runtime dependencies"
+    deps = pkg["devDependencies"]
+    for name, spec in deps.items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", spec), f"{name} must be pinned exactly, got {spec!r}"
+        assert lock["packages"][f"node_modules/{name}"]["version"] == spec
+    tools = json.loads((ROOT / "tools/ts/package.json").read_text())["devDependencies"]
+    assert deps["typescript"] == tools["typescript"], "the client builds with the typescript tools/ts pins"
+    assert {"/dist/", "/node_modules/"} <= set((client / ".gitignore").read_text().split())
