@@ -100,10 +100,10 @@ class Diarizer:
             sd.get_plda = lambda *a, **k: None
             try:
                 pipeline = sd.SpeakerDiarization(
-                    segmentation=segmentation,  # type: ignore[arg-type]  # from a local folder: a Model or raises
+                    segmentation=segmentation,
                     segmentation_step=float(settings.get("segmentation_step", 0.5)),
                     embedding="local-campplus",
-                    plda=None,  # type: ignore[arg-type]  # get_plda is patched above to take it
+                    plda=None,
                     clustering="AgglomerativeClustering",
                     embedding_batch_size=16,
                     segmentation_batch_size=8,
@@ -128,7 +128,7 @@ class Diarizer:
 
         waveform = torch.from_numpy(samples.__array__())[None]
         output = self._pipeline({"waveform": waveform, "sample_rate": SAMPLE_RATE})
-        annotation: Any = getattr(output, "speaker_diarization", output)  # an Annotation, or an output holding one
+        annotation = getattr(output, "speaker_diarization", output)
         tracks = annotation.itertracks(yield_label=True)
         raw = sorted(((float(seg.start), float(seg.end), str(label)) for seg, _, label in tracks), key=lambda t: t[:2])
         names: dict[str, str] = {}
