@@ -122,7 +122,8 @@ class ToolSteps:
             for source in (tool, self._registry.get(call.name)):  # the tool as called, and as now published
                 if source is not None:  # a plugin restarted with a new secret since the run started
                     self.trace.add_secrets(source.trace_secrets())
-            return await self._record_result(call, execution, parent_id, iteration)
+            recorded = await self._record_result(call, execution, parent_id, iteration)
+        return recorded
 
     async def _permission(self, call: MetonaToolCall, tool: Any, parent_id: str) -> str | None:
         spec = self.spec

@@ -178,7 +178,9 @@ class RagRunCreateParams(_RunParams):
     """§9.4."""
 
     dataset_id: str = Field(min_length=1, max_length=128)
-    modes: list[SearchMode] = Field(default_factory=lambda: ["fts", "vector", "hybrid"], min_length=1, max_length=3)
+    modes: list[SearchMode] = Field(
+        default_factory=lambda: list[SearchMode](["fts", "vector", "hybrid"]), min_length=1, max_length=3
+    )
     profile_id: str | None = Field(None, max_length=100, description="default: default-v2")
     retrieval: RetrievalOverrides | None = None
     embedder: EmbedderConfig | None = Field(None, description="default: the embedder configured for the index")

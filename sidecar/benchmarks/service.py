@@ -381,7 +381,7 @@ class BenchmarkService:
             kind=row.get("kind", "rag"),
             dataset_id=row.get("dataset_id", ""),
             dataset_hash=row.get("dataset_hash", ""),
-            status=job.status.value,  # type: ignore[arg-type]
+            status=job.status.value,
             progress=job.progress,
             metrics=metrics,
             config_snapshot=row.get("config_snapshot", {}),

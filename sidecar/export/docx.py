@@ -12,6 +12,7 @@ most of a 50-page build): the markup is the same python-docx would make for ``ad
 
 from __future__ import annotations
 
+import builtins
 import functools
 import io
 import re
@@ -410,7 +411,7 @@ class DocxWriter:
         most the text width; without a known size, the image's own size and dpi (python-docx reads them).
         ``height_px``: at that height instead (inline maths images)."""
         from docx.oxml.shape import CT_Inline
-        from docx.shared import Inches
+        from docx.shared import Inches, Length
         from lxml import etree
 
         r_id, image = self.doc.part.get_or_add_image(io.BytesIO(asset.data or b""))
@@ -422,17 +423,17 @@ class DocxWriter:
             cx, cy = image.scaled_dimensions(None, None)
             limit = Inches(MAX_WIDTH_IN)
             if cx > limit:
-                cx, cy = limit, int(cy * limit / cx)
+                cx, cy = limit, Length(int(cy * limit / cx))
         inline = CT_Inline.new_pic_inline(self._shape_id, r_id, image.filename, cx, cy)
         self._shape_id += 1
         return f"<w:r><w:drawing>{etree.tostring(inline, encoding='unicode')}</w:drawing></w:r>"
 
     # ---------------------------------------------------------------------------------------------- inlines
-    def inlines(self, para: _Para, nodes: list[Node], **fmt: Any) -> None:
+    def inlines(self, para: _Para, nodes: builtins.list[Node], **fmt: Any) -> None:
         for n in nodes:
             self.inline(para, n, fmt)
 
-    def inline(self, para: _Para, n: Node, fmt: dict[str, Any], target: list[str] | None = None) -> None:
+    def inline(self, para: _Para, n: Node, fmt: dict[str, Any], target: builtins.list[str] | None = None) -> None:
         """Text goes into ``target`` (a hyperlink) when there is one; anything else into the paragraph."""
         t = n.type
         if t == "text":
@@ -486,7 +487,7 @@ class DocxWriter:
             for c in n.children:
                 self.inline(para, c, fmt, target)
 
-    def _text(self, para: _Para, text: str, fmt: dict[str, Any], target: list[str] | None) -> None:
+    def _text(self, para: _Para, text: str, fmt: dict[str, Any], target: builtins.list[str] | None) -> None:
         if target is not None:  # in a hyperlink: the Hyperlink character style (inline code keeps it too)
             props = '<w:rStyle w:val="Hyperlink"/>' + _bis(fmt)
             target.append(f'<w:r><w:rPr>{props}</w:rPr><w:t xml:space="preserve">{escape(_clean(text))}</w:t></w:r>')
@@ -497,7 +498,7 @@ class DocxWriter:
         rpr = f"<w:rPr>{props}</w:rPr>" if props else ""
         para.items.append(f"<w:r>{rpr}{_run_content(text)}</w:r>")
 
-    def _hyperlink(self, para: _Para, url: str) -> list[str]:
+    def _hyperlink(self, para: _Para, url: str) -> builtins.list[str]:
         from docx.opc.constants import RELATIONSHIP_TYPE as RT
 
         r_id = self.doc.part.relate_to(url, RT.HYPERLINK, is_external=True)

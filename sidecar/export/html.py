@@ -159,7 +159,8 @@ class HtmlWriter:
         return f'<pre class="highlight"><code{cls}>{code}</code></pre>\n'
 
     def table(self, n: Node) -> str:
-        head, body = [], []
+        head: list[str] = []
+        body: list[str] = []
         for row in n.children:
             cells = []
             for cell in row.children:

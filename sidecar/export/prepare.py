@@ -228,12 +228,13 @@ class Preparer:
             return
         if fmt == "docx" and mime in ("image/webp",):  # Word has no WebP: converted with Pillow where present
             try:
-                data, mime = await anyio.to_thread.run_sync(_to_png, data)
+                converted, mime = await anyio.to_thread.run_sync(_to_png, data)
             except Exception:
                 prepared.warn(
                     "EXPORT_IMAGE_INVALID", node, "a WebP image could not be converted for DOCX; alt text kept"
                 )
                 return
+            data = converted
         width, height = await anyio.to_thread.run_sync(_image_size, data)
         prepared.assets[node.node_id] = Asset("image", data=data, mime_type=mime, width=width, height=height)
 

@@ -51,9 +51,10 @@ class WireModel(BaseModel):
         return plan
 
     # No return annotation on purpose: pydantic would use it as the serialization JSON schema
-    # (``dict[str, Any]`` gives a property-less object). Without one, the model's own schema is used.
+    # (``dict[str, Any]`` gives a property-less object). Without one, the model's own schema is used; hence the
+    # one ignore of the strict no-untyped-def check here.
     @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: SerializerFunctionWrapHandler):
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
         data = handler(self)
         if type(data) is not dict:
             return data

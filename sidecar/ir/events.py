@@ -126,10 +126,10 @@ class MetonaStreamEvent(WireModel):
             )
         if f["delta"] is not None:
             line += ',"delta":' + esc(f["delta"])
-        for name, key in _NESTED:
+        for name, wire_key in _NESTED:
             value = f[name]
             if value is not None:
-                line += key + encoder.encode(value.model_dump(mode="json", by_alias=True))
+                line += wire_key + encoder.encode(value.model_dump(mode="json", by_alias=True))
         return line + "}"
 
     @classmethod

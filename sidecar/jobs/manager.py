@@ -23,6 +23,7 @@ Work in threads cooperates through ``ctx.check_cancelled()`` (thread-safe), whic
 
 from __future__ import annotations
 
+import builtins
 import functools
 import json
 import logging
@@ -519,7 +520,7 @@ class JobManager:
         current = await self.get(job_id)
         return OperationResponse(accepted=wrote, status=current.status.value)
 
-    async def recover(self) -> list[str]:
+    async def recover(self) -> builtins.list[str]:
         """At start-up: fail the jobs a crash left ``queued``/``running`` (``JOB_INTERRUPTED``)."""
         await self._ready()
         now = now_iso()

@@ -159,7 +159,8 @@ def assign_ids(old: Sequence[OldBlock], new: list[DraftBlock]) -> None:
     if any(ob.block_id not in taken for ob in free_old) and any(new[i].block_id is None for i in pending):
         old_index = {ob.block_id: k for k, ob in enumerate(old)}
         kept = [(i, old_index[d.block_id]) for i, d in enumerate(new) if d.block_id in old_index]
-        prev_old, gap = -1, []
+        prev_old = -1
+        gap: list[int] = []
         anchors = iter([*_increasing(kept), (len(new), len(old))])
         next_i, next_k = next(anchors)
         for i in range(len(new) + 1):

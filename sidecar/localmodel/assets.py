@@ -246,7 +246,13 @@ def gguf_metadata(path: Path, keys: tuple[str, ...] = ("general.architecture", "
             kind = read("I")
             arch = out.get("general.architecture")
             if key in wanted or (arch and key == f"{arch}.context_length"):
-                out[key] = string() if kind == 8 else read(_SCALAR[kind]) if kind in _SCALAR else skip(kind)
+                if kind == 8:
+                    out[key] = string()
+                elif kind in _SCALAR:
+                    out[key] = read(_SCALAR[kind])
+                else:  # an array: skipped, recorded as None
+                    skip(kind)
+                    out[key] = None
             else:
                 skip(kind)
     arch = out.get("general.architecture")

@@ -250,7 +250,9 @@ class McpHost:
             stack.callback(ring.close)
             token = spawn_hook.set(hook)
             try:
-                read, write = await stack.enter_async_context(stdio_client(params, errlog=ring.writer))
+                # typed TextIO, used only as the child's stderr file (its fd): the ring's binary pipe end is fine
+                errlog: Any = ring.writer
+                read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
             except OSError as exc:
                 raise host_error(
                     "PLUGIN_HOST_START_FAILED",
@@ -488,7 +490,7 @@ class McpHost:
             logger.exception("status listener of plugin %s failed", self.plugin_id)
 
 
-def _leaf(group: BaseExceptionGroup) -> BaseException | None:  # type: ignore[type-arg]
+def _leaf(group: BaseExceptionGroup) -> BaseException | None:
     for exc in group.exceptions:
         if isinstance(exc, SidecarError | _Crashed):
             return exc

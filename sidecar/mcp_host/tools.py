@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from sidecar.agent.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolParams
@@ -121,7 +121,7 @@ def check_tool(tool: Any) -> str | None:
     return None
 
 
-def tool_risk(tool: Any, overrides: dict[str, str]) -> MetonaRiskLevel:
+def tool_risk(tool: Any, overrides: Mapping[str, str]) -> MetonaRiskLevel:
     """The manifest's risk for the tool, else its annotations (read-only → safe, destructive → high), else medium."""
     if tool.name in overrides:
         return MetonaRiskLevel(overrides[tool.name])

@@ -57,7 +57,8 @@ def install_spawn_hook() -> None:
     async def spawn(*args: Any, **kwargs: Any) -> Any:
         process = await original(*args, **kwargs)
         hook = spawn_hook.get()
-        return hook(process) if hook is not None else process
+        # the SDK's FallbackProcess is Windows-only; here it spawns an anyio Process
+        return hook(process) if hook is not None else process  # type: ignore[arg-type]
 
     spawn._metona_hooked = True  # type: ignore[attr-defined]
     stdio._create_platform_compatible_process = spawn
@@ -147,7 +148,7 @@ class HookedProcess(Process):
     def kill(self) -> None:
         self._inner.kill()
 
-    def send_signal(self, signal: int) -> None:  # type: ignore[override]
+    def send_signal(self, signal: int) -> None:
         self._inner.send_signal(signal)  # type: ignore[arg-type]
 
     @property

@@ -461,9 +461,9 @@ def _find(parent: list[int], i: int) -> int:
 
 
 def _components(members: list[Row], threshold: float) -> list[list[Row]]:
-    vectors = np.asarray([m["vector"] for m in members], dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms == 0, 1, norms)
+    raw = np.asarray([m["vector"] for m in members], dtype=np.float32)
+    norms = np.linalg.norm(raw, axis=1, keepdims=True)
+    vectors = raw / np.where(norms == 0, 1, norms)
     parent = list(range(len(members)))
     for start in range(0, len(members), COMPACT_BLOCK):
         sims = vectors[start : start + COMPACT_BLOCK] @ vectors.T

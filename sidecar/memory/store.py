@@ -146,7 +146,9 @@ class MemoryTable:
 
     def nearest(self, vector: np.ndarray, where: str | None, limit: int) -> list[tuple[Row, float]]:
         """Exact (flat) cosine k-NN over the rows matching ``where`` (prefiltered): ``[(row, similarity)]``."""
-        query = self._table.search(vector).metric("cosine").select([*COLUMNS, "_distance"]).limit(limit)
+        # lancedb types Table.search as the base builder; a vector search returns a LanceVectorQueryBuilder
+        builder = self._table.search(vector)
+        query = builder.metric("cosine").select([*COLUMNS, "_distance"]).limit(limit)  # type: ignore[attr-defined]
         if where:
             query = query.where(where, prefilter=True)
         out = []

@@ -23,6 +23,7 @@ FieldType = Literal["string", "number", "boolean", "select", "secret"]
 EffectType = Literal["none", "notification", "navigate", "refresh", "job"]
 CommandLocation = Literal["command_palette", "context_menu", "editor_toolbar", "sidebar"]
 RiskLevel = Literal["safe", "low", "medium", "high", "critical"]
+Permission = Literal["tools", "prompts", "network", "filesystem"]
 
 WHEN_TOKENS = (
     "workspace.has_vault",
@@ -110,7 +111,9 @@ class CommandContribution(ManifestModel):
     description: str | None = Field(None, max_length=2000)
     icon: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
     """A host icon id."""
-    locations: list[CommandLocation] = Field(default_factory=lambda: ["command_palette"], min_length=1)
+    locations: list[CommandLocation] = Field(
+        default_factory=lambda: list[CommandLocation](["command_palette"]), min_length=1
+    )
     when: list[str] = Field(default_factory=list)
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     tool: str | None = Field(None, min_length=1, max_length=128)
@@ -158,7 +161,7 @@ class PluginManifest(ManifestModel):
     description: str = Field("", max_length=4000)
     min_app_version: str | None = Field(None, pattern=VERSION_PATTERN)
     backend: BackendSpec
-    permissions: list[Literal["tools", "prompts", "network", "filesystem"]] = Field(default_factory=lambda: ["tools"])
+    permissions: list[Permission] = Field(default_factory=lambda: list[Permission](["tools"]))
     tools: ToolsPolicy = Field(default_factory=ToolsPolicy)
     contributes: Contributions = Field(default_factory=Contributions)
 

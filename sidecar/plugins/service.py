@@ -8,6 +8,7 @@ start). Host status changes are events (``HostStatusChanged``) on the resource n
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import re
@@ -402,7 +403,7 @@ class PluginService:
 
     # --- commands (§7.3-7.4) -----------------------------------------------------------------------------------
 
-    async def commands(self, location: str | None, when: list[str] | None) -> list[PluginCommand]:
+    async def commands(self, location: str | None, when: builtins.list[str] | None) -> builtins.list[PluginCommand]:
         out: list[PluginCommand] = []
         true_now = set(when or ())
         for plugin_id, manifest in await self._installed():

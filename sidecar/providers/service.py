@@ -13,6 +13,7 @@ Nothing is retried or failed over once a stream has shown output (it would dupli
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import random
@@ -291,7 +292,7 @@ class ProviderService:
         self._adapters[provider_id] = (stamp, adapter)
         return adapter
 
-    async def models(self, provider_id: str) -> list[ModelInfo]:
+    async def models(self, provider_id: str) -> builtins.list[ModelInfo]:
         adapter = await self.adapter(provider_id)
         with _redacting(adapter):
             specs = await adapter.model_specs()
@@ -354,7 +355,7 @@ class ProviderService:
             error=error,
         )
 
-    async def health(self, provider_id: str | None = None) -> list[ProviderHealth]:
+    async def health(self, provider_id: str | None = None) -> builtins.list[ProviderHealth]:
         """Check one or every provider, concurrently, each bounded by HEALTH_TIMEOUT_S."""
         ids = [provider_id] if provider_id else [p.provider_id for p in await self.list()]
         results: dict[str, ProviderHealth] = {}

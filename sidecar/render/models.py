@@ -17,6 +17,7 @@ from sidecar.ir.base import WireModel
 
 RenderKind = Literal["mermaid", "function_plot", "math"]
 RenderTheme = Literal["light", "dark"]
+RenderMime = Literal["image/svg+xml", "image/png", "application/mathml+xml"]
 MAX_SOURCE_CHARS = 256 * 1024
 MAX_SIDE = 8192
 
@@ -36,7 +37,7 @@ class StaticRenderRequest(WireModel):
 
 
 class StaticRenderResult(WireModel):
-    mime_type: Literal["image/svg+xml", "image/png", "application/mathml+xml"]
+    mime_type: RenderMime
     content: str
     width: float
     height: float

@@ -54,7 +54,10 @@ class RenderService:
 
     async def render_source(self, kind: str, source: str, **options: Any) -> StaticRenderResult:
         """In-process convenience: hash the source here (exporters hold the source, not its hash)."""
-        request = StaticRenderRequest(kind=kind, source=source, source_hash=source_hash(source), **options)
+        # validated like a wire request: ``kind`` is a document's fence name, any string
+        request = StaticRenderRequest.model_validate(
+            {"kind": kind, "source": source, "source_hash": source_hash(source), **options}
+        )
         return await self.render(request)
 
     async def render(self, request: StaticRenderRequest) -> StaticRenderResult:
@@ -134,4 +137,4 @@ def _finish(request: StaticRenderRequest, rendered: Rendered) -> StaticRenderRes
         ) from None
     return StaticRenderResult(
         mime_type=rendered.mime_type, content=content, width=width, height=height, warnings=warnings + removed
-    )  # type: ignore[arg-type]
+    )

@@ -59,12 +59,12 @@ def _natural(root: etree._Element) -> tuple[float, float]:
                 return w, h
         except ValueError:
             pass
-    w, h = _length(root.get("width")), _length(root.get("height"))
-    if w and h:
-        return w, h
+    width, height = _length(root.get("width")), _length(root.get("height"))
+    if width and height:
+        return width, height
     match = _MAX_WIDTH.search(root.get("style") or "")
-    if match and h:
-        return float(match.group(1)), h
+    if match and height:
+        return float(match.group(1)), height
     return 300.0, 150.0  # the CSS default size of a replaced element
 
 

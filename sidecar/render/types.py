@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .models import StaticRenderRequest
+from .models import RenderMime, StaticRenderRequest
 
 
 @dataclass
 class Rendered:
     """What a renderer produced, before sanitising and sizing (``width``/``height`` 0: read from the SVG)."""
 
-    mime_type: str
+    mime_type: RenderMime
     content: str
     width: float
     height: float

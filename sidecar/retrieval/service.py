@@ -165,7 +165,7 @@ def _next_batch(conn: sqlite3.Connection, kind: str, limit: int) -> _Batch:
     }
     dirty = [b for bid, b in blocks.items() if state.get(bid) != b[3]]
     gone = [bid for bid in ids if bid not in blocks and bid in state]
-    return _Batch(dirty, gone, settled)  # type: ignore[arg-type]
+    return _Batch(dirty, gone, settled)
 
 
 def _pending(conn: sqlite3.Connection, kind: str) -> int:
@@ -177,7 +177,7 @@ def _all_blocks(conn: sqlite3.Connection) -> tuple[list[BlockRow], int]:
     """Every block, and the queue position this snapshot covers."""
     rows = conn.execute("SELECT block_id, note_id, text, text_hash FROM kn_blocks ORDER BY rowid").fetchall()
     last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM rt_queue").fetchone()[0]
-    return [tuple(r) for r in rows], int(last)  # type: ignore[misc]
+    return [tuple(r) for r in rows], int(last)
 
 
 def _set_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
@@ -432,7 +432,11 @@ class RetrievalService:
             if gone:
                 await anyio.to_thread.run_sync(self._store.delete, name, gone)
                 if kind == "vec":
-                    self._mirror(name, lambda c, gone=gone: c.delete(gone))
+
+                    def forget(cache: VectorCache, gone: list[str] = gone) -> None:
+                        cache.delete(gone)
+
+                    self._mirror(name, forget)
 
             def record(conn: sqlite3.Connection, batch: _Batch = batch) -> None:
                 conn.executemany(

@@ -89,7 +89,7 @@ class IndexStore:
         with self._handles_lock:
             self._handles.pop(name, None)
         try:
-            self.conn.drop_table(name, ignore_missing=True)
+            self.conn.drop_table(name, ignore_missing=True)  # type: ignore[call-arg]  # LanceDBConnection has it
         except Exception:
             logger.exception("could not drop index table %s", name)
 
@@ -197,7 +197,8 @@ class IndexStore:
         from lancedb.query import MatchQuery
 
         builder = (
-            tbl.search(MatchQuery(query, "text"), query_type="fts")
+            # MatchQuery's options are keyword-only fields with defaults, which mypy's pydantic support misses
+            tbl.search(MatchQuery(query, "text"), query_type="fts")  # type: ignore[call-arg]
             .select(["block_id", "text_hash", "_score"])
             .limit(limit)
         )

@@ -260,4 +260,4 @@ class VectorCache:
             rows = np.concatenate(best_rows)
             scores = np.concatenate(best_scores)
             order = np.argsort(-scores, kind="stable")[:limit]
-            return [(self._ids[r], self._hashes[r], float(scores[i])) for i, r in zip(order, rows[order], strict=True)]  # type: ignore[misc]
+            return [(self._ids[r], self._hashes[r], float(scores[i])) for i, r in zip(order, rows[order], strict=True)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import logging
 import os
 import sqlite3
@@ -149,7 +150,7 @@ class SecretStore:
         row = await self._db.read(lambda conn: conn.execute("SELECT 1 FROM secrets WHERE name = ?", (name,)).fetchone())
         return row is not None
 
-    async def names(self, prefix: str = "") -> set[str]:
+    async def names(self, prefix: str = "") -> builtins.set[str]:
         rows = await self._db.read(
             lambda conn: conn.execute(
                 "SELECT name FROM secrets WHERE substr(name, 1, ?) = ?", (len(prefix), prefix)

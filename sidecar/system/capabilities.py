@@ -61,7 +61,7 @@ def _mermaid(components: dict[str, Component]) -> Component:
         missing.append("playwright's node driver")
     if bundle is None:
         missing.append("the mermaid bundle (scripts/setup: npm ci in tools/render)")
-    if missing:
+    if missing or bundle is None:  # no bundle is always in missing; the second test narrows for the type checker
         return _status(False, detail="missing: " + ", ".join(missing))
     return _status(True, version=bundle.version, path=str(bundle.path))
 

@@ -224,7 +224,7 @@ def parse_manifest(files: dict[str, bytes]) -> tuple[ThemeManifest, list[str]]:
     problems: list[str] = []
     for key, kind in _REQUIRED.items():
         value = data.get(key)
-        if not isinstance(value, kind) or (kind is str and not value.strip()):
+        if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
             problems.append(f"{key}: required {kind.__name__}")
     for key, kind in _OPTIONAL.items():
         if data.get(key) is not None and not isinstance(data[key], kind):
@@ -246,8 +246,7 @@ def parse_manifest(files: dict[str, bytes]) -> tuple[ThemeManifest, list[str]]:
     manifest.css_entry = _package_file(files, manifest.css_entry, "css_entry", ".css")
     if manifest.preview is not None:
         manifest.preview = _package_file(files, manifest.preview, "preview", None)
-        kind = image_kind(files[manifest.preview])
-        if kind is None:
+        if image_kind(files[manifest.preview]) is None:
             raise ThemeManifestInvalid(
                 "The preview is not a PNG, JPEG, WebP or GIF image (checked by content).",
                 details={"path": manifest.preview},

@@ -78,6 +78,7 @@ def clean_text(text: str, secrets: Iterable[str] = (), max_chars: int | None = N
     cut = max_chars is not None and len(text) > max_chars
     original = len(text)
     if cut:  # what is not kept is not scanned (a 5 MB argument costs no more than a short one)
+        assert max_chars is not None
         text = text[: max_chars + 256]
     text = cut_credentials(text, secrets)
     if "base64," in text:

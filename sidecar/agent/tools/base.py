@@ -60,17 +60,19 @@ class ToolContext:
 
 
 class Tool:
-    """Subclass, set the class attributes, implement :meth:`run`."""
+    """Subclass, set the class attributes, implement :meth:`run`.
 
-    name: ClassVar[str]
-    description: ClassVar[str]
+    Not ``ClassVar``: a tool whose description comes at run time (an MCP server's) sets them per instance."""
+
+    name: str
+    description: str
     Params: ClassVar[type[ToolParams]]
-    category: ClassVar[MetonaToolCategory]
-    risk_level: ClassVar[MetonaRiskLevel]
-    requires_permission: ClassVar[bool] = False
-    permission: ClassVar[str] = ""
+    category: MetonaToolCategory
+    risk_level: MetonaRiskLevel
+    requires_permission: bool = False
+    permission: str = ""
     """The permission asked for when ``requires_permission`` (e.g. ``filesystem.write``, ``network.http``)."""
-    timeout_ms: ClassVar[int] = 30_000
+    timeout_ms: int = 30_000
 
     def declaration(self, name: str) -> MetonaToolDef | None:
         """The IR declaration under ``name``, for a tool without a pydantic ``Params`` (MCP); ``None``: derive it."""

@@ -121,7 +121,7 @@ def nice_ticks(lo: float, hi: float, target: int) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step) * step
-    ticks = []
+    ticks: list[float] = []
     v = first
     while v <= hi + step * 1e-9 and len(ticks) < 50:
         ticks.append(0.0 if abs(v) < step * 1e-9 else v)
