@@ -15,8 +15,8 @@ from typing import Any
 
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaPerfStats, MetonaRequest, MetonaTokenUsage
 from .base import BaseAdapter, system_text, tool_text, tools_allowed
+from .capabilities import CHAT, STREAMING, STRUCTURED_OUTPUT, TOOL_CALLING, ModelSpec
 from .errors import ProviderError, provider_error
-from .models import CHAT, STREAMING, STRUCTURED_OUTPUT, TOOL_CALLING, ModelSpec
 from .stream import StreamAssembler
 
 C = MetonaErrorCode

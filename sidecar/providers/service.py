@@ -32,10 +32,10 @@ from ..ir import MetonaError, MetonaErrorCode, MetonaRequest, MetonaResponse
 from ..storage.secrets import SecretKeyError, SecretStore
 from ..storage.sqlite import Database
 from .adapters import build_adapter
-from .api import ModelInfo, PresetInfo, Provider, ProviderHealth, ProviderSwitchedParams, ProviderTestResult
 from .base import BaseAdapter, ProviderConfig
+from .capabilities import ModelSpec
 from .errors import ProviderError, phase2_code, provider_error
-from .models import ModelSpec
+from .models import ModelInfo, PresetInfo, Provider, ProviderHealth, ProviderSwitchedParams, ProviderTestResult
 from .presets import PRESETS, Preset
 from .stream import Emit, StreamAssembler
 
