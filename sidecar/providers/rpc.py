@@ -9,6 +9,7 @@ from ..ipc.context import RequestContext
 from ..ipc.router import Method, Notification
 from ..ir import MetonaResponse, MetonaStreamEvent
 from .errors import ProviderError, to_sidecar_error
+from .fallback import PROVIDER_SWITCHED
 from .models import (
     ChatParams,
     LocalModelProgress,
@@ -26,7 +27,7 @@ from .models import (
     ProviderTestResult,
     ProviderUpdateParams,
 )
-from .service import PROVIDER_SWITCHED, ProviderService
+from .service import ProviderService
 
 
 def methods(providers: ProviderService) -> list[Method[Any, Any]]:
