@@ -102,7 +102,15 @@ async def open_services(
     secrets = await SecretStore.open(db, settings.secret_key_file or default_secret_key_file())
     config = ConfigService(db, secrets)
     await config.migrate()
-    providers = ProviderService(db, secrets, config)
+    # the embedded local model (issue 15): its worker starts on first use, stops when idle and on shutdown
+    from .localmodel.client import LocalRuntime
+
+    async def local_progress(data: dict[str, Any]) -> None:
+        await send_notification("local/modelProgress", data)
+
+    local_runtime = LocalRuntime(children, settings.models_dir, progress=local_progress, task_group=tg)
+    stack.push_async_callback(local_runtime.aclose)
+    providers = ProviderService(db, secrets, config, local_runtime=local_runtime)
     await providers.migrate()
     stack.push_async_callback(providers.close)
     memory = MemoryService(settings.data_dir, default_embedder)  # LanceDB and the model load on first use
@@ -129,7 +137,15 @@ async def open_services(
         settings.data_dir,
         jobs,
         embedder_config=lambda: retrieval.embedder_config,
-        agent=AgentDeps(events=events, db=db, secrets=secrets, config=config, registry=agent.registry, task_group=tg),
+        agent=AgentDeps(
+            events=events,
+            db=db,
+            secrets=secrets,
+            config=config,
+            registry=agent.registry,
+            task_group=tg,
+            local_runtime=local_runtime,
+        ),
     )
     await benchmarks.start()
     render = _open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
@@ -163,16 +179,6 @@ async def open_services(
     # export: jobs (kind "export") over the AST → html/pdf/docx; PDF and DOCX rasters use the render browser
     exports = ExportService(settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes)
     await exports.start(tg)
-    # the embedded local model (issue 15): its worker starts on first use, stops when idle and on shutdown
-    from .localmodel.client import LocalRuntime
-    from .providers import local as local_provider
-
-    async def local_progress(data: dict[str, Any]) -> None:
-        await send_notification("local/modelProgress", data)
-
-    local_runtime = LocalRuntime(children, settings.models_dir, progress=local_progress, task_group=tg)
-    local_provider.set_runtime(local_runtime)
-    stack.push_async_callback(local_runtime.aclose)
     return Services(
         db=db,
         events=events,

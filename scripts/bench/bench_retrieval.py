@@ -262,7 +262,7 @@ async def section_latency(base: Path, sizes: list[int], n_queries: int, tg: Any)
         )
         queries = [synthetic_query(rng) for _ in range(n_queries)]
         await retrieval.search(queries[0], "vector")  # loads the vector cache
-        cache = retrieval._cache
+        cache = retrieval._state.cache
         assert cache is not None
         t = time.perf_counter()
         await anyio.to_thread.run_sync(cache.wait_layout, 300.0)

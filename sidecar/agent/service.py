@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 
 from sidecar.core.common import CursorPage, Page, iso, utc_now
 from sidecar.core.errors import BadRequestError, NotFoundError, SidecarError
+from sidecar.ir import MetonaToolDef
 from sidecar.providers.base import last_user_text
 from sidecar.trace.eventlog import EventLog
 from sidecar.trace.models import StoredEvent
@@ -51,6 +52,35 @@ class _Live:
     loop: AgentLoop
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     done: anyio.Event = field(default_factory=anyio.Event)
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The provider and model a run talks to."""
+
+    provider_id: str
+    adapter: Any
+    model: str
+    context_window: int
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A run before it is persisted: its ids, target, tools and limits."""
+
+    run_id: str
+    session_id: str
+    target: _Target
+    tools: list[MetonaToolDef]
+    unavailable: dict[str, str]
+    max_iterations: int
+    permission_timeout_s: float
+    workspace_roots: Sequence[str]
+
+
+def _validate(p: AgentRunCreateParams) -> None:
+    if not any(m.role == "user" for m in p.request.messages):
+        raise BadRequestError("request.messages must contain a user message (the task).", code="VALIDATION_ERROR")
 
 
 class AgentService:
@@ -108,9 +138,15 @@ class AgentService:
     ) -> tuple[AgentRun, Callable[[], None]]:
         """Validate, persist the run with its ``RunStarted`` event; return it and a ``start`` to call once the
         answer is on the wire (so stream lines never precede it)."""
-        request = p.request
-        if not any(m.role == "user" for m in request.messages):
-            raise BadRequestError("request.messages must contain a user message (the task).", code="VALIDATION_ERROR")
+        _validate(p)
+        target = await self._resolve_target(p)
+        plan = await self._plan(p, target)
+        record, trace, created_at = await self._persist(p, plan)
+        start = self._start(p, plan, trace, stream=stream, notify=notify)
+        return record.new_run(created_at), start
+
+    async def _resolve_target(self, p: AgentRunCreateParams) -> _Target:
+        """The provider (PROVIDER_NOT_FOUND) and the model (MODEL_NOT_FOUND when none is given or configured)."""
         provider_id = p.provider_id or await self._providers.default_provider()
         adapter = await self._providers.adapter(provider_id)  # PROVIDER_NOT_FOUND
         model = adapter.resolve_model_or_none(p.model)
@@ -122,6 +158,10 @@ class AgentService:
             )
         spec_of_model = adapter.model_spec(model)
         context_window = spec_of_model.context_window if spec_of_model else 8192
+        return _Target(provider_id, adapter, model, context_window)
+
+    async def _plan(self, p: AgentRunCreateParams, target: _Target) -> _Plan:
+        """The run's tools (TOOL_NOT_FOUND), limits and ids, from the params and the configuration."""
         ctx = await self._tool_context()
         unavailable = self.registry.unavailable(ctx)
         wanted = self._wanted_tools(p)
@@ -129,49 +169,68 @@ class AgentService:
         max_iterations = p.max_iterations or int(await self._config.get("agent.maxIterations"))
         timeout_s = int(await self._config.get("agent.permissionTimeoutMs")) / 1000
         run_id = f"run_{uuid.uuid4().hex}"
-        session_id = p.session_id or request.meta.session_id or run_id  # no session: one of its own
-        snapshot = {
+        session_id = p.session_id or p.request.meta.session_id or run_id  # no session: one of its own
+        return _Plan(
+            run_id=run_id,
+            session_id=session_id,
+            target=target,
+            tools=tools,
+            unavailable=unavailable,
+            max_iterations=max_iterations,
+            permission_timeout_s=timeout_s,
+            workspace_roots=ctx.workspace_roots,
+        )
+
+    async def _snapshot(self, p: AgentRunCreateParams, plan: _Plan) -> dict[str, Any]:
+        """What the run was configured with (its ``config_snapshot``, before secrets are cut out)."""
+        request, target = p.request, plan.target
+        return {
             "agent_version": AGENT_VERSION,
-            "provider_id": provider_id,
-            "preset": adapter.config.preset,
-            "protocol": adapter.config.protocol,
-            "base_url": adapter.config.base_url,
-            "model": model,
-            "context_window": context_window,
-            "max_iterations": max_iterations,
+            "provider_id": target.provider_id,
+            "preset": target.adapter.config.preset,
+            "protocol": target.adapter.config.protocol,
+            "base_url": target.adapter.config.base_url,
+            "model": target.model,
+            "context_window": target.context_window,
+            "max_iterations": plan.max_iterations,
             "allowed_tools": p.allowed_tools,
-            "tools": [t.name for t in tools],
-            "unavailable_tools": unavailable,
+            "tools": [t.name for t in plan.tools],
+            "unavailable_tools": plan.unavailable,
             "token_budget": p.token_budget,
             "params": request.params.model_dump(mode="json"),
             "constraints": None if request.constraints is None else request.constraints.model_dump(mode="json"),
             "llm_max_retries": await self._config.get("llm.maxRetries"),
             "llm_fallback_provider": await self._config.get("llm.fallbackProvider"),
             "llm_fallback_model": await self._config.get("llm.fallbackModel"),
-            "permission_timeout_ms": round(timeout_s * 1000),
-            "workspace_roots": list(ctx.workspace_roots),
+            "permission_timeout_ms": round(plan.permission_timeout_s * 1000),
+            "workspace_roots": list(plan.workspace_roots),
         }
+
+    async def _persist(self, p: AgentRunCreateParams, plan: _Plan) -> tuple[RunRecord, TraceWriter, str]:
+        """Write the run's row and its ``RunStarted`` event in one transaction; its record, trace and creation time."""
+        request, target, run_id = p.request, plan.target, plan.run_id
+        snapshot = await self._snapshot(p, plan)
         record = RunRecord(
             run_id=run_id,
-            session_id=session_id,
-            provider_id=provider_id,
-            model=model,
-            max_iterations=max_iterations,
+            session_id=plan.session_id,
+            provider_id=target.provider_id,
+            model=target.model,
+            max_iterations=plan.max_iterations,
             allowed_tools=p.allowed_tools,
             token_budget=p.token_budget,
             config_snapshot={},
         )
         trace = TraceWriter(
-            self._events, run_id, secrets=await self._known_secrets(adapter) + self._tool_secrets(tools)
+            self._events, run_id, secrets=await self._known_secrets(target.adapter) + self._tool_secrets(plan.tools)
         )
         snapshot = trace.sanitize(snapshot, max_chars=None)
         started = {
             "run_id": run_id,
-            "session_id": session_id,
-            "provider_id": provider_id,
-            "model": model,
-            "max_iterations": max_iterations,
-            "tools": [t.name for t in tools],
+            "session_id": plan.session_id,
+            "provider_id": target.provider_id,
+            "model": target.model,
+            "max_iterations": plan.max_iterations,
+            "tools": [t.name for t in plan.tools],
             "token_budget": p.token_budget,
             "stream": bool(request.params.stream),
             "input": trace.sanitize(last_user_text(request.messages), max_chars=2000),
@@ -185,19 +244,32 @@ class AgentService:
             return created
 
         created_at = await self._events.transaction(insert)
-        calibrator = self._calibrators.setdefault((provider_id, model), TokenCalibrator())
+        return record, trace, created_at
+
+    def _start(
+        self,
+        p: AgentRunCreateParams,
+        plan: _Plan,
+        trace: TraceWriter,
+        *,
+        stream: LineSink | None,
+        notify: Notify | None,
+    ) -> Callable[[], None]:
+        """Start the run's loop in the background, held until the returned ``start`` is called."""
+        target, run_id = plan.target, plan.run_id
+        calibrator = self._calibrators.setdefault((target.provider_id, target.model), TokenCalibrator())
         spec = RunSpec(
             run_id=run_id,
-            session_id=session_id,
-            provider_id=provider_id,
-            model=model,
-            request=request,
-            max_iterations=max_iterations,
-            tools=tools,
+            session_id=plan.session_id,
+            provider_id=target.provider_id,
+            model=target.model,
+            request=p.request,
+            max_iterations=plan.max_iterations,
+            tools=plan.tools,
             token_budget=p.token_budget,
-            context_window=context_window,
-            permission_timeout_s=timeout_s,
-            workspace_roots=ctx.workspace_roots,
+            context_window=target.context_window,
+            permission_timeout_s=plan.permission_timeout_s,
+            workspace_roots=plan.workspace_roots,
             stream=stream,
             notify=notify,
         )
@@ -219,8 +291,7 @@ class AgentService:
         # From the commit on, nothing here waits: the run task exists before this request could be cancelled, and
         # it ends RunCancelled by itself if the answer never goes out (``start`` is never called).
         self._tg.start_soon(self._run, live)
-        run = record.new_run(created_at)
-        return run, loop.ready.set
+        return loop.ready.set
 
     async def _known_secrets(self, adapter: Any) -> list[str]:
         """Keys this run may use (its provider's, the fallback's): cut out of its trace wherever they appear."""

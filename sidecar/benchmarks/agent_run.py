@@ -68,8 +68,10 @@ class ConfigOverlay:
 class CaseProviders(ProviderService):
     """The configured providers, except that ``mock`` plays this case's script (no row is written anywhere)."""
 
-    def __init__(self, db: Any, secrets: Any, config: Any, script: dict[str, Any] | None) -> None:
-        super().__init__(db, secrets, config)
+    def __init__(
+        self, db: Any, secrets: Any, config: Any, script: dict[str, Any] | None, *, local_runtime: Any = None
+    ) -> None:
+        super().__init__(db, secrets, config, local_runtime=local_runtime)
         self._script = script
         self._mock: Any = None
 
@@ -110,6 +112,8 @@ class AgentDeps:
     config: Any
     registry: Any
     task_group: Any
+    local_runtime: Any = None
+    """The sidecar's embedded-model runtime: a case run on the ``local`` provider uses it."""
 
 
 def _digest(path: Path) -> str | None:
@@ -307,7 +311,8 @@ async def run_case(
         deps.config,
         {"agent.workspaceRoots": [str(workspace)], "llm.fallbackProvider": None, "llm.fallbackModel": None},
     )
-    providers = CaseProviders(deps.db, deps.secrets, config, case.mock_script if provider_id == MOCK_PROVIDER else None)
+    script = case.mock_script if provider_id == MOCK_PROVIDER else None
+    providers = CaseProviders(deps.db, deps.secrets, config, script, local_runtime=deps.local_runtime)
     agent = AgentService(
         deps.events, providers, config, deps.registry, deps.task_group, memories=memories, services=services
     )

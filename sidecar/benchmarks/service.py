@@ -187,7 +187,8 @@ class BenchmarkService:
         if p.provider_id != "mock":
             from .agent_run import CaseProviders
 
-            probe = CaseProviders(self._agent.db, self._agent.secrets, self._agent.config, None)
+            agent = self._agent
+            probe = CaseProviders(agent.db, agent.secrets, agent.config, None, local_runtime=agent.local_runtime)
             try:
                 adapter = await probe.adapter(p.provider_id)
                 model = adapter.resolve_model_or_none(p.model)

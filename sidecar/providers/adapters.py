@@ -32,5 +32,11 @@ def adapter_class(protocol: str) -> type[BaseAdapter]:
     raise ValueError(f"unknown protocol {protocol!r}")
 
 
-def build_adapter(config: ProviderConfig, *, transport: Any = None) -> BaseAdapter:
+def build_adapter(config: ProviderConfig, *, transport: Any = None, local_runtime: Any = None) -> BaseAdapter:
+    """``local_runtime``: the sidecar's :class:`~sidecar.localmodel.client.LocalRuntime`, given to ``local``
+    adapters only (the composition root builds it; None where there is none)."""
+    if config.protocol == LOCAL:
+        from .local import LocalAdapter
+
+        return LocalAdapter(config, transport=transport, runtime=local_runtime)
     return adapter_class(config.protocol)(config, transport=transport)

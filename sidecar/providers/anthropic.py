@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaRequest, MetonaTokenUsage
 from . import _http
 from .base import BaseAdapter, system_text, tools_allowed
+from .capabilities import ModelSpec
 from .errors import (
     ProviderError,
     code_for_status,
@@ -39,7 +40,6 @@ from .errors import (
     retryable_for,
     safe_message,
 )
-from .models import ModelSpec
 
 if TYPE_CHECKING:
     from ..ir import MetonaMessage

@@ -22,6 +22,7 @@ import anyio
 from ..ir import MetonaErrorCode, MetonaMessage, MetonaModelInfo, MetonaRequest, MetonaResponse
 from ..ir.adapter import StreamEventCallback
 from . import _http
+from .capabilities import ModelSpec
 from .errors import (
     ProviderError,
     code_for_status,
@@ -31,7 +32,6 @@ from .errors import (
     retryable_for,
     safe_message,
 )
-from .models import ModelSpec
 from .stream import Emit, StreamAssembler
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaPerfStats, MetonaRequest, MetonaTokenUsage
-from .base import BaseAdapter, system_text, tool_text, tools_allowed
+from .base import BaseAdapter, ProviderConfig, system_text, tool_text, tools_allowed
+from .capabilities import CHAT, STREAMING, STRUCTURED_OUTPUT, TOOL_CALLING, ModelSpec
 from .errors import ProviderError, provider_error
-from .models import CHAT, STREAMING, STRUCTURED_OUTPUT, TOOL_CALLING, ModelSpec
 from .stream import StreamAssembler
 
 C = MetonaErrorCode
@@ -31,19 +31,6 @@ tools — shown its own call and the result in the chat template, it calls the s
 MAX_OUTPUT = 2048
 DEFAULT_MAX_TOKENS = 1024
 
-_runtime: Any = None
-"""The sidecar's one :class:`LocalRuntime` (set by the composition root; None in tests that build no sidecar)."""
-
-
-def set_runtime(runtime: Any) -> None:
-    global _runtime
-    _runtime = runtime
-
-
-def get_runtime() -> Any:
-    return _runtime
-
-
 _ERRORS: dict[str, tuple[MetonaErrorCode, bool]] = {
     "model_unavailable": (C.MODEL_NOT_FOUND, False),
     "context_length_exceeded": (C.CONTEXT_LENGTH_EXCEEDED, False),
@@ -55,15 +42,21 @@ class LocalAdapter(BaseAdapter):
     protocol = "local"
     stream_path = send_path = ""
 
+    def __init__(self, config: ProviderConfig, *, transport: Any = None, client: Any = None, runtime: Any = None):
+        super().__init__(config, transport=transport, client=client)
+        self.runtime = runtime
+        """The sidecar's one :class:`LocalRuntime` (injected by the composition root through the adapter factory;
+        None where no sidecar is built: calls answer LOCAL_MODEL_UNAVAILABLE)."""
+
     @property
     def model_path(self) -> str | None:
         path = self.config.options.get("model_path")
         return str(Path(path).expanduser()) if isinstance(path, str) and path else None
 
     def _runtime(self) -> Any:
-        if _runtime is None:
+        if self.runtime is None:
             raise self._error("model_unavailable", "the local model runtime is not configured in this process")
-        return _runtime
+        return self.runtime
 
     def _error(self, code: str, message: str, *, interrupted: bool = False) -> ProviderError:
         ir_code, retryable = _ERRORS.get(code, (C.UNKNOWN, False))
@@ -122,7 +115,7 @@ class LocalAdapter(BaseAdapter):
 
         from ..localmodel import assets
 
-        runtime = _runtime
+        runtime = self.runtime
         loaded = runtime.loaded_info(str(path) if path else None) if runtime is not None else None
         if loaded:
             return dict(loaded.get("meta") or {})

@@ -34,8 +34,8 @@ from ..ir import (
 )
 from . import _http
 from .base import BaseAdapter, ProviderConfig, system_text, tool_text, tools_allowed
+from .capabilities import CHAT, CONSERVATIVE, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from .errors import ProviderError, provider_error, safe_message
-from .models import CHAT, CONSERVATIVE, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from .stream import StreamAssembler
 from .toolparse import call_text, tool_prompt
 

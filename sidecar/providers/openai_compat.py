@@ -37,6 +37,7 @@ from typing import Any, Literal
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaRequest, MetonaTokenUsage
 from . import _http
 from .base import BaseAdapter, system_text, tool_text, tools_allowed
+from .capabilities import THINKING, ModelSpec
 from .errors import (
     ProviderError,
     code_for_status,
@@ -46,7 +47,6 @@ from .errors import (
     retryable_for,
     safe_message,
 )
-from .models import THINKING, ModelSpec
 from .presets import OPENAI, PRESETS
 from .stream import StreamAssembler
 

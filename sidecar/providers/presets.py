@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .models import CHAT, STREAMING, STRUCTURED_OUTPUT, THINKING, TOOL_CALLING, VISION, ModelSpec
+from .capabilities import CHAT, STREAMING, STRUCTURED_OUTPUT, THINKING, TOOL_CALLING, VISION, ModelSpec
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"

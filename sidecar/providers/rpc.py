@@ -8,9 +8,11 @@ from ..core.common import EmptyParams
 from ..ipc.context import RequestContext
 from ..ipc.router import Method, Notification
 from ..ir import MetonaResponse, MetonaStreamEvent
-from . import api
-from .api import (
+from .errors import ProviderError, to_sidecar_error
+from .fallback import PROVIDER_SWITCHED
+from .models import (
     ChatParams,
+    LocalModelProgress,
     ModelList,
     PresetList,
     Provider,
@@ -25,8 +27,7 @@ from .api import (
     ProviderTestResult,
     ProviderUpdateParams,
 )
-from .errors import ProviderError, to_sidecar_error
-from .service import PROVIDER_SWITCHED, ProviderService
+from .service import ProviderService
 
 
 def methods(providers: ProviderService) -> list[Method[Any, Any]]:
@@ -162,7 +163,7 @@ def local_notifications() -> list[Notification]:
     return [
         Notification(
             "local/modelProgress",
-            api.LocalModelProgress,
+            LocalModelProgress,
             summary="The embedded local model is being prepared on first use (assemble, verify, requantize, convert).",
         )
     ]

@@ -1,25 +1,19 @@
-"""ProviderService: provider records with write-only keys, adapters, and chat with retry + failover.
+"""ProviderService: provider records with write-only keys, their adapters, health, and chat.
 
-Retry and failover follow the IR's 故障转移 table:
-1. a retryable MetonaError is retried after ``retryAfterMs`` (capped; exponential backoff when absent), at most
-   ``llm.maxRetries`` times (default 3);
-2. then, if ``llm.fallbackProvider`` is configured, the request goes to it (``llm.fallbackModel``, and
-   ``llm.fallbackApiKey`` instead of its own key when set), with the same retries;
-3. a switch is announced with the notification ``agent/providerSwitched {from_provider, to_provider, model, reason}``;
-4. otherwise the error is returned.
-Nothing is retried or failed over once a stream has shown output (it would duplicate text): the stream ends
-``error`` · ``done`` instead.
+Chat composes :class:`~sidecar.providers.fallback.FallbackProvider` (retry + failover, see :mod:`.fallback`) over
+the provider's cached adapter and the configured fallback (``llm.fallbackProvider``, ``llm.fallbackModel``, and
+``llm.fallbackApiKey`` instead of its own key when set).
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import logging
-import random
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -29,44 +23,21 @@ import anyio
 from ..config.service import ConfigService
 from ..core.common import ErrorInfo, now_iso
 from ..core.errors import BadRequestError, ConflictError, NotFoundError
-from ..ir import MetonaError, MetonaErrorCode, MetonaRequest, MetonaResponse
+from ..ir import MetonaErrorCode, MetonaRequest, MetonaResponse
 from ..storage.secrets import SecretKeyError, SecretStore
 from ..storage.sqlite import Database
 from .adapters import build_adapter
-from .api import ModelInfo, PresetInfo, Provider, ProviderHealth, ProviderSwitchedParams, ProviderTestResult
 from .base import BaseAdapter, ProviderConfig
+from .capabilities import ModelSpec
 from .errors import ProviderError, phase2_code, provider_error
-from .models import ModelSpec
+from .fallback import RETRY_BASE_S, Fallback, FallbackProvider, Notify, Observe, RetryPolicy
+from .models import ModelInfo, PresetInfo, Provider, ProviderHealth, ProviderTestResult
 from .presets import PRESETS, Preset
-from .stream import Emit, StreamAssembler
+from .stream import Emit
 
 logger = logging.getLogger(__name__)
 
-Notify = Callable[[str, Any], Awaitable[None]]
-Observe = Callable[[str, dict[str, Any]], Awaitable[None]]
-"""Hears retries and failovers of a call: ``observe("retry" | "failover", data)``."""
-PROVIDER_SWITCHED = "agent/providerSwitched"
-
-RETRY_BASE_S = 0.5
 HEALTH_TIMEOUT_S = 10.0
-RETRY_MAX_WAIT_S = 30.0
-"""A Retry-After longer than this is not waited for: the error goes on to failover (or back to the caller)."""
-
-FAILOVER_CODES = frozenset(
-    {
-        MetonaErrorCode.NETWORK_TIMEOUT,
-        MetonaErrorCode.NETWORK_ERROR,
-        MetonaErrorCode.AUTH_INVALID,
-        MetonaErrorCode.AUTH_EXPIRED,
-        MetonaErrorCode.RATE_LIMITED,
-        MetonaErrorCode.QUOTA_EXCEEDED,
-        MetonaErrorCode.MODEL_OVERLOADED,
-        MetonaErrorCode.MODEL_NOT_FOUND,
-        MetonaErrorCode.UNKNOWN,
-    }
-)
-"""Errors that another provider may not have. Not failed over: the request's own faults (context length,
-content filter), malformed answers, the caller's timeout or cancel."""
 
 _MIGRATIONS = [
     """
@@ -127,12 +98,16 @@ class ProviderService:
         config: ConfigService,
         *,
         transport: Any = None,
+        local_runtime: Any = None,
         retry_base_s: float = RETRY_BASE_S,
     ) -> None:
+        """``local_runtime``: the embedded model's runtime, handed to ``local`` adapters (none: they answer
+        LOCAL_MODEL_UNAVAILABLE)."""
         self._db = db
         self._secrets = secrets
         self._config = config
         self._transport = transport
+        self._local_runtime = local_runtime
         self._retry_base_s = retry_base_s
         self._adapters: dict[str, tuple[str, BaseAdapter]] = {}
 
@@ -288,9 +263,12 @@ class ProviderService:
             return cached[1]
         if cached is not None:
             await cached[1].aclose()
-        adapter = build_adapter(await self._config_of(row), transport=self._transport)
+        adapter = self._build(await self._config_of(row))
         self._adapters[provider_id] = (stamp, adapter)
         return adapter
+
+    def _build(self, config: ProviderConfig) -> BaseAdapter:
+        return build_adapter(config, transport=self._transport, local_runtime=self._local_runtime)
 
     async def models(self, provider_id: str) -> builtins.list[ModelInfo]:
         adapter = await self.adapter(provider_id)
@@ -327,7 +305,7 @@ class ProviderService:
                 default_model=model or spec.default_model,
                 models=spec.models,
             )
-            adapter = build_adapter(config, transport=self._transport)
+            adapter = self._build(config)
         else:
             raise BadRequestError("give provider_id or preset", code="VALIDATION_ERROR")
         started = time.perf_counter()
@@ -394,7 +372,7 @@ class ProviderService:
                     tg.start_soon(check, pid)
         return [results[pid] for pid in ids]
 
-    # ---- chat: retry + failover -------------------------------------------------------------------------------
+    # ---- chat (retry + failover: .fallback) -------------------------------------------------------------------
 
     async def default_provider(self) -> str:
         configured = await self._config.get("llm.defaultProvider")
@@ -427,140 +405,23 @@ class ProviderService:
         """
         pid = provider_id or await self.default_provider()
         primary = await self.adapter(pid)
-        max_retries = int(await self._config.get("llm.maxRetries"))
-        timeout_ms = request.constraints.timeout_ms if request.constraints else None
-        deadline = anyio.current_time() + timeout_ms / 1000 if timeout_ms else None
-        asm, exc = await self._attempts(primary, model, request, emit, max_retries, deadline, observe)
-        if exc is None:
-            return await asm.done()
-        if (
-            not asm.visible
-            and exc.error.code in FAILOVER_CODES
-            and (deadline is None or anyio.current_time() < deadline)
-        ):
-            fallback: tuple[BaseAdapter, str | None] | None = None
-            try:
-                fallback = await self._fallback(pid, primary.resolve_model_or_none(model))
-                if fallback is not None and notify is not None:
-                    adapter, fallback_model = fallback
-                    await notify(
-                        PROVIDER_SWITCHED,
-                        ProviderSwitchedParams(
-                            from_provider=pid,
-                            to_provider=adapter.config.provider_id,
-                            model=fallback_model or adapter.config.default_model or "",
-                            reason=exc.error.code.value,
-                        ).model_dump(mode="json"),
-                    )
-                if fallback is not None and observe is not None:
-                    await observe(
-                        "failover",
-                        {
-                            "from_provider": pid,
-                            "to_provider": fallback[0].config.provider_id,
-                            "model": fallback[1] or fallback[0].config.default_model or "",
-                            "error": exc.error.model_dump(mode="json"),
-                        },
-                    )
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):  # cancelled between two attempts: the stream still ends
-                    await asm.fail(_aborted(pid))
-                    if fallback is not None:
-                        await self._close_one_off(fallback[0])
-                raise
-            if fallback is not None:
-                adapter, fallback_model = fallback
-                logger.warning("provider %s failed (%s); failing over to %s", pid, exc.error.code, adapter.provider_id)
-                try:
-                    asm, exc = await self._attempts(
-                        adapter, fallback_model, request, emit, max_retries, deadline, observe
-                    )
-                finally:
-                    with anyio.CancelScope(shield=True):  # also when cancelled: close a one-off adapter
-                        await self._close_one_off(adapter)
-                if exc is None:
-                    return await asm.done()
-        await asm.fail(exc.error)
-        raise exc
+        policy = RetryPolicy(int(await self._config.get("llm.maxRetries")), self._retry_base_s)
+        provider = FallbackProvider(
+            pid,
+            primary,
+            functools.partial(self._fallback, pid),
+            policy=policy,
+            check=self._require_key,
+            release=self._close_one_off,
+        )
+        return await provider.chat(model, request, emit=emit, notify=notify, observe=observe)
 
     async def _close_one_off(self, adapter: BaseAdapter) -> None:
         """Close ``adapter`` unless it is the cached one (a fallback built with ``llm.fallbackApiKey`` is not)."""
         if adapter is not self._adapters.get(adapter.config.provider_id, (None, None))[1]:
             await adapter.aclose()
 
-    async def _attempts(
-        self,
-        adapter: BaseAdapter,
-        model: str | None,
-        request: MetonaRequest,
-        emit: Emit | None,
-        max_retries: int,
-        deadline: float | None = None,
-        observe: Observe | None = None,
-    ) -> tuple[StreamAssembler, ProviderError | None]:
-        """Run with retries; return the assembler of the last attempt (still open) and its error, if any.
-
-        No retry starts (and no backoff is waited for) past ``deadline``: the last error is returned instead.
-        """
-        attempt = 0
-        while True:
-            asm = adapter.assembler(request, model or adapter.config.default_model or "", emit)
-            try:
-                self._require_key(adapter)
-                await adapter.run(request, model, asm, stream=emit is not None, deadline=deadline)
-                return asm, None
-            except ProviderError as exc:
-                exc.error.message = adapter.redact(exc.error.message)
-                if asm.visible or not exc.retryable or attempt >= max_retries:
-                    return asm, exc
-                wait_s = self._backoff(attempt, exc.error.retry_after_ms)
-                if wait_s > RETRY_MAX_WAIT_S:
-                    return asm, exc
-                if deadline is not None and anyio.current_time() + wait_s >= deadline:
-                    return asm, exc
-                logger.info(
-                    "%s: %s, retry %d/%d in %.2f s",
-                    adapter.provider_id,
-                    exc.error.code,
-                    attempt + 1,
-                    max_retries,
-                    wait_s,
-                )
-                attempt += 1
-                if observe is not None:
-                    await observe(
-                        "retry",
-                        {
-                            "provider_id": adapter.provider_id,
-                            "attempt": attempt,
-                            "max_retries": max_retries,
-                            "wait_ms": round(wait_s * 1000),
-                            "error": exc.error.model_dump(mode="json"),
-                        },
-                    )
-                await anyio.sleep(wait_s)
-            except anyio.get_cancelled_exc_class():
-                with anyio.CancelScope(shield=True):
-                    await asm.fail(_aborted(adapter.provider_id))
-                raise
-            except Exception:
-                # Not a provider failure (a bug here, or emit itself failing): the stream still ends with
-                # error + done where it can, and the request answers an internal error.
-                if not asm.closed:
-                    with anyio.CancelScope(shield=True):
-                        try:
-                            await asm.fail(_internal(adapter.provider_id))
-                        except Exception:
-                            logger.debug("could not close the stream after an internal error", exc_info=True)
-                raise
-
-    def _backoff(self, attempt: int, retry_after_ms: int | None) -> float:
-        if retry_after_ms is not None:
-            return retry_after_ms / 1000
-        base = self._retry_base_s * (2**attempt)
-        return base + random.uniform(0, base / 4)
-
-    async def _fallback(self, primary_id: str, primary_model: str | None) -> tuple[BaseAdapter, str | None] | None:
+    async def _fallback(self, primary_id: str, primary_model: str | None) -> Fallback | None:
         fallback_id = await self._config.get("llm.fallbackProvider")
         if not fallback_id:
             return None
@@ -577,7 +438,7 @@ class ProviderService:
             logger.error("the fallback provider's API key cannot be decrypted; not failing over")
             return None
         if key:
-            adapter = build_adapter(replace(adapter.config, api_key=key), transport=self._transport)
+            adapter = self._build(replace(adapter.config, api_key=key))
         return adapter, fallback_model
 
     # ---- internals ---------------------------------------------------------------------------------------------
@@ -687,12 +548,6 @@ def _redacting(adapter: BaseAdapter) -> Iterator[None]:
         raise
 
 
-def _internal(provider: str) -> MetonaError:
-    return MetonaError(
-        code=MetonaErrorCode.UNKNOWN, message="internal error in the sidecar", provider=provider, retryable=False
-    )
-
-
 def _preset(name: str) -> Preset:
     spec = PRESETS.get(name)
     if spec is None:
@@ -727,12 +582,6 @@ def _spec(raw: Any) -> ModelSpec:
         raise BadRequestError(
             "options.models: bad model entry", code="VALIDATION_ERROR", details={"id": raw["id"]}
         ) from None
-
-
-def _aborted(provider: str) -> MetonaError:
-    return MetonaError(
-        code=MetonaErrorCode.USER_ABORTED, message="the request was cancelled", provider=provider, retryable=False
-    )
 
 
 def _error_info(exc: ProviderError) -> ErrorInfo:

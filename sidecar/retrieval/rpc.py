@@ -26,7 +26,7 @@ class RebuildEventsParams(CursorParams):
 
 
 def methods(retrieval: RetrievalService, jobs: JobManager) -> list[Method[Any, Any]]:
-    from .service import REBUILD_KIND
+    from .rebuild import REBUILD_KIND
 
     async def query(ctx: RequestContext, p: SearchParams) -> SearchResult:
         return await retrieval.search(p.query, p.mode, p.profile_id, p.top_k, p.filters)

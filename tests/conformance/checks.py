@@ -12,8 +12,8 @@ from collections import Counter
 from typing import Any
 
 from sidecar.ir import MetonaFinishReason, MetonaStreamEvent, MetonaStreamEventType
+from sidecar.providers.capabilities import THINKING
 from sidecar.providers.errors import phase2_code
-from sidecar.providers.models import THINKING
 
 from . import oracle
 from .suite import API_KEY, Run

@@ -21,8 +21,8 @@ import yaml
 from sidecar.ir import MetonaRequest, MetonaResponse, MetonaStreamEvent
 from sidecar.providers.adapters import build_adapter
 from sidecar.providers.base import ProviderConfig
+from sidecar.providers.capabilities import CHAT, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from sidecar.providers.errors import ProviderError
-from sidecar.providers.models import CHAT, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from sidecar.providers.presets import PRESETS
 
 from .loopback import LoopbackServer, ReceivedRequest, Recording

@@ -24,8 +24,8 @@ from sidecar.ir import (
 )
 from sidecar.providers.anthropic import AnthropicAdapter
 from sidecar.providers.base import ProviderConfig
+from sidecar.providers.capabilities import CONSERVATIVE, THINKING, TOOL_CALLING, VISION
 from sidecar.providers.errors import ProviderError, phase2_code
-from sidecar.providers.models import CONSERVATIVE, THINKING, TOOL_CALLING, VISION
 from sidecar.providers.presets import PRESETS
 from tests.providers.support import request, tool
 

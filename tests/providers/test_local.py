@@ -13,13 +13,16 @@ from typing import Any
 import anyio
 import pytest
 
+from sidecar.config.service import ConfigService
 from sidecar.ir import MetonaErrorCode
 from sidecar.localmodel import assets
 from sidecar.localmodel.client import LocalModelError, LocalRuntime
-from sidecar.providers import local as local_provider
 from sidecar.providers.base import ProviderConfig
 from sidecar.providers.errors import phase2_code
 from sidecar.providers.local import LocalAdapter
+from sidecar.providers.service import ProviderService
+from sidecar.storage.secrets import SecretStore
+from sidecar.storage.sqlite import Database
 from sidecar.workers.supervisor import ChildSupervisor
 
 from .support import request, tool
@@ -162,13 +165,11 @@ class FakeRuntime:
 
 
 @pytest.fixture
-def runtime(monkeypatch: pytest.MonkeyPatch) -> FakeRuntime:
-    fake = FakeRuntime()
-    monkeypatch.setattr(local_provider, "_runtime", fake)
-    return fake
+def runtime() -> FakeRuntime:
+    return FakeRuntime()
 
 
-def adapter(**options: Any) -> LocalAdapter:
+def adapter(runtime: FakeRuntime | None, **options: Any) -> LocalAdapter:
     config = ProviderConfig(
         provider_id="local",
         preset="local",
@@ -177,7 +178,7 @@ def adapter(**options: Any) -> LocalAdapter:
         default_model="qwen2.5-coder-0.5b-instruct",
         options=options,
     )
-    return LocalAdapter(config)
+    return LocalAdapter(config, runtime=runtime)
 
 
 CALC = {**tool("calculator", "expression"), "category": "calculation"}
@@ -185,7 +186,7 @@ CALC = {**tool("calculator", "expression"), "category": "calculation"}
 
 async def test_text_and_real_usage(runtime: FakeRuntime) -> None:
     events: list[Any] = []
-    response = await adapter().send_stream(request(), events.append)
+    response = await adapter(runtime).send_stream(request(), events.append)
     assert [e.type.value for e in events] == ["text_delta", "text_delta", "usage", "done"]
     assert response.content == "Hello there."
     assert response.usage.model_dump() == {"inputTokens": 41, "outputTokens": 7, "totalTokens": 48}
@@ -198,10 +199,34 @@ async def test_text_and_real_usage(runtime: FakeRuntime) -> None:
     assert "tools" not in payload and payload["temperature"] == 0.0
 
 
+async def test_the_service_hands_its_runtime_to_local_adapters(runtime: FakeRuntime, tmp_path: Path) -> None:
+    """No module global: the runtime given to ProviderService (by the composition root) is the one a ``local``
+    provider's chat runs on; a service built without one answers LOCAL_MODEL_UNAVAILABLE."""
+    db = await Database.open(tmp_path / "data")
+    secrets = await SecretStore.open(db, tmp_path / "master.key")
+    config = ConfigService(db, secrets)
+    await config.migrate()
+    with_runtime = ProviderService(db, secrets, config, local_runtime=runtime)
+    without = ProviderService(db, secrets, config)
+    try:
+        await with_runtime.migrate()
+        pid = (await with_runtime.create(preset="local")).provider_id
+        assert (await with_runtime.chat(pid, None, request())).content == "Hello there."
+        assert len(runtime.payloads) == 1
+        with pytest.raises(Exception) as info:
+            await without.chat(pid, None, request())
+        assert info.value.error.provider_code == "LOCAL_MODEL_UNAVAILABLE"  # type: ignore[attr-defined]
+        assert len(runtime.payloads) == 1
+    finally:
+        await with_runtime.close()
+        await without.close()
+        await db.close()
+
+
 async def test_a_bare_json_call_becomes_a_tool_call(runtime: FakeRuntime) -> None:
     runtime.pieces = ['{"name": "calculator", ', '"arguments": {"expression": "37*43"}}']
     events: list[Any] = []
-    response = await adapter().send_stream(request(tools=[CALC]), events.append)
+    response = await adapter(runtime).send_stream(request(tools=[CALC]), events.append)
     assert [e.type.value for e in events] == ["tool_call_complete", "usage", "done"]
     assert response.tool_calls and response.tool_calls[0].args == {"expression": "37*43"}
     assert runtime.payloads[0]["tools"][0]["function"]["name"] == "calculator"
@@ -236,7 +261,7 @@ HISTORY = [
 
 async def test_after_tool_results_the_answer_is_asked_for(runtime: FakeRuntime) -> None:
     runtime.pieces = ['{"name": "calculator", "arguments": {"expression": "37*43"}}']
-    response = await adapter().send(request(messages=HISTORY, tools=[CALC]))
+    response = await adapter(runtime).send(request(messages=HISTORY, tools=[CALC]))
     (payload,) = runtime.payloads
     assert "tools" not in payload
     last = payload["messages"][-1]
@@ -246,7 +271,7 @@ async def test_after_tool_results_the_answer_is_asked_for(runtime: FakeRuntime) 
 
 
 async def test_tool_followup_free_keeps_the_tools_and_the_native_history(runtime: FakeRuntime) -> None:
-    await adapter(tool_followup="free").send(request(messages=HISTORY, tools=[CALC]))
+    await adapter(runtime, tool_followup="free").send(request(messages=HISTORY, tools=[CALC]))
     (payload,) = runtime.payloads
     roles = [m["role"] for m in payload["messages"]]
     assert roles == ["system", "user", "assistant", "tool"] and payload["tools"]
@@ -265,17 +290,16 @@ async def test_tool_followup_free_keeps_the_tools_and_the_native_history(runtime
 async def test_runtime_failures_are_typed(runtime: FakeRuntime, code: str, ir: MetonaErrorCode, phase2: str) -> None:
     runtime.error = LocalModelError(code, "why")
     events: list[Any] = []
-    response = await adapter().send_stream(request(), events.append)
+    response = await adapter(runtime).send_stream(request(), events.append)
     assert [e.type.value for e in events] == ["error", "done"]
     assert response.error is not None and response.error.code is ir
     assert phase2_code(response.error)[0] == phase2
 
 
-async def test_unknown_model_and_no_runtime(monkeypatch: pytest.MonkeyPatch, runtime: FakeRuntime) -> None:
-    response = await adapter().send(request(), model="gpt-4o")
+async def test_unknown_model_and_no_runtime(runtime: FakeRuntime) -> None:
+    response = await adapter(runtime).send(request(), model="gpt-4o")
     assert response.error is not None and response.error.code is C.MODEL_NOT_FOUND
-    monkeypatch.setattr(local_provider, "_runtime", None)
-    response = await adapter().send(request())
+    response = await adapter(None).send(request())
     assert response.error is not None and response.error.provider_code == "LOCAL_MODEL_UNAVAILABLE"
 
 
@@ -284,16 +308,16 @@ async def test_models_without_the_extra_are_model_unavailable(
 ) -> None:
     monkeypatch.setattr(assets, "status", lambda: (False, "python package 'openvino-genai' is not installed"))
     with pytest.raises(Exception) as info:
-        await adapter().model_specs()
+        await adapter(runtime).model_specs()
     assert info.value.error.code is C.MODEL_NOT_FOUND  # type: ignore[attr-defined]
-    assert await adapter().health_check() is False
+    assert await adapter(runtime).health_check() is False
 
 
 async def test_models_report_the_loaded_metadata(runtime: FakeRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(assets, "status", lambda: (True, None))
-    (spec,) = await adapter().model_specs()
+    (spec,) = await adapter(runtime).model_specs()
     assert spec.context_window == 4096 and "vision" not in spec.capabilities
-    assert adapter().get_context_window("qwen2.5-coder-0.5b-instruct") == 8192  # before a listing: conservative
+    assert adapter(runtime).get_context_window("qwen2.5-coder-0.5b-instruct") == 8192  # before a listing: conservative
 
 
 # ---- the worker's lifetime (a real worker process; no model is loaded) --------------------------------------

@@ -21,8 +21,8 @@ from sidecar.ir import (
     MetonaStreamEvent,
 )
 from sidecar.providers.base import ProviderConfig
+from sidecar.providers.capabilities import CHAT, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from sidecar.providers.errors import ProviderError, phase2_code
-from sidecar.providers.models import CHAT, STREAMING, THINKING, TOOL_CALLING, VISION, ModelSpec
 from sidecar.providers.ollama import OllamaAdapter
 
 pytestmark = pytest.mark.anyio

@@ -23,8 +23,8 @@ from sidecar.ir import (
     MetonaTokenUsage,
 )
 from sidecar.providers.base import ProviderConfig
+from sidecar.providers.capabilities import CONSERVATIVE, THINKING, TOOL_CALLING, VISION, ModelSpec
 from sidecar.providers.errors import ProviderError, phase2_code
-from sidecar.providers.models import CONSERVATIVE, THINKING, TOOL_CALLING, VISION, ModelSpec
 from sidecar.providers.openai_compat import OpenAICompatAdapter, map_usage
 from sidecar.providers.presets import PRESETS
 from tests.providers.support import request, tool

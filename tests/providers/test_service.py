@@ -23,7 +23,8 @@ from sidecar.ir import (
     MetonaSystemPrompt,
 )
 from sidecar.providers.errors import ProviderError, phase2_code
-from sidecar.providers.service import PROVIDER_SWITCHED, ProviderService
+from sidecar.providers.fallback import PROVIDER_SWITCHED
+from sidecar.providers.service import ProviderService
 from sidecar.storage.secrets import SecretStore
 from sidecar.storage.sqlite import Database
 

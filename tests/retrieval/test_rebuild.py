@@ -141,7 +141,7 @@ async def test_orphaned_tables_are_dropped_on_first_write(env: Env) -> None:
     await env.knowledge.create_note(CreateNoteParams(title="a", content="x"))
     store = IndexStore(env.data_dir)
     await anyio.to_thread.run_sync(store.create, "kb_vec_orphan000000", "vec", 8)
-    env.retrieval._store_checked = False  # what a fresh process starts with
+    env.retrieval._state.store_checked = False  # what a fresh process starts with
     await env.knowledge.create_note(CreateNoteParams(title="b", content="y"))
     assert "kb_vec_orphan000000" not in _tables(env)
 
@@ -178,7 +178,7 @@ async def test_a_search_that_read_the_old_table_survives_the_swap(env: Env, mode
     """A query that picked the active table's name just before a rebuild swapped it (and dropped the old
     table) reaches LanceDB after the drop: it must answer from the new table, not fail with -32603."""
     note = await env.knowledge.create_note(CreateNoteParams(title="a", content="光合作用"))
-    store = env.retrieval._store
+    store = env.retrieval._state.store
     real = getattr(store, method)
     entered, release = threading.Event(), threading.Event()
     calls: list[str] = []
@@ -210,7 +210,7 @@ async def test_an_embedder_switch_in_the_middle_of_a_search_never_mixes_models(e
     """index/configure lands after a vector search checked compatibility, before it embedded the query: the
     query must still be embedded by the model that built the index (here 128-d vs the new 64-d)."""
     note = await env.knowledge.create_note(CreateNoteParams(title="a", content="光合作用\n\nphotosynthesis"))
-    real = env.retrieval._filter_note_ids
+    real = env.retrieval._searcher._filter_note_ids
     switched = False
 
     async def switch_first(filters: Any) -> Any:
@@ -220,7 +220,7 @@ async def test_an_embedder_switch_in_the_middle_of_a_search_never_mixes_models(e
             await env.retrieval.configure(EmbedderConfig(kind="hash-v1", dimension=64))
         return await real(filters)
 
-    env.retrieval._filter_note_ids = switch_first  # type: ignore[method-assign]
+    env.retrieval._searcher._filter_note_ids = switch_first  # type: ignore[method-assign]
     hits = (await env.retrieval.search("光合作用", "vector")).items
     assert switched and hits[0].block_id == note.blocks[0].block_id
     assert await _code(env.retrieval.search("光合作用", "vector")) == (409, "INDEX_MODEL_MISMATCH")

@@ -135,7 +135,7 @@ async def test_a_write_committed_while_the_vector_cache_loads_is_not_lost(env: E
     """The in-memory vector cache loads on the first vector query; a block indexed while it loads (after the
     load read the table) must still be searchable afterwards, not missing until a restart."""
     await env.knowledge.create_note(CreateNoteParams(title="a", content="光合作用"))
-    store = env.retrieval._store
+    store = env.retrieval._state.store
     real_load = store.load_vectors
     read_done, release = threading.Event(), threading.Event()
 
@@ -173,7 +173,7 @@ async def test_hybrid_honours_a_top_k_above_the_profile_recall(env: Env) -> None
 async def test_a_huge_block_is_embedded_from_its_head_and_fully_searchable(env: Env) -> None:
     """A pasted log without blank lines is one block of megabytes: the whole of it goes to the embedder
     (~54 s per MB with USE, and over a remote endpoint's input limit, failing the batch on every retry)."""
-    from sidecar.retrieval.service import EMBED_MAX_CHARS
+    from sidecar.retrieval.state import EMBED_MAX_CHARS
 
     content = "进程调度 process scheduling. " * 40_000 + "光合作用"
     note = await env.knowledge.create_note(CreateNoteParams(title="log", content=content))
