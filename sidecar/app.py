@@ -1,4 +1,4 @@
-"""Composition root: serves stdio at once, loads the domain layer behind ``initialize``.
+"""The stdio server: answers at once, loads the domain layer (built by :mod:`sidecar.wiring`) behind ``initialize``.
 
 Start-up in two steps, so the host's first answer does not wait for model machinery:
 1. stdio, the dispatcher and the lifecycle methods (no pydantic models, no domains) — ``initialize``
