@@ -104,10 +104,11 @@ def open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
     from .render.browser import BrowserPool
     from .render.mermaid import MermaidRenderer
     from .render.renderers import FunctionPlotRenderer, MathRenderer
+    from .render.types import Renderer
     from .system.capabilities import find_chromium
 
     browser = BrowserPool(find_chromium(settings), children=children)
-    renderers = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
+    renderers: list[Renderer] = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
     return RenderService(settings.data_dir, browser, renderers)
 
 
