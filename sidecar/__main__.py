@@ -10,11 +10,11 @@ import sys
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["bench"]:  # a human CLI: its module loads only for this subcommand
-        from .benchmarks.cli import main as bench_main
+        from .cli.bench import main as bench_main
 
         sys.exit(bench_main(args[1:]))
     if args and args[0] == "transcribe":  # a CLI for people over the media service (lazily imported)
-        from .media.cli import main as transcribe
+        from .cli.transcribe import main as transcribe
 
         raise SystemExit(transcribe(args[1:]))
     if args and args[0] == "media-worker":  # the transcription worker child, as a frozen binary starts it
@@ -22,11 +22,11 @@ def main(argv: list[str] | None = None) -> None:
 
         worker()
     if args[:1] == ["export"]:  # a human CLI: Markdown/a note → html|pdf|docx with a progress bar
-        from .export.cli import main as export_main
+        from .cli.export import main as export_main
 
         sys.exit(export_main(args[1:]))
     if args[:1] == ["local-model"]:  # prepare the embedded model once (issue 15); loads only for this subcommand
-        from .localmodel.cli import main as local_main
+        from .cli.local_model import main as local_main
 
         sys.exit(local_main(args[1:]))
     from .core.settings import parse_args

@@ -1,4 +1,4 @@
-"""Composition root: serves stdio at once, loads the domain layer behind ``initialize``.
+"""The stdio server: answers at once, loads the domain layer (built by :mod:`sidecar.wiring`) behind ``initialize``.
 
 Start-up in two steps, so the host's first answer does not wait for model machinery:
 1. stdio, the dispatcher and the lifecycle methods (no pydantic models, no domains) — ``initialize``
@@ -166,7 +166,7 @@ async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
 def schema_router() -> Router:
     """The production method table, built against throw-away services (for the schema generator)."""
     from .ipc.lifecycle_models import schema_methods
-    from .wiring import domain_methods, open_services
+    from .wiring import domain_methods, open_headless
 
     async def build() -> Router:
         with tempfile.TemporaryDirectory() as tmp:
@@ -174,11 +174,7 @@ def schema_router() -> Router:
             router = Router()
             async with AsyncExitStack() as stack:
                 tg = await stack.enter_async_context(anyio.create_task_group())
-
-                async def no_send(method: str, params: Any) -> None:
-                    return None
-
-                services = await open_services(settings, stack, tg, no_send, ChildSupervisor())
+                services = await open_headless(settings, stack, tg)
                 methods, notifications = domain_methods(services, settings)
                 router.add(*methods, *schema_methods())
                 router.add_notifications(*notifications)

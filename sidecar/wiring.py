@@ -1,4 +1,10 @@
-"""The domain layer: storage, event log, jobs, every domain's methods. Loaded after ``initialize``.
+"""The composition root: the one place that builds services, for the stdio server and for every human CLI.
+
+:func:`open_services` assembles the whole domain layer for ``sidecar.app`` (storage, event log, jobs, every
+domain) and :func:`domain_methods` / :func:`shutdown_hooks` expose it on the wire; the CLIs under
+:mod:`sidecar.cli` build theirs through :func:`open_headless` (``bench``), :func:`open_export_tool` (``export``)
+and :func:`open_transcriber` (``transcribe``), which reuse the same smaller factories (:func:`open_storage`,
+:func:`open_knowledge`, :func:`open_render`, :func:`open_media`). No other module constructs a domain service.
 
 Importing this module brings in pydantic's model machinery and every domain's models, which is why
 ``sidecar.app`` loads it in a worker thread once ``initialize`` has answered (heavy third-party
@@ -8,11 +14,13 @@ libraries stay lazy inside the domains themselves).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+import anyio
 from anyio.abc import TaskGroup
 
 from .agent import rpc as agent_rpc
@@ -60,6 +68,69 @@ SendNotification = Callable[[str, Any], Awaitable[None]]
 
 
 @dataclass
+class Storage:
+    """A database, its event log and the job manager over both (what every job-running assembly needs)."""
+
+    db: Database
+    events: EventLog
+    jobs: JobManager
+
+
+async def open_event_log(db: Database, tg: TaskGroup) -> tuple[EventLog, JobManager]:
+    """The event log in ``db`` (migrated) and the job manager over it."""
+    events = EventLog(db)
+    await events.migrate()
+    return events, JobManager(db, events, tg)
+
+
+async def open_storage(data_dir: Path, stack: AsyncExitStack, tg: TaskGroup) -> Storage:
+    """Open the database in ``data_dir`` with its event log and jobs (closed by ``stack`` in reverse order)."""
+    db = await Database.open(data_dir)
+    stack.push_async_callback(db.close)
+    events, jobs = await open_event_log(db, tg)
+    stack.callback(events.close)
+    return Storage(db, events, jobs)
+
+
+async def open_knowledge(db: Database, data_dir: Path | str, **limits: Any) -> KnowledgeService:
+    """Notes and attachments over ``db`` (its migrations are idempotent)."""
+    knowledge = KnowledgeService(db, data_dir, **limits)
+    await knowledge.migrate()
+    return knowledge
+
+
+def open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
+    """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
+    from .render.browser import BrowserPool
+    from .render.mermaid import MermaidRenderer
+    from .render.renderers import FunctionPlotRenderer, MathRenderer
+    from .render.types import Renderer
+    from .system.capabilities import find_chromium
+
+    browser = BrowserPool(find_chromium(settings), children=children)
+    renderers: list[Renderer] = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
+    return RenderService(settings.data_dir, browser, renderers)
+
+
+async def open_media(
+    settings: Settings, storage: Storage, knowledge: KnowledgeService, worker: WorkerClient, *, tmp_dir: Path
+) -> MediaService:
+    """Transcription jobs; the models run in ``worker`` (a child process started on the first job)."""
+    media = MediaService(
+        storage.db,
+        storage.jobs,
+        knowledge,
+        worker,
+        models_dir=settings.models_dir,
+        tmp_dir=tmp_dir,
+        whisper_model_dir=settings.whisper_model_dir,
+        diarization_model_dir=settings.diarization_model_dir,
+    )
+    await media.migrate()
+    return media
+
+
+@dataclass
 class Services:
     db: Database
     events: EventLog
@@ -89,13 +160,9 @@ async def open_services(
     children: ChildSupervisor,
 ) -> Services:
     """Open storage and build the domain services (closed by ``stack`` in reverse order)."""
-    db = await Database.open(settings.data_dir)
-    stack.push_async_callback(db.close)
-    events = EventLog(db)
-    await events.migrate()
-    stack.callback(events.close)
+    storage = await open_storage(settings.data_dir, stack, tg)
+    db, events, jobs = storage.db, storage.events, storage.jobs
     subscriptions = SubscriptionManager(events, send_notification, tg)
-    jobs = JobManager(db, events, tg)
     interrupted = await jobs.recover()
     if interrupted:
         logger.warning("marked %d job(s) interrupted by the last exit as failed", len(interrupted))
@@ -114,8 +181,7 @@ async def open_services(
     await providers.migrate()
     stack.push_async_callback(providers.close)
     memory = MemoryService(settings.data_dir, default_embedder)  # LanceDB and the model load on first use
-    knowledge = KnowledgeService(db, settings.data_dir)
-    await knowledge.migrate()
+    knowledge = await open_knowledge(db, settings.data_dir)
     retrieval = RetrievalService(db, settings.data_dir, jobs=jobs, task_group=tg)  # LanceDB, model: on first use
     await retrieval.start()
     knowledge.add_listener(retrieval.changed)  # notes/* answer once their changed blocks are indexed
@@ -148,7 +214,7 @@ async def open_services(
         ),
     )
     await benchmarks.start()
-    render = _open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
+    render = open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
     themes = ThemeService(settings.data_dir, settings.app_version)
     await themes.start()
     # plugins: one MCP host per installed plugin, its tools in the agent's registry as <plugin_id>.<tool>
@@ -164,18 +230,9 @@ async def open_services(
     )
     await plugins.migrate()
     await plugins.start()
-    # media: transcription jobs; the models run in a worker child process started on the first job
-    media = MediaService(
-        db,
-        jobs,
-        knowledge,
-        WorkerClient(children, tg),
-        models_dir=settings.models_dir,
-        tmp_dir=settings.data_dir / "tmp" / "media",
-        whisper_model_dir=settings.whisper_model_dir,
-        diarization_model_dir=settings.diarization_model_dir,
+    media = await open_media(
+        settings, storage, knowledge, WorkerClient(children, tg), tmp_dir=settings.data_dir / "tmp" / "media"
     )
-    await media.migrate()
     # export: jobs (kind "export") over the AST → html/pdf/docx; PDF and DOCX rasters use the render browser
     exports = ExportService(settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes)
     await exports.start(tg)
@@ -201,17 +258,67 @@ async def open_services(
     )
 
 
-def _open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
-    """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
-    from .render.browser import BrowserPool
-    from .render.mermaid import MermaidRenderer
-    from .render.renderers import FunctionPlotRenderer, MathRenderer
-    from .render.types import Renderer
-    from .system.capabilities import find_chromium
+async def open_headless(settings: Settings, stack: AsyncExitStack, tg: TaskGroup) -> Services:
+    """:func:`open_services` for a process with no host to notify (the ``bench`` CLI, the schema generator): its
+    notifications are dropped and it has a child supervisor of its own."""
 
-    browser = BrowserPool(find_chromium(settings), children=children)
-    renderers: list[Renderer] = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
-    return RenderService(settings.data_dir, browser, renderers)
+    async def no_send(method: str, params: Any) -> None:
+        return None
+
+    return await open_services(settings, stack, tg, no_send, ChildSupervisor())
+
+
+@dataclass
+class ExportTool:
+    jobs: JobManager
+    exports: ExportService
+
+
+async def open_export_tool(settings: Settings, work: Path, stack: AsyncExitStack, tg: TaskGroup) -> ExportTool:
+    """The ``export`` CLI's assembly: the same ExportService the sidecar serves, its job, event log and files in
+    ``work`` (never the data directory of a sidecar that may be running: its job recovery would see our job).
+    ``settings.data_dir`` is only read: notes and their attachments (when it holds a database), installed themes
+    (not started: a running sidecar's theme staging is left alone). No periodic sweep."""
+    storage = await open_storage(work, stack, tg)
+    knowledge = None
+    if (settings.data_dir / "metona.sqlite3").exists():
+        notes_db = await Database.open(settings.data_dir)
+        stack.push_async_callback(notes_db.close)
+        knowledge = await open_knowledge(notes_db, settings.data_dir)
+    render = open_render(replace(settings, data_dir=work), ChildSupervisor())
+    stack.push_async_callback(render.close)
+    themes = ThemeService(settings.data_dir, settings.app_version)
+    exports = ExportService(work, storage.jobs, render=render, knowledge=knowledge, themes=themes)
+    await exports.start()
+    return ExportTool(storage.jobs, exports)
+
+
+@dataclass
+class Transcriber:
+    events: EventLog
+    knowledge: KnowledgeService
+    media: MediaService
+
+
+@asynccontextmanager
+async def open_transcriber(settings: Settings, work: Path) -> AsyncIterator[Transcriber]:
+    """The ``transcribe`` CLI's assembly: the same MediaService, JobManager and worker process as the sidecar, over
+    a throw-away database in ``work`` (the file is not added to the user's data); only ``settings.models_dir`` is
+    shared, so the base model is assembled once for both. On leaving, the worker stops and the database closes."""
+    children = ChildSupervisor()
+    db = await Database.open(work)
+    try:
+        async with anyio.create_task_group() as tg:
+            events, jobs = await open_event_log(db, tg)
+            knowledge = await open_knowledge(db, work, max_attachment_bytes=1 << 40)
+            worker = WorkerClient(children, None, idle_s=0)
+            media = await open_media(settings, Storage(db, events, jobs), knowledge, worker, tmp_dir=work / "media")
+            yield Transcriber(events, knowledge, media)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await children.stop_all(0.5)
+            await db.close()
 
 
 def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Notification]]:

@@ -40,7 +40,7 @@ from sidecar.jobs import JobManager  # noqa: E402
 from sidecar.storage.sqlite import Database  # noqa: E402
 from sidecar.themes.service import ThemeService  # noqa: E402
 from sidecar.trace.eventlog import EventLog  # noqa: E402
-from sidecar.wiring import _open_render  # noqa: E402
+from sidecar.wiring import open_render  # noqa: E402
 from sidecar.workers.supervisor import ChildSupervisor  # noqa: E402
 
 MERMAID = [
@@ -138,7 +138,7 @@ async def main(rounds: int, sections: int) -> dict[str, object]:
         await log.migrate()
         async with anyio.create_task_group() as tg:
             jobs = JobManager(db, log, tg)
-            render = _open_render(Settings(data_dir=work), ChildSupervisor())
+            render = open_render(Settings(data_dir=work), ChildSupervisor())
             themes = ThemeService(work, "1.0.0")
             svc = ExportService(work, jobs, render=render, knowledge=None, themes=themes)
             await svc.start()

@@ -33,6 +33,13 @@ class PermissionRequest:
     def request_id(self) -> str:
         return self.pending.request_id
 
+    def answer(self, decision: PermissionDecision, source: str | None = None) -> None:
+        """Record the decision (and who made it) and wake :meth:`PermissionBroker.wait`."""
+        self.decision = decision
+        if source is not None:
+            self.source = source
+        self._answered.set()
+
 
 class PermissionBroker:
     def __init__(self) -> None:
@@ -90,8 +97,7 @@ class PermissionBroker:
                 code="PERMISSION_ALREADY_RESOLVED",
                 details={"run_id": run_id, "request_id": request_id, "decision": request.decision},
             )
-        request.decision = decision
-        request._answered.set()
+        request.answer(decision)
         if decision == "allow_always":
             tool = request.pending.tool_name
             self._always.setdefault(request.session_id, set()).add(tool)
@@ -101,6 +107,5 @@ class PermissionBroker:
                     and other.pending.tool_name == tool
                     and other.decision is None
                 ):
-                    other.decision, other.source = "allow_always", "session_rule"
-                    other._answered.set()
+                    other.answer("allow_always", "session_rule")
         return request

@@ -167,7 +167,8 @@ def plots(report: BenchmarkReport) -> dict[str, str | None]:
     return out
 
 
-def _fmt(v: Any) -> str:
+def format_cell(v: Any) -> str:
+    """One table cell as text (HTML-escaped): ``—`` for none, floats to 4 places without trailing zeros."""
     if v is None:
         return "—"
     if isinstance(v, float):
@@ -177,7 +178,7 @@ def _fmt(v: Any) -> str:
 
 def _table(headers: list[str], rows: list[list[Any]], cls: str = "") -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{format_cell(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 

@@ -30,8 +30,8 @@ from anyio.abc import Process, TaskGroup
 from sidecar.agent.tools.base import ToolError, ToolOutput
 from sidecar.core.common import now_iso
 from sidecar.core.errors import SidecarError
-from sidecar.plugins.models import HostState, PluginHostStatus, PluginManifest
 
+from .models import HostManifest, HostState, PluginHostStatus
 from .tools import McpTool, check_tool, map_result, tool_description, tool_risk
 from .transport import (
     RESULT_TOO_LARGE_CODE,
@@ -68,7 +68,7 @@ def host_error(code: str, message: str, status: int = 502, **details: Any) -> Si
 @dataclass
 class HostSpec:
     plugin_id: str
-    manifest: PluginManifest
+    manifest: HostManifest
     plugin_dir: Path
     env: dict[str, str] = field(default_factory=dict)
     """Extra environment for the server: the plugin's settings and secrets (never logged)."""

@@ -15,10 +15,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sidecar.agent.tools.registry import ToolRegistry
-from sidecar.plugins.models import PluginHostStatus
 from sidecar.workers.supervisor import ChildSupervisor
 
 from .host import HostSpec, McpHost, host_error
+from .models import PluginHostStatus
 from .tools import McpTool
 
 logger = logging.getLogger(__name__)

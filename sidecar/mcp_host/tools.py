@@ -15,9 +15,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from sidecar.agent.tools.base import Tool, ToolContext, ToolError, ToolOutput, ToolParams
-from sidecar.agent.tools.registry import _field
+from sidecar.agent.tools.registry import param_field
 from sidecar.core.errors import BadRequestError
 from sidecar.ir import MetonaParamField, MetonaRiskLevel, MetonaToolCategory, MetonaToolDef, MetonaToolParams
+
+from .models import json_schema_problem
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MAX_DESCRIPTION = 4000
@@ -108,8 +110,6 @@ class McpTool(Tool):
 
 def check_tool(tool: Any) -> str | None:
     """Why an MCP ``Tool`` cannot be published (its name or input schema), or ``None``."""
-    from sidecar.plugins.models import json_schema_problem
-
     if not TOOL_NAME.match(tool.name or ""):
         return f"tool name {str(tool.name)[:80]!r} is not 1-64 of [A-Za-z0-9_-]"
     schema = tool.input_schema
@@ -149,7 +149,7 @@ def convert_schema(schema: dict[str, Any]) -> MetonaToolParams:
         if not isinstance(prop, dict):
             prop = {}
         try:
-            properties[key] = _field(prop, defs)
+            properties[key] = param_field(prop, defs)
         except (ValueError, KeyError, TypeError, BadRequestError):
             shown = json.dumps(prop, ensure_ascii=False)[:300]
             desc = str(prop.get("description") or key)

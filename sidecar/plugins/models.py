@@ -9,20 +9,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from sidecar.core.common import OperationResponse, Params, Phase2Model
+from sidecar.mcp_host.models import (
+    BackendSpec,
+    HostState,
+    ManifestModel,
+    PluginHostStatus,
+    ToolsPolicy,
+    json_schema_problem,
+)
 
 PLUGIN_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 VERSION_PATTERN = r"^[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$"
 SETTING_KEY_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
 COMMAND_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"
 
-HostState = Literal["stopped", "starting", "ready", "unhealthy", "error"]
 FieldType = Literal["string", "number", "boolean", "select", "secret"]
 EffectType = Literal["none", "notification", "navigate", "refresh", "job"]
 CommandLocation = Literal["command_palette", "context_menu", "editor_toolbar", "sidebar"]
-RiskLevel = Literal["safe", "low", "medium", "high", "critical"]
 Permission = Literal["tools", "prompts", "network", "filesystem"]
 
 WHEN_TOKENS = (
@@ -36,28 +42,6 @@ WHEN_TOKENS = (
 
 CONTEXT_KEYS = ("note_id", "selection", "vault_id", "attachment_id", "cursor_line", "language")
 """The context keys a command may declare it receives (§7.4: the host trims the context to them)."""
-
-
-class ManifestModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class BackendSpec(ManifestModel):
-    type: Literal["mcp"]
-    transport: Literal["stdio"]
-    command: str = Field(min_length=1, max_length=4096)
-    """A bare name (resolved on the user's login-shell PATH), an absolute path, or a path relative to the plugin."""
-    args: list[str] = Field(default_factory=list, max_length=256)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-    """Relative to the plugin folder (default: the plugin folder)."""
-
-
-class ToolsPolicy(ManifestModel):
-    timeout_ms: int = Field(30_000, ge=100, le=600_000)
-    max_result_bytes: int = Field(1_048_576, ge=1024, le=64 * 1024 * 1024)
-    risk: dict[str, RiskLevel] = Field(default_factory=dict)
-    """Risk per MCP tool name; wins over the tool's own annotations."""
 
 
 class SettingsField(ManifestModel):
@@ -174,20 +158,6 @@ class PluginManifest(ManifestModel):
         return self
 
 
-def json_schema_problem(schema: Any) -> str | None:
-    """Why ``schema`` is not a valid JSON Schema (2020-12 meta-schema), or ``None``."""
-    if not isinstance(schema, dict):
-        return "not an object"
-    import jsonschema
-
-    try:
-        jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path)
-        return f"{exc.message[:300]}" + (f" at {where}" if where else "")
-    return None
-
-
 def field_value_problem(f: SettingsField, value: Any) -> str | None:
     """Why ``value`` does not fit the field, or ``None``."""
     if f.type in ("string", "secret"):
@@ -211,28 +181,6 @@ def field_value_problem(f: SettingsField, value: Any) -> str | None:
 
 
 # --- wire objects --------------------------------------------------------------------------------------------
-
-
-class PluginHostStatus(Phase2Model):
-    """§7.2 ``GET /api/plugins/{plugin_id}/host``, plus the diagnostics the issue asks for."""
-
-    plugin_id: str
-    backend_type: Literal["mcp"] = "mcp"
-    transport: Literal["stdio"] = "stdio"
-    status: HostState
-    tools_count: int
-    started_at: str | None
-    last_seen_at: str | None
-    error: dict[str, Any] | None
-    """``{"code", "message", "details"}`` of the last failure (a §7.7 code), or ``null``."""
-    pid: int | None = None
-    restarts: int = 0
-    tools: list[str] = Field(default_factory=list)
-    """The registry names published for this plugin (``<plugin_id>.<tool_name>``)."""
-    stderr_tail: str = ""
-    """The last bytes of the server's stderr (a bounded ring of 64 KiB), for diagnostics."""
-    stdout_garbage_lines: int = 0
-    """Lines on the server's stdout that were not JSON-RPC (ignored; counted here)."""
 
 
 class PluginInfo(Phase2Model):

@@ -294,7 +294,7 @@ def params_schema(tool: Tool) -> MetonaToolParams:
     properties: dict[str, MetonaParamField] = {}
     for key, prop in schema.get("properties", {}).items():
         try:
-            properties[key] = _field(prop, defs, top=True)
+            properties[key] = param_field(prop, defs, top=True)
         except ValueError as exc:
             raise _schema_error(tool, f"parameter {key!r}: {exc}") from exc
     return MetonaToolParams(properties=properties, required=required or None)
@@ -352,7 +352,7 @@ def _kind(node: dict[str, Any]) -> str:
     raise ValueError(f"type {raw!r} is not expressible")
 
 
-def _field(prop: dict[str, Any], defs: dict[str, Any], *, top: bool = False, depth: int = 0) -> MetonaParamField:
+def param_field(prop: dict[str, Any], defs: dict[str, Any], *, top: bool = False, depth: int = 0) -> MetonaParamField:
     if depth > 8:
         raise ValueError("nested too deeply")
     node = _unwrap_optional(_resolve(prop, defs), defs)
@@ -363,7 +363,7 @@ def _field(prop: dict[str, Any], defs: dict[str, Any], *, top: bool = False, dep
         raise ValueError("needs a description (Field(description=...))")
     items = None
     if kind == "array" and isinstance(node.get("items"), dict):
-        items = _field(node["items"], defs, depth=depth + 1)
+        items = param_field(node["items"], defs, depth=depth + 1)
     hints = _hints(node, kind)
     text = description.strip() or node.get("title") or kind
     if hints:

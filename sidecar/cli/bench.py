@@ -1,6 +1,6 @@
 """``metona-sidecar bench rag|agent --dataset ID [...]``: run a benchmark through the same services the sidecar
-serves (built by :mod:`sidecar.wiring`), with a progress bar on stderr, then write ``<run_id>.json`` (the §9.7
-report) and ``<run_id>.html`` to ``-o DIR`` and print the summary table on stdout.
+serves (built by :func:`sidecar.wiring.open_headless`), with a progress bar on stderr, then write
+``<run_id>.json`` (the §9.7 report) and ``<run_id>.html`` to ``-o DIR`` and print the summary table on stdout.
 
 This is a human command, not the stdio server: stdout carries the table only. Exit code 0 when the run completed,
 1 when it failed or was cancelled (Ctrl-C cancels it and still writes the partial report), 2 for bad options.
@@ -18,8 +18,9 @@ from typing import Any
 
 import anyio
 
-from sidecar.cli.output import bar, write_error
 from sidecar.core.errors import SidecarError
+
+from .output import bar, write_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,9 +76,9 @@ def _step(progress: Any) -> str:
 
 
 def table(headers: list[str], rows: list[list[Any]]) -> str:
-    from .report import _fmt
+    from sidecar.benchmarks.report import format_cell
 
-    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
+    cells = [[str(h) for h in headers]] + [[format_cell(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -85,20 +86,14 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 
 
 async def _run(ns: argparse.Namespace, settings: Any) -> int:
-    from sidecar.wiring import open_services, shutdown_hooks
-    from sidecar.workers.supervisor import ChildSupervisor
-
-    from .models import AgentRunCreateParams, RagRunCreateParams
-    from .report import render_html, summary_rows
+    from sidecar.benchmarks.models import AgentRunCreateParams, RagRunCreateParams
+    from sidecar.benchmarks.report import render_html, summary_rows
+    from sidecar.wiring import open_headless, shutdown_hooks
 
     err = sys.stderr
     async with AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
-
-        async def no_send(method: str, params: Any) -> None:
-            return None
-
-        services = await open_services(settings, stack, tg, no_send, ChildSupervisor())
+        services = await open_headless(settings, stack, tg)
         bench = services.benchmarks
         try:
             if ns.kind == "rag":

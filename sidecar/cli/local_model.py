@@ -20,12 +20,12 @@ def main(argv: list[str]) -> int:
     prep.add_argument("--data-dir", type=Path, help="the sidecar's data directory (default: the platform's)")
     args = parser.parse_args(argv)
 
-    from . import assets, convert
+    from sidecar.localmodel import assets, convert
 
     if args.dir is not None:
         root = args.dir.expanduser().resolve()
     else:
-        from ..core.settings import default_data_dir
+        from sidecar.core.settings import default_data_dir
 
         root = assets.model_root((args.data_dir or default_data_dir()).expanduser().resolve() / "models")
     ok, why = assets.status()

@@ -1,5 +1,6 @@
 """``metona-sidecar export FILE.md|--note ID --format pdf|docx|html [--theme ID] [-o OUT]``: one export through the
-same ExportService the sidecar serves, with a progress bar on stderr.
+same ExportService the sidecar serves (built by :func:`sidecar.wiring.open_export_tool`), with a progress bar on
+stderr.
 
 The job, its event log and the intermediate file live in a temporary work directory (never the data directory of
 a sidecar that may be running: its job recovery would see our job). The data directory is only read: notes
@@ -22,8 +23,9 @@ from typing import Any
 
 import anyio
 
-from sidecar.cli.output import bar, write_error
 from sidecar.core.errors import SidecarError
+
+from .output import bar, write_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -48,16 +50,9 @@ def _bar(progress: Any, width: int = 30) -> str:
 
 
 async def _run(ns: argparse.Namespace, data_dir: Path, work: Path) -> int:
-    from sidecar.jobs import JobManager
-    from sidecar.knowledge.service import KnowledgeService
-    from sidecar.storage.sqlite import Database
-    from sidecar.themes.service import ThemeService
-    from sidecar.trace.eventlog import EventLog
-    from sidecar.wiring import _open_render
-    from sidecar.workers.supervisor import ChildSupervisor
-
-    from .models import ExportCreateParams
-    from .service import ExportService
+    from sidecar.core.settings import Settings
+    from sidecar.export.models import ExportCreateParams
+    from sidecar.wiring import open_export_tool
 
     err = sys.stderr
     if ns.file is not None:
@@ -77,24 +72,9 @@ async def _run(ns: argparse.Namespace, data_dir: Path, work: Path) -> int:
         options["title"] = ns.title
     async with AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
-        jobs_db = await Database.open(work)
-        stack.push_async_callback(jobs_db.close)
-        log = EventLog(jobs_db)
-        await log.migrate()
-        jobs = JobManager(jobs_db, log, tg)
-        knowledge = None
-        if (data_dir / "metona.sqlite3").exists():
-            notes_db = await Database.open(data_dir)
-            stack.push_async_callback(notes_db.close)
-            knowledge = KnowledgeService(notes_db, data_dir)
-            await knowledge.migrate()  # the sidecar's own (idempotent) migrations
-        from sidecar.core.settings import Settings
-
-        render = _open_render(Settings(data_dir=work), ChildSupervisor())
-        stack.push_async_callback(render.close)
-        themes = ThemeService(data_dir, os.environ.get("METONA_APP_VERSION") or "")
-        service = ExportService(work, jobs, render=render, knowledge=knowledge, themes=themes)
-        await service.start()
+        settings = Settings(data_dir=data_dir, app_version=os.environ.get("METONA_APP_VERSION") or "")
+        tool = await open_export_tool(settings, work, stack, tg)
+        service = tool.exports
         try:
             job = await service.create(ExportCreateParams(source=source, format=ns.format, options=options))
         except SidecarError as exc:
@@ -133,7 +113,7 @@ async def _run(ns: argparse.Namespace, data_dir: Path, work: Path) -> int:
             err.write(f"export {final.status}\n")
         for warning in final.warnings:
             err.write(f"warning: {warning}\n")
-        await jobs.shutdown(2)
+        await tool.jobs.shutdown(2)
         tg.cancel_scope.cancel()
         return code
 
