@@ -148,9 +148,13 @@ def transcribe(d: Demo) -> None:
     d.step.details["job_id"] = job["job_id"]  # type: ignore[union-attr]
     d.say(f"attachment {attachment['attachment_id']}, job {job['job_id']}")
     shown: set[str] = set()
+    phases: dict[str, float] = {}
+    created = time.perf_counter()
 
     def progress(item: dict[str, Any]) -> None:
         name, data = item["event"], (item.get("data") or {}).get("data") or {}
+        if name != "Progress":
+            phases[name] = round(time.perf_counter() - created, 1)
         if name == "Progress" and data.get("total"):
             pct = int(100 * data["current"] / data["total"])
             if pct // 25 * 25 not in {int(s) for s in shown if s.isdigit()}:
@@ -175,6 +179,7 @@ def transcribe(d: Demo) -> None:
         segments=len(segments),
         speakers=speakers,
         warnings=[w.get("code") if isinstance(w, dict) else w for w in done.get("warnings") or []],
+        seconds_after_create=phases,
     )
     d.say(f"{len(segments)} segments, speakers {speakers or 'none'}")
     if not segments:
@@ -361,12 +366,17 @@ def agent(d: Demo) -> None:
         status=final["status"],
         error=final.get("error"),
         model_calls=summary.get("model_calls"),
+        model_call_ms=[e["data"].get("duration_ms") for e in events if e["event"] == "ModelCallCompleted"],
         token_usage=summary.get("token_usage"),
         permission_decisions=decisions,
         trace_events=len(events),
         passage_given_in_question=True,
     )
     d.found["answer"] = answer
+    d.say(
+        f"trace: {len(events)} events, {summary.get('model_calls')} model calls, tools {tools_called}, "
+        f"{len(decisions)} permission decisions, {summary.get('token_usage')} tokens"
+    )
     d.say(f"answer: {answer[:160]!r}; cites the note: {'yes' if marks else 'no'}")
     if final["status"] != "completed":
         raise StepFailed("AGENT_RUN_NOT_COMPLETED", f"the run ended {final['status']}", {"error": final.get("error")})
@@ -554,7 +564,12 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="metona-demo-"))
     (root / "data").mkdir()
-    cmd = [ns.binary] if ns.binary else [sys.executable, "-m", "sidecar"]
+    if ns.binary:
+        cmd = [ns.binary]
+    elif getattr(sys, "frozen", False):  # the one-file binary running its own demo: it is the sidecar too
+        cmd = [sys.executable]
+    else:
+        cmd = [sys.executable, "-m", "sidecar"]
     started = time.perf_counter()
     steps = [Step(name, needs, fn) for name, needs, fn in STEPS]
     client = WireClient(cmd, _env(root), root / "sidecar-stderr.log")
