@@ -23,6 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -59,6 +60,8 @@ class Step:
     name: str
     needs: tuple[str, ...]
     run: Callable[[Demo], None]
+    prepare: Callable[[Demo], None] | None = None
+    """Started at once on its own thread (needs nothing); the step runs after it, and a failure of it is the step's."""
     status: str = "skipped"
     seconds: float = 0.0
     outputs: list[str] = field(default_factory=list)
@@ -77,13 +80,26 @@ class Demo:
         self.found: dict[str, Any] = {}
         self.provider: dict[str, Any] = {"id": None, "model": None, "kind": None}
         self.labels: dict[str, str] = {}
-        self.step: Step | None = None
+        self._local = threading.local()  # the step each thread runs
+
+    @property
+    def step(self) -> Step:
+        return self._local.step  # type: ignore[no-any-return]
+
+    @step.setter
+    def step(self, step: Step) -> None:
+        self._local.step = step
 
     # -- helpers the steps share -------------------------------------------------------------------------------
     def say(self, text: str) -> None:
-        if not self.ns.quiet and self.step is not None:
+        if not self.ns.quiet:
             sys.stderr.write(f"demo   {self.step.name}: {text}\n")
             sys.stderr.flush()
+
+    def output(self, name: str, label: str) -> None:
+        """A file in the output folder joins this step's outputs (and index.html)."""
+        self.step.outputs.append(name)
+        self.labels[name] = label
 
     def call(self, method: str, params: Any = None, timeout: float = 60.0) -> Any:
         return self.client.call(method, params, timeout)
@@ -94,9 +110,7 @@ class Demo:
             path.write_bytes(data)
         else:
             path.write_text(data, encoding="utf-8")
-        assert self.step is not None
-        self.step.outputs.append(name)
-        self.labels[name] = label
+        self.output(name, label)
         return path
 
     def export(self, source: dict[str, Any], fmt: str, name: str, label: str, options: dict[str, Any]) -> str:
@@ -133,9 +147,7 @@ def transcribe(d: Demo) -> None:
             seconds = media.make_meeting(audio)
         except media.ToolMissing as exc:
             raise StepFailed("ESPEAK_UNAVAILABLE", str(exc)) from None
-        assert d.step is not None
-        d.step.outputs.append(audio.name)
-        d.labels[audio.name] = "the meeting (WAV, espeak-ng)"
+        d.output(audio.name, "the meeting (WAV, espeak-ng)")
         d.say(f"made a {seconds:.1f} s two-speaker meeting with espeak-ng")
     attachment = d.call("attachments/import", {"path": str(audio)})
     params = {
@@ -145,7 +157,7 @@ def transcribe(d: Demo) -> None:
         "diarization": True,
     }
     job = d.call("media/transcriptions/create", params)
-    d.step.details["job_id"] = job["job_id"]  # type: ignore[union-attr]
+    d.step.details["job_id"] = job["job_id"]
     d.say(f"attachment {attachment['attachment_id']}, job {job['job_id']}")
     shown: set[str] = set()
     phases: dict[str, float] = {}
@@ -172,7 +184,7 @@ def transcribe(d: Demo) -> None:
     d.write("transcript.srt", media.srt(segments), "transcript (SRT)")
     d.write("transcript.txt", media.plain_text(segments), "transcript (text)")
     d.found.update(attachment_id=attachment["attachment_id"], job_id=job["job_id"], segments=segments)
-    d.step.details.update(  # type: ignore[union-attr]
+    d.step.details.update(
         attachment_id=attachment["attachment_id"],
         language=done.get("language"),
         duration_s=done.get("duration"),
@@ -196,7 +208,7 @@ def note(d: Demo) -> None:
     cited = [b for b in blocks if any(c.get("source_audio") for c in b.get("citations") or [])]
     d.write("transcript-note.md", made["content"], "transcript note (Markdown)")
     d.found.update(note_id=made["note_id"], note_title=made["title"], blocks=blocks)
-    d.step.details.update(note_id=made["note_id"], blocks=len(blocks), cited_blocks=len(cited))  # type: ignore[union-attr]
+    d.step.details.update(note_id=made["note_id"], blocks=len(blocks), cited_blocks=len(cited))
     d.say(f"note {made['note_id']}: {len(blocks)} blocks, {len(cited)} cite the audio")
     if not cited:
         raise StepFailed("NOTE_UNCITED", "no block of the transcript note cites the audio")
@@ -211,7 +223,7 @@ def search(d: Demo) -> None:
     if cite is None:
         raise StepFailed("SEARCH_UNCITED", "the hit carries no audio citation", {"hit": hit})
     d.found.update(hit=hit, citation=cite)
-    d.step.details.update(  # type: ignore[union-attr]
+    d.step.details.update(
         query=SEARCH_QUERY,
         rank=found["items"].index(hit) + 1,
         block_id=hit["block_id"],
@@ -254,25 +266,36 @@ def plugin(d: Demo) -> None:
         raise StepFailed("PLUGIN_NOT_READY", f"the plugin host is {host['status']}", {"host": host})
     listed = {t["name"] for t in d.call("tools/list")["items"]}
     published = sorted(n for n in listed if n.startswith(f"{PLUGIN_ID}."))
-    d.step.details.update(plugin_id=info["plugin_id"], tools=published, server=str(server))  # type: ignore[union-attr]
+    d.step.details.update(plugin_id=info["plugin_id"], tools=published, server=str(server))
     d.say(f"plugin {info['plugin_id']} ready (pid {host.get('pid')}), tools {published}")
     if TIME_TOOL not in published:
         raise StepFailed("PLUGIN_TOOLS_MISSING", f"{TIME_TOOL} is not in tools/list", {"tools": sorted(listed)})
 
 
-def _provider(d: Demo, passage: str, label: str) -> dict[str, Any]:
-    """The run's provider: ``--provider`` (configured), else the embedded model, else the scripted mock."""
+def prepare_agent(d: Demo) -> None:
+    """From the start, beside the transcription: configure the run's provider — ``--provider`` (configured), else
+    the embedded model, which is loaded now with a one-token answer so that its load overlaps the other steps' work.
+    The scripted mock (neither can run) is configured in the step, once the passage it recites is known."""
     if d.ns.provider:
         params: dict[str, Any] = {"preset": d.ns.provider, "provider_id": f"demo-{d.ns.provider}"}
         if os.environ.get("METONA_DEMO_API_KEY"):
             params["api_key"] = os.environ["METONA_DEMO_API_KEY"]
         made = d.call("providers/create", params)
-        return {"id": made["provider_id"], "model": made.get("default_model"), "kind": "configured"}
+        d.provider = {"id": made["provider_id"], "model": made.get("default_model"), "kind": "configured"}
+        return
     local = d.init["capabilities"]["components"].get("local_model") or {}
-    if local.get("available"):
-        made = d.call("providers/create", {"preset": "local"})
-        return {"id": made["provider_id"], "model": made.get("default_model"), "kind": "local"}
-    d.say(f"the embedded model cannot run here ({local.get('detail')}): using the scripted mock provider")
+    if not local.get("available"):
+        d.found["local_unavailable"] = local.get("detail") or "local_model is not reported available"
+        return
+    made = d.call("providers/create", {"preset": "local"})
+    d.provider = {"id": made["provider_id"], "model": made.get("default_model"), "kind": "local"}
+    started = time.perf_counter()
+    d.call("chat/send", {"provider_id": made["provider_id"], "request": _request("Say OK.", 1)}, AGENT_TIMEOUT_S)
+    d.found["warmup_s"] = round(time.perf_counter() - started, 2)
+
+
+def _mock_provider(d: Demo, passage: str, label: str) -> dict[str, Any]:
+    d.say(f"the embedded model cannot run here ({d.found.get('local_unavailable')}): using the scripted mock provider")
     turns = [
         {"tool_calls": [{"id": "c1", "name": TIME_TOOL, "args": {"timezone": "UTC"}}]},
         {"text": f"According to the meeting note {label}: {passage}"},
@@ -283,7 +306,7 @@ def _provider(d: Demo, passage: str, label: str) -> dict[str, Any]:
     return {"id": made["provider_id"], "model": made.get("default_model"), "kind": "mock"}
 
 
-def _request(text: str) -> dict[str, Any]:
+def _request(text: str, max_tokens: int = 120) -> dict[str, Any]:
     return {
         "meta": {
             "sessionId": "demo",
@@ -298,7 +321,7 @@ def _request(text: str) -> dict[str, Any]:
             "safetyGuidelines": "",
         },
         "messages": [{"role": "user", "content": text, "timestamp": 0}],
-        "params": {"stream": False, "maxTokens": 120, "temperature": 0},
+        "params": {"stream": False, "maxTokens": max_tokens, "temperature": 0},
     }
 
 
@@ -306,8 +329,10 @@ def agent(d: Demo) -> None:
     cite, hit = d.found["citation"], d.found["hit"]
     span = f"{cite['start_time']:.1f}–{cite['end_time']:.1f} s"
     label = f"[N1] (note {d.found['note_id']}, {cite.get('speaker')}, {span})"
-    d.provider = _provider(d, hit["text"], label)
-    d.say(f"provider {d.provider['id']} ({d.provider['kind']}, {d.provider['model']})")
+    if d.provider["id"] is None:
+        d.provider = _mock_provider(d, hit["text"], label)
+    warm = f", loaded beside the other steps in {d.found['warmup_s']:.1f} s" if "warmup_s" in d.found else ""
+    d.say(f"provider {d.provider['id']} ({d.provider['kind']}, {d.provider['model']}){warm}")
     # robust by structure: the note's passage (from the search step) is in the question, only the plugin's tool is
     # offered, and the question asks plainly for the call — a 0.5B model makes one call per run and then answers.
     # Measured on the embedded model: asked to *start* its answer with the citation it skips the tool call; asked to
@@ -325,7 +350,7 @@ def agent(d: Demo) -> None:
         "max_iterations": 3,
     }
     run = d.call("agent/runs/create", params)
-    d.step.details["run_id"] = run["run_id"]  # type: ignore[union-attr]
+    d.step.details["run_id"] = run["run_id"]
     decisions: list[dict[str, Any]] = []
 
     def on_event(item: dict[str, Any]) -> None:
@@ -369,6 +394,7 @@ def agent(d: Demo) -> None:
         model_call_ms=[e["data"].get("duration_ms") for e in events if e["event"] == "ModelCallCompleted"],
         token_usage=summary.get("token_usage"),
         permission_decisions=decisions,
+        warmup_s=d.found.get("warmup_s"),
         trace_events=len(events),
         passage_given_in_question=True,
     )
@@ -403,21 +429,19 @@ def render(d: Demo) -> None:
                                    "content": markdown})  # fmt: skip
     d.write("summary-note.md", markdown, "summary note (Markdown)")
     d.found["summary_note_id"] = made["note_id"]
-    d.step.details.update(note_id=made["note_id"], turns=len(turns), blocks=len(made["blocks"]))  # type: ignore[union-attr]
+    d.step.details.update(note_id=made["note_id"], turns=len(turns), blocks=len(made["blocks"]))
     d.say(f"summary note {made['note_id']} ({len(made['blocks'])} blocks)")
 
 
 def export(d: Demo) -> None:
     source = {"type": "note", "note_id": d.found["summary_note_id"]}
     jobs = [d.export(source, fmt, f"summary.{fmt}", f"summary ({fmt.upper()})", {}) for fmt in ("html", "pdf", "docx")]
-    d.step.details["job_ids"] = jobs  # type: ignore[union-attr]
+    d.step.details["job_ids"] = jobs
 
 
 def theme(d: Demo) -> None:
     package = media.theme_package(d.out / f"{media.THEME_ID}.zip")
-    assert d.step is not None
-    d.step.outputs.append(package.name)
-    d.labels[package.name] = "theme package (§11.1 zip)"
+    d.output(package.name, "theme package (§11.1 zip)")
     seen = d.call("themes/inspect", {"path": str(package)})
     if not seen["compatible"]:
         raise StepFailed("THEME_INCOMPATIBLE", "the sidecar finds the theme incompatible", {"inspection": seen})
@@ -434,7 +458,7 @@ def theme(d: Demo) -> None:
         {"theme_id": installed["theme_id"]},
     )
     themed = (d.out / "summary-themed.html").read_text(encoding="utf-8")
-    d.step.details.update(  # type: ignore[union-attr]
+    d.step.details.update(
         theme_id=installed["theme_id"], package_id=seen["package_id"], job_ids=[job], warnings=seen.get("warnings")
     )
     if media.THEME_ACCENT not in themed:
@@ -446,7 +470,7 @@ def benchmark(d: Demo) -> None:
     from sidecar.benchmarks.report import render_html
 
     run = d.call("benchmarks/rag/runs/create", {"dataset_id": "rag-core-v1"}, timeout=120)
-    d.step.details["run_id"] = run["run_id"]  # type: ignore[union-attr]
+    d.step.details["run_id"] = run["run_id"]
     d.say(f"run {run['run_id']} on rag-core-v1 ({run['dataset_hash'][:12]})")
     d.client.follow(run["run_id"], timeout=600)
     report = d.call("benchmarks/runs/report", {"run_id": run["run_id"]}, timeout=120)
@@ -469,9 +493,11 @@ STEPS: list[tuple[str, tuple[str, ...], Callable[[Demo], None]]] = [
     ("agent", ("search", "plugin"), agent),
     ("render", ("note",), render),
     ("export", ("render",), export),
-    ("theme", ("render",), theme),
+    ("theme", ("export",), theme),  # after the plain exports: enabling a theme must not restyle them
     ("benchmark", (), benchmark),
 ]
+
+PREPARE: dict[str, Callable[[Demo], None]] = {"agent": prepare_agent}
 
 
 # -- the command --------------------------------------------------------------------------------------------------
@@ -497,30 +523,78 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def run_steps(demo: Demo, steps: list[Step], err: TextIO) -> None:
+    """Run every step whose needs are ok, each on its own thread as soon as its needs are done: the independent
+    ones (plugin, benchmark; render beside agent) overlap the model loads of the others. A step whose need failed
+    or was skipped is skipped."""
     by_name = {s.name: s for s in steps}
-    for i, step in enumerate(steps, start=1):
-        blocked = [n for n in step.needs if by_name[n].status != "ok"]
-        demo.step = step
-        if blocked:
-            step.details["reason"] = f"needs {', '.join(blocked)}"
-        else:
-            if not demo.ns.quiet:
-                err.write(f"demo [{i}/{len(steps)}] {step.name} …\n")
-                err.flush()
-            started = time.perf_counter()
-            try:
-                step.run(demo)
-                step.status = "ok"
-            except StepFailed as exc:
-                step.status, step.details["error"] = "failed", exc.error
-            except WireError as exc:
-                step.status, step.details["error"] = "failed", exc.as_dict()
-            step.seconds = round(time.perf_counter() - started, 2)
-        if not demo.ns.quiet or step.status == "failed":
-            why = step.details.get("error") or step.details.get("reason")
-            tail = f": {why['code']}: {why['message']}" if isinstance(why, dict) else (f": {why}" if why else "")
-            err.write(f"demo [{i}/{len(steps)}] {step.name} {step.status} ({step.seconds:.1f} s){tail}\n")
+    done = {s.name: threading.Event() for s in steps}
+    lock = threading.Lock()
+
+    def line(text: str) -> None:
+        with lock:
+            err.write(text + "\n")
             err.flush()
+
+    prepared: dict[str, threading.Thread] = {}
+    failed_prepare: dict[str, Exception] = {}
+
+    def prepare(step: Step) -> None:
+        demo.step = step
+        try:
+            assert step.prepare is not None
+            step.prepare(demo)
+        except Exception as exc:  # raised again where the step runs
+            failed_prepare[step.name] = exc
+
+    def prepared_run(step: Step) -> None:
+        if step.name in prepared:
+            prepared[step.name].join()
+        if step.name in failed_prepare:
+            raise failed_prepare[step.name]
+        step.run(demo)
+
+    def run(i: int, step: Step) -> None:
+        try:
+            for need in step.needs:
+                done[need].wait()
+            blocked = [n for n in step.needs if by_name[n].status != "ok"]
+            demo.step = step
+            if blocked:
+                step.details["reason"] = f"needs {', '.join(blocked)}"
+            else:
+                if not demo.ns.quiet:
+                    line(f"demo [{i}/{len(steps)}] {step.name} …")
+                started = time.perf_counter()
+                try:
+                    prepared_run(step)
+                    step.status = "ok"
+                except StepFailed as exc:
+                    step.status, step.details["error"] = "failed", exc.error
+                except WireError as exc:
+                    step.status, step.details["error"] = "failed", exc.as_dict()
+                except Exception as exc:  # a bug of the demo itself: the step fails, the others go on
+                    step.status = "failed"
+                    step.details["error"] = {"code": "DEMO_ERROR", "message": repr(exc), "details": {}}
+                step.seconds = round(time.perf_counter() - started, 2)
+            if not demo.ns.quiet or step.status == "failed":
+                why = step.details.get("error") or step.details.get("reason")
+                tail = f": {why['code']}: {why['message']}" if isinstance(why, dict) else (f": {why}" if why else "")
+                line(f"demo [{i}/{len(steps)}] {step.name} {step.status} ({step.seconds:.1f} s){tail}")
+        finally:
+            done[step.name].set()
+
+    for step in steps:
+        if step.prepare is not None:
+            prepared[step.name] = threading.Thread(target=prepare, args=(step,), name=f"demo-prepare-{step.name}")
+            prepared[step.name].start()
+    threads = [
+        threading.Thread(target=run, args=(i, step), name=f"demo-{step.name}", daemon=True)
+        for i, step in enumerate(steps, start=1)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in [*threads, *prepared.values()]:
+        thread.join()
 
 
 def _headline(step: Step) -> str:
@@ -571,7 +645,7 @@ def main(argv: list[str]) -> int:
     else:
         cmd = [sys.executable, "-m", "sidecar"]
     started = time.perf_counter()
-    steps = [Step(name, needs, fn) for name, needs, fn in STEPS]
+    steps = [Step(name, needs, fn, PREPARE.get(name)) for name, needs, fn in STEPS]
     client = WireClient(cmd, _env(root), root / "sidecar-stderr.log")
     provider: dict[str, Any] = {"id": None, "model": None, "kind": None}
     code = 0

@@ -53,6 +53,7 @@ class WireClient:
         self._events: dict[str, queue.Queue[dict[str, Any]]] = {}
         self._early: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
         self._closed = threading.Event()
         self.stream_lines = 0
         self.bad_lines = 0
@@ -98,9 +99,11 @@ class WireClient:
     # -- requests -----------------------------------------------------------------------------------------------
     def _send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
+        line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
         try:
-            self.proc.stdin.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
-            self.proc.stdin.flush()
+            with self._send_lock:  # steps run on threads: one whole line at a time
+                self.proc.stdin.write(line)
+                self.proc.stdin.flush()
         except (BrokenPipeError, ValueError):
             raise WireError("SIDECAR_EXITED", "the sidecar is gone (its stdin is closed)") from None
 

@@ -40,7 +40,7 @@ def test_a_failed_step_skips_only_what_depends_on_it(tmp_path: Path) -> None:
     steps, ran = _steps({"transcribe": StepFailed("ESPEAK_UNAVAILABLE", "espeak-ng is not installed")})
     err = io.StringIO()
     run_steps(_demo(tmp_path), steps, err)
-    assert ran == ["transcribe", "plugin", "benchmark"]
+    assert sorted(ran) == ["benchmark", "plugin", "transcribe"]
     status = {s.name: s.status for s in steps}
     assert status == {
         "transcribe": "failed",
@@ -72,7 +72,7 @@ def test_a_wire_error_fails_its_step_with_the_sidecars_code(tmp_path: Path) -> N
     assert [s.name for s in steps if s.status == "failed"] == ["plugin"]
     assert [s.name for s in steps if s.status == "skipped"] == ["agent"]
     assert steps[3].details["error"]["code"] == "PLUGIN_INCOMPATIBLE"
-    assert ran == [name for name, _, _ in STEPS if name != "agent"]
+    assert sorted(ran) == sorted(name for name, _, _ in STEPS if name != "agent")
     # quiet: only the failure is printed
     line = r"demo \[4/9\] plugin failed \(\d+\.\d s\): PLUGIN_INCOMPATIBLE: the plugin needs a newer app\n"
     assert re.fullmatch(line, err.getvalue()), err.getvalue()
@@ -139,3 +139,25 @@ def test_no_espeak_is_a_typed_failure(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(media.shutil, "which", lambda name: None)
     with pytest.raises(media.ToolMissing, match="espeak-ng is not installed"):
         media.make_meeting(tmp_path / "m.wav")
+
+
+def test_steps_start_only_after_their_needs_and_all_run(tmp_path: Path) -> None:
+    steps, ran = _steps({})
+    run_steps(_demo(tmp_path, quiet=True), steps, io.StringIO())
+    assert sorted(ran) == sorted(name for name, _, _ in STEPS)
+    for name, needs, _ in STEPS:
+        assert all(ran.index(need) < ran.index(name) for need in needs), (name, ran)
+    assert all(s.status == "ok" for s in steps)
+
+
+def test_a_failed_prepare_fails_its_step_when_it_runs(tmp_path: Path) -> None:
+    steps, ran = _steps({})
+    agent = next(s for s in steps if s.name == "agent")
+
+    def prepare(_: Demo) -> None:
+        raise WireError("PROVIDER_NOT_FOUND", "no preset 'nope'")
+
+    agent.prepare = prepare
+    run_steps(_demo(tmp_path, quiet=True), steps, io.StringIO())
+    assert agent.status == "failed" and agent.details["error"]["code"] == "PROVIDER_NOT_FOUND"
+    assert "agent" not in ran and all(s.status == "ok" for s in steps if s is not agent)
