@@ -294,7 +294,7 @@ def prepare_agent(d: Demo) -> None:
     d.found["warmup_s"] = round(time.perf_counter() - started, 2)
 
 
-def _mock_provider(d: Demo, passage: str, label: str) -> dict[str, Any]:
+def mock_provider(d: Demo, passage: str, label: str) -> dict[str, Any]:
     d.say(f"the embedded model cannot run here ({d.found.get('local_unavailable')}): using the scripted mock provider")
     turns = [
         {"tool_calls": [{"id": "c1", "name": TIME_TOOL, "args": {"timezone": "UTC"}}]},
@@ -330,7 +330,7 @@ def agent(d: Demo) -> None:
     span = f"{cite['start_time']:.1f}–{cite['end_time']:.1f} s"
     label = f"[N1] (note {d.found['note_id']}, {cite.get('speaker')}, {span})"
     if d.provider["id"] is None:
-        d.provider = _mock_provider(d, hit["text"], label)
+        d.provider = mock_provider(d, hit["text"], label)
     warm = f", loaded beside the other steps in {d.found['warmup_s']:.1f} s" if "warmup_s" in d.found else ""
     d.say(f"provider {d.provider['id']} ({d.provider['kind']}, {d.provider['model']}){warm}")
     # robust by structure: the note's passage (from the search step) is in the question, only the plugin's tool is

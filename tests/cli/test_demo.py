@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sidecar.cli import demo_media as media
-from sidecar.cli.demo import STEPS, Demo, Step, StepFailed, run_steps
+from sidecar.cli.demo import STEPS, Demo, Step, StepFailed, mock_provider, prepare_agent, run_steps
 from sidecar.cli.wire_client import WireError
 
 
@@ -161,3 +161,59 @@ def test_a_failed_prepare_fails_its_step_when_it_runs(tmp_path: Path) -> None:
     run_steps(_demo(tmp_path, quiet=True), steps, io.StringIO())
     assert agent.status == "failed" and agent.details["error"]["code"] == "PROVIDER_NOT_FOUND"
     assert "agent" not in ran and all(s.status == "ok" for s in steps if s is not agent)
+
+
+class FakeClient:
+    """Answers the demo's provider calls from a table; records what was asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def call(self, method: str, params: Any = None, timeout: float = 60.0) -> Any:
+        self.calls.append((method, params))
+        if method == "providers/create":
+            pid = params.get("provider_id") or params["preset"]
+            return {"provider_id": pid, "default_model": f"{params['preset']}-model"}
+        if method == "chat/send":
+            return {"content": "OK"}
+        raise AssertionError(method)
+
+
+def _agent_demo(tmp_path: Path, local: dict[str, Any], provider: str | None = None) -> tuple[Demo, FakeClient]:
+    client = FakeClient()
+    ns = argparse.Namespace(quiet=True, audio=None, provider=provider)
+    init = {"data_dir": str(tmp_path), "capabilities": {"components": {"local_model": local}}}
+    d = Demo(ns, tmp_path, client, init)  # type: ignore[arg-type]
+    d.step = Step("agent", (), lambda _: None)
+    return d, client
+
+
+def test_prepare_agent_loads_the_embedded_model(tmp_path: Path) -> None:
+    d, client = _agent_demo(tmp_path, {"available": True})
+    prepare_agent(d)
+    assert d.provider == {"id": "local", "model": "local-model", "kind": "local"}
+    assert [m for m, _ in client.calls] == ["providers/create", "chat/send"]
+    assert client.calls[1][1]["request"]["params"]["maxTokens"] == 1 and "warmup_s" in d.found
+
+
+def test_prepare_agent_configures_a_named_preset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("METONA_DEMO_API_KEY", "sk-demo")
+    d, client = _agent_demo(tmp_path, {"available": True}, provider="deepseek")
+    prepare_agent(d)
+    assert d.provider == {"id": "demo-deepseek", "model": "deepseek-model", "kind": "configured"}
+    assert client.calls == [
+        ("providers/create", {"preset": "deepseek", "provider_id": "demo-deepseek", "api_key": "sk-demo"})
+    ]
+
+
+def test_without_the_local_model_the_scripted_mock_says_so(tmp_path: Path) -> None:
+    d, client = _agent_demo(tmp_path, {"available": False, "detail": "openvino-genai is not installed"})
+    prepare_agent(d)
+    assert d.provider["id"] is None and client.calls == []
+    provider = mock_provider(d, "The launch is on Friday.", "[N1] (note n1)")
+    assert provider == {"id": "demo-mock", "model": "mock-model", "kind": "mock"}
+    ((method, params),) = client.calls
+    assert method == "providers/create" and params["preset"] == "mock"
+    turns = params["options"]["script"]["turns"]
+    assert turns[0]["tool_calls"][0]["name"] == "time.get_current_time"
+    assert turns[1]["text"] == "According to the meeting note [N1] (note n1): The launch is on Friday."
