@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -416,8 +417,6 @@ def render(d: Demo) -> None:
     turns = media.turns_of(d.found["blocks"])
     markdown, mermaid, plot = media.summary_markdown(d.found["note_title"], d.found["note_id"], turns)
     for kind, source, name in (("mermaid", mermaid, "diagram.svg"), ("function_plot", plot, "plot.svg")):
-        import hashlib
-
         got = d.call(
             "render/static",
             {"kind": kind, "source": source, "sourceHash": hashlib.sha256(source.encode()).hexdigest()},
