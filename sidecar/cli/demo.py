@@ -329,20 +329,22 @@ def _request(text: str, max_tokens: int = 120) -> dict[str, Any]:
 def agent(d: Demo) -> None:
     cite, hit = d.found["citation"], d.found["hit"]
     span = f"{cite['start_time']:.1f}–{cite['end_time']:.1f} s"
-    label = f"[N1] (note {d.found['note_id']}, {cite.get('speaker')}, {span})"
+    source = f"(note {d.found['note_id']}, {cite.get('speaker')}, {span})"
+    passage = media.TURN_PREFIX.sub("", hit["text"]).strip()
     if d.provider["id"] is None:
-        d.provider = mock_provider(d, hit["text"], label)
+        d.provider = mock_provider(d, passage, f"[N1] {source}")
     warm = f", loaded beside the other steps in {d.found['warmup_s']:.1f} s" if "warmup_s" in d.found else ""
     d.say(f"provider {d.provider['id']} ({d.provider['kind']}, {d.provider['model']}){warm}")
-    # robust by structure: the note's passage (from the search step) is in the question, only the plugin's tool is
-    # offered, and the question asks plainly for the call — a 0.5B model makes one call per run and then answers.
-    # Measured on the embedded model: asked to *start* its answer with the citation it skips the tool call; asked to
-    # call the tool first and cite, it calls the tool and answers right but mostly leaves the [N1] mark out. The
-    # summary says which happened (citation_found), never more.
+    # Robust by structure: the note's passage (from the search step) is in the question with its tag [N1], only the
+    # plugin's tool is offered, and the question names it exactly and asks plainly for the call — a 0.5B model makes
+    # one call per run and then answers. Measured on the embedded model (f32): asked to *start* its answer with the
+    # citation it skips the tool call; told "get_current_time" without the plugin's prefix it once wrote that name
+    # (not an offered tool); with the exact name it called the tool in every run, but copied the [N1] tag into its
+    # answer only now and then. The summary says which happened (citation_found), never more.
     text = (
-        f'Meeting note excerpt {label}:\n"{hit["text"]}"\n\n'
+        f'Meeting note excerpt {source}:\n"{passage} [N1]"\n\n'
         f"Question: {QUESTION}\n"
-        "First call the get_current_time tool with timezone UTC. Then answer from the excerpt, citing [N1]."
+        f"First call the {TIME_TOOL} tool with timezone UTC. Then answer from the excerpt, keeping its [N1] tag."
     )
     params = {
         "provider_id": d.provider["id"],
