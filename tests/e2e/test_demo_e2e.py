@@ -79,7 +79,9 @@ def test_summary_carries_the_ids_to_look_up_next(demo: dict[str, Any]) -> None:
     summary = demo["summary"]
     provider = summary["provider"]
     assert set(provider) == {"id", "model", "kind"}
-    assert provider["kind"] == ("local" if MODEL_DIR.is_dir() else "mock"), provider
+    assert provider["kind"] in ("local", "mock"), provider  # no --provider given
+    if MODEL_DIR.is_dir():  # scripts/setup prepared the embedded model: the demo finds it and runs on it
+        assert provider == {"id": "local", "model": "qwen2.5-coder-0.5b-instruct", "kind": "local"}
     assert _step(demo, "transcribe")["details"]["job_id"].startswith("transcription_")
     assert len(_step(demo, "transcribe")["details"]["speakers"]) == 2
     note = _step(demo, "note")["details"]
