@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> None:
         from .cli.export import main as export_main
 
         sys.exit(export_main(args[1:]))
+    if args[:1] == ["demo"]:  # the acceptance chain over stdio (issue 20); loads only for this subcommand
+        from .cli.demo import main as demo_main
+
+        sys.exit(demo_main(args[1:]))
     if args[:1] == ["local-model"]:  # prepare the embedded model once (issue 15); loads only for this subcommand
         from .cli.local_model import main as local_main
 

@@ -10,6 +10,7 @@ Usage counts are the runtime's own token counts. ``options.model_path`` (host-tr
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,8 @@ class LocalAdapter(BaseAdapter):
         n_in, n_out = int(end.get("input_tokens", 0)), int(end.get("output_tokens", 0))
         asm.usage(MetonaTokenUsage(input_tokens=n_in, output_tokens=n_out, total_tokens=n_in + n_out))
         tps = end.get("tokens_per_s")
-        if isinstance(tps, (int, float)):
+        # openvino-genai has no throughput for a one-token answer (mean -1 / nan): no perf stats then, not an error
+        if isinstance(tps, (int, float)) and math.isfinite(tps) and tps >= 0:
             ttft, total = end.get("ttft_ms"), end.get("generate_s")
             asm.perf(
                 MetonaPerfStats(

@@ -151,6 +151,7 @@ class FakeRuntime:
         self.pieces = pieces or ["Hello", " there."]
         self.error = error
         self.payloads: list[dict[str, Any]] = []
+        self.tps: float = 22.5
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
         return {"meta": {"context_window": 4096, "name": "Fake"}}
@@ -161,7 +162,7 @@ class FakeRuntime:
             raise self.error
         for piece in self.pieces:
             await on_delta(piece)
-        return {"input_tokens": 41, "output_tokens": 7, "finish": "stop", "tokens_per_s": 22.5, "ttft_ms": 300}
+        return {"input_tokens": 41, "output_tokens": 7, "finish": "stop", "tokens_per_s": self.tps, "ttft_ms": 300}
 
 
 @pytest.fixture
@@ -221,6 +222,15 @@ async def test_the_service_hands_its_runtime_to_local_adapters(runtime: FakeRunt
         await with_runtime.close()
         await without.close()
         await db.close()
+
+
+@pytest.mark.parametrize("tps", [-1.0, float("nan")])
+async def test_a_one_token_answer_without_a_throughput_is_no_error(runtime: FakeRuntime, tps: float) -> None:
+    """openvino-genai reports no throughput (-1) for a one-token answer; chat/send failed VALIDATION_ERROR on it."""
+    runtime.tps = tps
+    response = await adapter(runtime).send_stream(request(), lambda _: None)
+    assert response.content == "Hello there." and response.usage.output_tokens == 7
+    assert response.meta.perf_stats is None or response.meta.perf_stats.tokens_per_second is None
 
 
 async def test_a_bare_json_call_becomes_a_tool_call(runtime: FakeRuntime) -> None:
