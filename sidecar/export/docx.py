@@ -252,6 +252,7 @@ class DocxWriter:
             self.figure(n)
         elif t == "html":
             self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
+            self.p.dropped.append(n.node_id)
         else:
             para = _Para()
             self.inlines(para, n.children)
@@ -482,6 +483,7 @@ class DocxWriter:
             self._footnote_ref(para, int(n.attributes.get("index", 0)))
         elif t == "html":
             self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
+            self.p.dropped.append(n.node_id)
         else:
             for c in n.children:
                 self.inline(para, c, fmt, target)

@@ -265,13 +265,14 @@ def test_docx_has_heading_styles_table_list_levels_images_footnotes_and_equation
 
 def test_markdown_source_is_not_persisted_and_warnings_name_nodes(sc: Sidecar) -> None:
     secret = "未保存的预览 unsaved preview text 7f3a"
-    md = f"# Draft\n\n{secret}\n\n<div>raw html</div>\n\n![pic](https://example.com/a.png)\n"
+    md = f'# Draft\n\n{secret}\n\n<div onclick="steal()">raw html</div>\n\n![pic](https://example.com/a.png)\n'
     job = sc.result("exports/create", {"source": {"type": "markdown", "markdown": md}, "format": "html"})
     job = _wait(sc, job["job_id"])
     assert job["status"] == "completed"
     assert any(w.startswith("EXPORT_CONTENT_DROPPED: node_") and "(html)" in w for w in job["warnings"])
     assert any(w.startswith("EXPORT_IMAGE_SKIPPED: node_") for w in job["warnings"])
-    assert secret in _download(sc, job["job_id"]).decode()
+    page = _download(sc, job["job_id"]).decode()
+    assert secret in page and "<div>raw html</div>" in page and "steal" not in page  # kept, sanitised
     db = (sc.data_dir / "metona.sqlite3").read_bytes()  # type: ignore[attr-defined]
     assert secret.encode() not in db
     only_html = sc.result(

@@ -245,6 +245,12 @@ async def test_list_filters_and_cancel_of_a_queued_job(env) -> None:
 
 async def test_severe_loss_fails_the_export(env) -> None:
     svc, data, _ = env
-    job = await _run(svc, "html", {"type": "markdown", "markdown": "<div>only</div>\n\n<p>html</p>\n"})
+    only_html = {"type": "markdown", "markdown": "<div>only</div>\n\n<p>html</p>\n"}
+    job = await _run(svc, "docx", only_html)  # Word has no <div>/<p> to give it
+    assert job.status == "failed" and job.error.code == "EXPORT_UNSUPPORTED_CONTENT"
+    removed = {"type": "markdown", "markdown": "<script>alert(1)</script>\n\n<style>p {}</style>\n"}
+    job = await _run(svc, "html", removed)  # the sanitiser removes all of it
     assert job.status == "failed" and job.error.code == "EXPORT_UNSUPPORTED_CONTENT"
     assert os.listdir(data / "exports") == []
+    kept = await _run(svc, "html", only_html)  # safe raw HTML is kept in HTML
+    assert kept.status == "completed" and not kept.warnings
