@@ -1,8 +1,11 @@
-"""The DOCX exporter (python-docx): headings as Word's ``Heading N`` styles (the navigation pane works), nested
-lists as ``List Bullet``/``List Number`` 1–3 (an ordered list restarts its numbering), tables with a repeated
-header row, code blocks in a monospace ``Code`` style with Pygments colours, hyperlinks, images, real footnotes
-(a footnotes part), diagrams and plots as PNG at ~288 dpi, maths as native equations (OMML) or, where the
-conversion fails, an image plus a warning (both prepared in :mod:`sidecar.export.prepare`).
+"""The DOCX exporter (python-docx): headings as Word's ``Heading N`` styles (the navigation pane works), lists as
+one numbering definition per list with ``w:ilvl`` for nesting (kinds mixed at any depth, start numbers kept; the
+``List Bullet``/``List Number`` 1–3 styles for the look; a loose list's items spaced apart), tables with a
+repeated header row, code blocks in the ``Source Code`` paragraph style (what pandoc reads as a code block) with
+Pygments highlighting as ``Tok …`` character styles, inline code in ``Verbatim Char``, hyperlinks, images with
+their alt text (``descr``), real footnotes (a footnotes part), diagrams and plots as PNG at ~288 dpi, maths as
+native equations (OMML) or, where the conversion fails, an image plus a warning (both prepared in
+:mod:`sidecar.export.prepare`). ``tests/export/test_docx_pandoc.py`` reads the result back with pandoc.
 
 python-docx provides the package: the default template, styles, numbering, image parts, relationships, saving.
 The body is written as WordprocessingML text and parsed once (python-docx's element proxies cost ~50 µs per run,
@@ -31,6 +34,8 @@ FOOTNOTES_RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationsh
 MAX_WIDTH_IN = 6.3
 CJK_FONT = "Microsoft YaHei"
 MONO_FONT = "Consolas"
+CODE_STYLE = "Source Code"  # the names pandoc (and converters after it) read as a code block / inline code
+CODE_CHAR_STYLE = "Verbatim Char"
 JC = {"left": "left", "right": "right", "center": "center"}
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _RUN_SPLIT = re.compile(r"([\t\r\n])")
@@ -71,10 +76,19 @@ def _run_content(text: str) -> str:
     return "".join(out)
 
 
-def _ppr(style_id: str | None = None, *, num: str = "", ind: str = "", jc: str | None = None) -> str:
-    """``w:pPr`` with its children in schema order (pStyle, numPr, ind, jc); empty when there are none."""
+def _ppr(
+    style_id: str | None = None,
+    *,
+    num: str = "",
+    spacing: str = "",
+    ind: str = "",
+    tail: str = "",
+    jc: str | None = None,
+) -> str:
+    """``w:pPr`` with its children in schema order (pStyle, numPr, spacing, ind, contextualSpacing as ``tail``,
+    jc); empty when there are none."""
     parts = f'<w:pStyle w:val="{style_id}"/>' if style_id else ""
-    parts += num + ind
+    parts += num + spacing + ind + tail
     if jc:
         parts += f'<w:jc w:val="{jc}"/>'
     return f"<w:pPr>{parts}</w:pPr>" if parts else ""
@@ -116,7 +130,6 @@ class DocxWriter:
         self.count = 0
         self.footnote_ids: dict[int, int] = {}
         self._style_ids: dict[str, str] = {}
-        self._style_nums: dict[str, tuple[str, str] | None] = {}
         self._setup_styles()
         from pygments.styles import get_style_by_name
 
@@ -127,6 +140,9 @@ class DocxWriter:
         self._block_width = self.doc._block_width  # text width of the (only) section, as add_table uses
         self._numbering: Any = None
         self._next_num_id = 0
+        self._next_abstract_id = 0
+        self._abstracts: list[str] = []
+        self._nums: list[str] = []
 
     # ----------------------------------------------------------------------------------------------- setup
     def _setup_styles(self) -> None:
@@ -143,7 +159,7 @@ class DocxWriter:
             fonts = rpr.makeelement(qn("w:rFonts"), {})
             rpr.append(fonts)
         fonts.set(qn("w:eastAsia"), CJK_FONT)
-        code = styles.add_style("Code", WD_STYLE_TYPE.PARAGRAPH)
+        code = styles.add_style(CODE_STYLE, WD_STYLE_TYPE.PARAGRAPH)
         code.base_style = normal
         code.font.name = MONO_FONT
         code.font.size = Pt(9)
@@ -152,7 +168,7 @@ class DocxWriter:
         )
         code.paragraph_format.space_before = Pt(4)
         code.paragraph_format.space_after = Pt(4)
-        inline = styles.add_style("Code Char", WD_STYLE_TYPE.CHARACTER)
+        inline = styles.add_style(CODE_CHAR_STYLE, WD_STYLE_TYPE.CHARACTER)
         inline.font.name = MONO_FONT
         link = styles.add_style("Hyperlink", WD_STYLE_TYPE.CHARACTER)
         link.font.underline = True
@@ -192,6 +208,7 @@ class DocxWriter:
         for child in doc.root.children:
             self.block(child)
         self._insert_body()
+        self._insert_numbering()
         if doc.footnotes:
             self._footnotes_part()
         out = io.BytesIO()
@@ -259,21 +276,32 @@ class DocxWriter:
             self.add(para)
 
     def list(self, n: Node, level: int) -> None:
-        from docx.shared import Inches
+        """One numbering definition per list (its kind and start at its own level), items at ``w:ilvl`` = depth
+        − 1: Word's outline, "Increase list level", screen readers and pandoc see one nested list, a bullet list
+        inside an ordered one and back. The ``List Bullet``/``List Number`` 1–3 styles give the look."""
 
         ordered = bool(n.attributes.get("ordered"))
         depth = min(level, 3)
-        style = ("List Number" if ordered else "List Bullet") + ("" if depth == 1 else f" {depth}")
-        restart = self._restart(style, int(n.attributes.get("start") or 1)) if ordered else None
-        num = ""
-        if restart is not None:
-            num = f'<w:numPr><w:ilvl w:val="{restart[1]}"/><w:numId w:val="{restart[0]}"/></w:numPr>'
-        ind = f'<w:ind w:left="{Inches(0.25 * (level + 1)).twips}"/>' if level > 3 else ""
+        style = ("List Bullet" if not ordered else "List Number") + ("" if depth == 1 else f" {depth}")
+        ilvl = min(level, 9) - 1
+        start = n.attributes.get("start")
+        num_id = self._numbering_for(ordered, int(start) if ordered and start is not None else 1, ilvl)
+        num = f'<w:numPr><w:ilvl w:val="{ilvl}"/><w:numId w:val="{num_id}"/></w:numPr>'
+        tight = bool(n.attributes.get("tight"))
+        spacing = "" if tight else '<w:spacing w:after="120"/>'  # a loose list's items stand apart
+        loose = "" if tight else '<w:contextualSpacing w:val="0"/>'
         for item in n.children:
             first = True
-            for c in item.children:
+            lead = item.children[0] if item.children else None
+            if lead is not None and lead.type == "code_block":  # the code paragraph carries the item's marker
+                self.code(lead.text or "", lead.attributes.get("language"), num=num)
+                first = False
+            elif lead is None or lead.type != "paragraph":  # an empty item, or one that opens with a list…
+                self.add(self.para(style, num=num, spacing=spacing, tail=loose))
+                first = False
+            for c in item.children[1:] if lead is not None and lead.type == "code_block" else item.children:
                 if c.type == "paragraph" and first:
-                    para = self.para(style, num=num, ind=ind)
+                    para = self.para(style, num=num, spacing=spacing, tail=loose)
                     checked = item.attributes.get("checked")
                     if checked is not None:
                         para.items.append(f"<w:r>{_t('☑ ' if checked else '☐ ')}</w:r>")
@@ -290,71 +318,75 @@ class DocxWriter:
                     self.block(c, list_level=level)
                     first = False
 
-    def _list_num(self, style_name: str) -> tuple[str, str] | None:
-        """The list style's ``(numId, ilvl)``, read once; None when the style has no numbering."""
-        from docx.oxml.ns import qn
-
-        if style_name not in self._style_nums:
-            num_pr = self.doc.styles[style_name].element.find(qn("w:pPr") + "/" + qn("w:numPr"))
-            found = None
-            if num_pr is not None and num_pr.find(qn("w:numId")) is not None:
-                ilvl = num_pr.find(qn("w:ilvl"))
-                found = (
-                    num_pr.find(qn("w:numId")).get(qn("w:val")),
-                    ilvl.get(qn("w:val")) if ilvl is not None else "0",
-                )
-            self._style_nums[style_name] = found
-        return self._style_nums[style_name]
-
-    def _restart(self, style_name: str, start: int) -> tuple[int, str] | None:
-        """A new numbering instance of the style's list, starting at ``start`` (so each ordered list restarts):
-        its ``(numId, ilvl)``."""
-        from docx.oxml.ns import qn
-
-        base = self._list_num(style_name)
-        if base is None:
-            return None
-        base_id, level = base
+    def _numbering_for(self, ordered: bool, start: int, ilvl: int) -> int:
+        """A new ``w:abstractNum`` (nine levels of this list's kind, ``start`` at ``ilvl``) and its ``w:num``; the
+        numId. Written into the numbering part when the document is built (:meth:`_insert_numbering`)."""
         if self._numbering is None:
-            self._numbering = self.doc.part.numbering_part.element
-            ids = [int(x.get(qn("w:numId"))) for x in self._numbering.findall(qn("w:num"))]
-            self._next_num_id = max(ids, default=0) + 1
-        abstract = None
-        for num in self._numbering.findall(qn("w:num")):
-            if num.get(qn("w:numId")) == base_id:
-                abstract = num.find(qn("w:abstractNumId")).get(qn("w:val"))
-        if abstract is None:
-            return None
-        new_id = self._next_num_id
-        self._next_num_id += 1
-        self._numbering.append(
-            _xml(
-                f'<w:num xmlns:w="{W_NS}" w:numId="{new_id}"><w:abstractNumId w:val="{abstract}"/>'
-                f'<w:lvlOverride w:ilvl="{level}"><w:startOverride w:val="{start}"/></w:lvlOverride></w:num>'
-            )
-        )
-        return new_id, level
+            from docx.oxml.ns import qn
 
-    def code(self, text: str, language: str | None) -> None:
+            self._numbering = self.doc.part.numbering_part.element
+            nums = self._numbering.findall(qn("w:num"))
+            abstracts = self._numbering.findall(qn("w:abstractNum"))
+            self._next_num_id = max((int(x.get(qn("w:numId"))) for x in nums), default=0) + 1
+            self._next_abstract_id = max((int(x.get(qn("w:abstractNumId"))) for x in abstracts), default=-1) + 1
+        num_id, abstract_id = self._next_num_id, self._next_abstract_id
+        self._next_num_id += 1
+        self._next_abstract_id += 1
+        levels = "".join(_lvl(k, ordered, start if k == ilvl else 1) for k in range(9))
+        self._abstracts.append(
+            f'<w:abstractNum w:abstractNumId="{abstract_id}"><w:multiLevelType w:val="multilevel"/>{levels}'
+            "</w:abstractNum>"
+        )
+        self._nums.append(f'<w:num w:numId="{num_id}"><w:abstractNumId w:val="{abstract_id}"/></w:num>')
+        return num_id
+
+    def _insert_numbering(self) -> None:
+        """The lists' definitions, parsed once: abstract ones before the first ``w:num`` (schema order)."""
+        if not self._nums:
+            return
+        from docx.oxml.ns import qn
+
+        fragment = _xml(f'<w:numbering xmlns:w="{W_NS}">{"".join(self._abstracts)}{"".join(self._nums)}</w:numbering>')
+        first_num = self._numbering.find(qn("w:num"))
+        for el in list(fragment):
+            if el.tag == qn("w:abstractNum") and first_num is not None:
+                first_num.addprevious(el)
+            else:
+                self._numbering.append(el)
+
+    def code(self, text: str, language: str | None, *, num: str = "") -> None:
         from pygments import lex
 
-        para = self.para("Code")
+        para = self.para(CODE_STYLE, num=num)
         items = para.items
         rprs = self._token_rpr
         for ttype, value in lex(text.rstrip("\n"), _lexer(language)):
             rpr = rprs.get(ttype)
-            if rpr is None:  # b, i, color: the order of w:rPr's children
-                style = self.code_style.style_for_token(ttype)
-                props = ("<w:b/>" if style.get("bold") else "") + ("<w:i/>" if style.get("italic") else "")
-                if style.get("color"):
-                    props += f'<w:color w:val="{style["color"].upper()}"/>'
-                rpr = rprs[ttype] = f"<w:rPr>{props}</w:rPr>" if props else "<w:rPr/>"
+            if rpr is None:
+                rpr = rprs[ttype] = self._token_style(ttype)
             for i, line in enumerate(value.split("\n")):
                 if i:
                     items.append(_BREAK_RUN)
                 if line:
                     items.append(f"<w:r>{rpr}{_run_content(line)}</w:r>")
         self.add(para)
+
+    def _token_style(self, ttype: Any) -> str:
+        """The run properties for a Pygments token type: its highlighting as a character style (``Tok Keyword``,
+        ``Tok Name Function``… in the code theme's bold, italic and colour), created on first use."""
+        from docx.enum.style import WD_STYLE_TYPE
+        from docx.shared import RGBColor
+
+        style = self.code_style.style_for_token(ttype)
+        if not (style.get("bold") or style.get("italic") or style.get("color")):
+            return ""
+        name = "Tok " + " ".join(str(ttype).split(".")[1:])
+        char = self.doc.styles.add_style(name, WD_STYLE_TYPE.CHARACTER)
+        char.font.bold = bool(style.get("bold")) or None
+        char.font.italic = bool(style.get("italic")) or None
+        if style.get("color"):
+            char.font.color.rgb = RGBColor.from_string(style["color"].upper())
+        return f'<w:rPr><w:rStyle w:val="{char.style_id}"/></w:rPr>'
 
     def table(self, n: Node) -> None:
         from docx.shared import Emu
@@ -402,11 +434,11 @@ class DocxWriter:
             para.items.append(self._picture(asset))
             self.add(para)
         else:
-            para = self.para("Code")
+            para = self.para(CODE_STYLE)
             para.items.append(f"<w:r>{_run_content(n.text or '')}</w:r>")
             self.add(para)
 
-    def _picture(self, asset: Asset, *, height_px: float | None = None) -> str:
+    def _picture(self, asset: Asset, *, height_px: float | None = None, alt: str = "") -> str:
         """A picture run. At its CSS size (96 px per inch; PNG rasters are 3× denser, so they print at ~288 dpi), at
         most the text width; without a known size, the image's own size and dpi (python-docx reads them).
         ``height_px``: at that height instead (inline maths images)."""
@@ -425,6 +457,8 @@ class DocxWriter:
             if cx > limit:
                 cx, cy = limit, int(cy * limit / cx)
         inline = CT_Inline.new_pic_inline(self._shape_id, r_id, image.filename, cx, cy)
+        if alt:  # the alt text Word's accessibility pane, screen readers and pandoc read
+            inline.docPr.set("descr", _clean(alt))
         self._shape_id += 1
         return f"<w:r><w:drawing>{etree.tostring(inline, encoding='unicode')}</w:drawing></w:r>"
 
@@ -463,7 +497,7 @@ class DocxWriter:
             placed = False
             if asset is not None and asset.data:
                 try:  # the user's bytes: python-docx's header readers raise on a truncated or odd image
-                    para.items.append(self._picture(asset))
+                    para.items.append(self._picture(asset, alt=str(n.attributes.get("alt") or "")))
                     placed = True
                 except Exception as exc:
                     self.p.warn(
@@ -495,7 +529,7 @@ class DocxWriter:
             return
         props = _bis(fmt)
         if fmt.get("code"):
-            props = f'<w:rStyle w:val="{self.style_id("Code Char")}"/>' + props
+            props = f'<w:rStyle w:val="{self.style_id(CODE_CHAR_STYLE)}"/>' + props
         rpr = f"<w:rPr>{props}</w:rPr>" if props else ""
         para.items.append(f"<w:r>{rpr}{_run_content(text)}</w:r>")
 
@@ -537,6 +571,19 @@ class DocxWriter:
         xml = f'{head}<w:footnotes xmlns:w="{W_NS}">{"".join(bodies)}</w:footnotes>'
         part = Part(PackURI("/word/footnotes.xml"), FOOTNOTES_CT, xml.encode("utf-8"), self.doc.part.package)
         self.doc.part.relate_to(part, FOOTNOTES_RT)
+
+
+_BULLETS = ("\u2022", "\u25e6", "\u25aa")
+
+
+def _lvl(k: int, ordered: bool, start: int) -> str:
+    """Level ``k`` of a list's numbering: decimal ``1.`` or a bullet, indented 0.25 in more per level."""
+    left, hanging = 360 * (k + 1), 360
+    fmt, text = ("decimal", f"%{k + 1}.") if ordered else ("bullet", _BULLETS[k % 3])
+    return (
+        f'<w:lvl w:ilvl="{k}"><w:start w:val="{start}"/><w:numFmt w:val="{fmt}"/><w:lvlText w:val="{text}"/>'
+        f'<w:lvlJc w:val="left"/><w:pPr><w:ind w:left="{left}" w:hanging="{hanging}"/></w:pPr></w:lvl>'
+    )
 
 
 def _bis(fmt: dict[str, Any]) -> str:

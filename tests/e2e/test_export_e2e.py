@@ -240,7 +240,7 @@ def test_docx_has_heading_styles_table_list_levels_images_footnotes_and_equation
     assert styles["第一层 level one"] == "List Bullet"
     assert styles["第二层 level two"] == "List Bullet 2"
     assert styles["第三层 ordered"] == "List Number 3"
-    assert any(p.style.name == "Code" and "def schedule" in p.text for p in doc.paragraphs)
+    assert any(p.style.name == "Source Code" and "def schedule" in p.text for p in doc.paragraphs)
     table = doc.tables[0]
     assert [c.text for c in table.rows[0].cells] == ["算法 Algorithm", "平均等待", "抢占"]
     assert "w:tblHeader" in table.rows[0]._tr.xml and [c.text for c in table.rows[2].cells] == ["RR", "6.2", "是"]

@@ -161,7 +161,7 @@ async def test_docx_export_without_a_browser_keeps_content_and_warns(env) -> Non
     assert [p.style.name for p in doc.paragraphs if p.text in ("a", "b")] == ["List Bullet", "List Bullet 2"]
     assert len(doc.tables) == 1 and "w:tblHeader" in doc.tables[0].rows[0]._tr.xml
     assert len(doc.inline_shapes) == 2  # the two PNG images; the plot needs the browser: shown as source
-    assert any(p.style.name == "Code" and "sin(x)" in p.text for p in doc.paragraphs)
+    assert any(p.style.name == "Source Code" and "sin(x)" in p.text for p in doc.paragraphs)
     z = zipfile.ZipFile(io.BytesIO(content))
     body = z.read("word/document.xml")
     assert body.count(b"<m:oMathPara") == 1 and body.count(b"<m:oMath ") + body.count(b"<m:oMath>") == 2
