@@ -268,8 +268,7 @@ class DocxWriter:
         elif t in ("mermaid", "function_plot"):
             self.figure(n)
         elif t == "html":
-            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
-            self.p.dropped.append(n.node_id)
+            self._drop_html(n)
         else:
             para = _Para()
             self.inlines(para, n.children)
@@ -464,8 +463,29 @@ class DocxWriter:
 
     # ---------------------------------------------------------------------------------------------- inlines
     def inlines(self, para: _Para, nodes: list[Node], **fmt: Any) -> None:
+        self.children(para, nodes, fmt, None)
+
+    def children(self, para: _Para, nodes: list[Node], fmt: dict[str, Any], target: list[str] | None) -> None:
+        """Sibling inlines in order. Raw HTML's safe inline tags (``<sup>``, ``<sub>``, ``<kbd>``, ``<mark>``,
+        ``<u>``, ``<b>``, ``<i>``, ``<s>``… each its own node, opening and closing) format the siblings between
+        them; ``<br>`` is a line break; any other raw HTML is dropped with a warning."""
+        opened: list[str] = []
         for n in nodes:
-            self.inline(para, n, fmt)
+            tag = _inline_tag(n) if n.type == "html" else None
+            if tag is not None:
+                closing, name = tag
+                if name == "br":
+                    para.items.append(_BREAK_RUN)
+                elif closing:
+                    if name in opened:
+                        del opened[len(opened) - 1 - opened[::-1].index(name)]
+                else:
+                    opened.append(name)
+                continue
+            if opened:
+                self.inline(para, n, {**fmt, **{INLINE_TAGS[t][0]: INLINE_TAGS[t][1] for t in opened}}, target)
+            else:
+                self.inline(para, n, fmt, target)
 
     def inline(self, para: _Para, n: Node, fmt: dict[str, Any], target: list[str] | None = None) -> None:
         """Text goes into ``target`` (a hyperlink) when there is one; anything else into the paragraph."""
@@ -474,8 +494,7 @@ class DocxWriter:
             self._text(para, n.text or "", fmt, target)
         elif t in ("emphasis", "strong", "strikethrough"):
             key = {"emphasis": "italic", "strong": "bold", "strikethrough": "strike"}[t]
-            for c in n.children:
-                self.inline(para, c, {**fmt, key: True}, target)
+            self.children(para, n.children, {**fmt, key: True}, target)
         elif t == "code_inline":
             self._text(para, n.text or "", {**fmt, "code": True}, target)
         elif t == "line_break":
@@ -487,11 +506,9 @@ class DocxWriter:
             href = str(n.attributes.get("href") or "")
             if href.lower().startswith(("http://", "https://", "mailto:")):
                 link = self._hyperlink(para, href)
-                for c in n.children:
-                    self.inline(para, c, {**fmt, "link": True}, link)
+                self.children(para, n.children, {**fmt, "link": True}, link)
             else:
-                for c in n.children:
-                    self.inline(para, c, fmt, target)
+                self.children(para, n.children, fmt, target)
         elif t == "image":
             asset = self.p.assets.get(n.node_id)
             placed = False
@@ -516,11 +533,14 @@ class DocxWriter:
         elif t == "footnote_ref":
             self._footnote_ref(para, int(n.attributes.get("index", 0)))
         elif t == "html":
-            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
-            self.p.dropped.append(n.node_id)
+            self._drop_html(n)
         else:
-            for c in n.children:
-                self.inline(para, c, fmt, target)
+            self.children(para, n.children, fmt, target)
+
+    def _drop_html(self, n: Node) -> None:
+        what = n.attributes.get("unsupported") or "raw HTML other than the inline formatting tags"
+        self.p.warn("EXPORT_CONTENT_DROPPED", n, f"{what} is not exported to DOCX")
+        self.p.dropped.append(n.node_id)
 
     def _text(self, para: _Para, text: str, fmt: dict[str, Any], target: list[str] | None) -> None:
         if target is not None:  # in a hyperlink: the Hyperlink character style (inline code keeps it too)
@@ -586,12 +606,48 @@ def _lvl(k: int, ordered: bool, start: int) -> str:
     )
 
 
+# Raw HTML inline tags with a Word equivalent: the formatting key they set, and its value.
+INLINE_TAGS = {
+    "sup": ("valign", "superscript"),
+    "sub": ("valign", "subscript"),
+    "kbd": ("code", True),
+    "code": ("code", True),
+    "samp": ("code", True),
+    "mark": ("highlight", True),
+    "u": ("underline", True),
+    "ins": ("underline", True),
+    "b": ("bold", True),
+    "strong": ("bold", True),
+    "i": ("italic", True),
+    "em": ("italic", True),
+    "s": ("strike", True),
+    "del": ("strike", True),
+    "strike": ("strike", True),
+    "br": ("break", True),  # a line break, not a format
+}
+_TAG = re.compile(r"^<(/?)([a-zA-Z][a-zA-Z0-9]*)(?:\s[^>]*)?/?>$")
+
+
+def _inline_tag(n: Node) -> tuple[bool, str] | None:
+    """``(closing, name)`` when ``n`` is an inline raw tag in :data:`INLINE_TAGS` (one tag a node, as
+    markdown-it splits inline HTML); None for anything else."""
+    if n.attributes.get("block") is not False:
+        return None
+    m = _TAG.match((n.text or "").strip())
+    if m is None or m.group(2).lower() not in INLINE_TAGS:
+        return None
+    return bool(m.group(1)), m.group(2).lower()
+
+
 def _bis(fmt: dict[str, Any]) -> str:
-    """Bold, italic, strike: in ``w:rPr``'s schema order."""
+    """Bold, italic, strike, highlight, underline, super/subscript: in ``w:rPr``'s schema order."""
     return (
         ("<w:b/>" if fmt.get("bold") else "")
         + ("<w:i/>" if fmt.get("italic") else "")
         + ("<w:strike/>" if fmt.get("strike") else "")
+        + ('<w:highlight w:val="yellow"/>' if fmt.get("highlight") else "")
+        + ('<w:u w:val="single"/>' if fmt.get("underline") else "")
+        + (f'<w:vertAlign w:val="{fmt["valign"]}"/>' if fmt.get("valign") else "")
     )
 
 

@@ -173,3 +173,26 @@ def test_list_kinds_starts_and_code_highlighting_are_in_the_definitions() -> Non
     code = next(p for p in doc.paragraphs if p.style.name == "Source Code")
     tokens = {r.style.name for r in code.runs if r.style is not None and r.style.name.startswith("Tok ")}
     assert "Tok Keyword" in tokens and "Tok Name Function" in tokens
+
+
+def test_safe_inline_html_tags_are_formatting_and_the_rest_a_warning() -> None:
+    md = (
+        "H<sub>2</sub>O is <mark>wet</mark>, E=mc<sup>2</sup>, press <kbd>Ctrl</kbd>+<kbd>C</kbd>,"
+        " <u>under</u><br>next *<b>bold</b> <span>plain</span>*\n\n<div>block</div>\n"
+    )
+    data, prepared = _export(md, include_title=False)
+    para = _body(data).find(f"{W}p")
+    runs = [(r.findtext(f"{W}t") or ("BR" if r.find(f"{W}br") is not None else "")) for r in para.findall(f"{W}r")]
+    props = {
+        r.findtext(f"{W}t"): {etree.QName(c).localname: c.get(f"{W}val") for c in r.iterfind(f"{W}rPr/*")}
+        for r in para.findall(f"{W}r")
+        if r.findtext(f"{W}t")
+    }
+    assert props["2"] == {"vertAlign": "superscript"} and props["O is "] == {}  # the last "2": mc²
+    assert para.findall(f"{W}r")[1].find(f"{W}rPr/{W}vertAlign").get(f"{W}val") == "subscript"  # H₂O
+    assert next(v for k, v in props.items() if k == "wet") == {"highlight": "yellow"}
+    assert props["Ctrl"] == {"rStyle": "VerbatimChar"} and props["under"] == {"u": "single"}
+    assert props["bold"] == {"b": None, "i": None} and props["plain"] == {"i": None}
+    assert "BR" in runs and runs.index("BR") == runs.index("under") + 1
+    assert [w.split(" ", 3)[2] for w in prepared.warnings] == ["(html)"] * 3  # <span>, </span>, <div>
+    assert all(w.startswith("EXPORT_CONTENT_DROPPED: node_") for w in prepared.warnings)
