@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape
 import anyio
 
 from .ast import Node
-from .html import code_style
+from .html import code_style, diagram_alt
 from .models import ExportOptions, ExportResult
 from .types import Asset, Prepared
 
@@ -424,7 +424,7 @@ class DocxWriter:
             self.code(n.text or "", None)
             return
         para = _Para(_ppr(jc="center"))
-        para.items.append(self._picture(asset))
+        para.items.append(self._picture(asset, alt=diagram_alt(n)))
         self.add(para)
 
     def math_block(self, n: Node) -> None:

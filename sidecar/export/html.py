@@ -143,7 +143,10 @@ class HtmlWriter:
             asset = self.p.assets.get(n.node_id)
             if asset is None or asset.text is None:
                 return self.code(n, language=t)
-            return self.trusted(f'<figure class="diagram {t}" id="{n.node_id}">{asset.text}</figure>\n')
+            label = escape(diagram_alt(n), quote=True)  # the tagged PDF's Figure /Alt, a screen reader's name
+            return self.trusted(
+                f'<figure class="diagram {t}" id="{n.node_id}" role="img" aria-label="{label}">{asset.text}</figure>\n'
+            )
         if t == "html":
             return self.raw(n)
         return f"<div>{self.inlines(n.children)}</div>\n"
@@ -276,6 +279,16 @@ def safe_href(href: str) -> str | None:
     if m is None or m.group(1).lower() in ("http", "https", "mailto"):
         return href
     return None
+
+
+def diagram_alt(n: Node) -> str:
+    """A diagram's alternative text: its kind and its source on one line, cut at 160 characters
+    (``Mermaid diagram: flowchart TD A[Ready] --> B[Running] …``)."""
+    kind = "Mermaid diagram" if n.type == "mermaid" else "Function plot"
+    source = " ".join((n.text or "").split())
+    if len(source) > 160:
+        source = source[:159] + "…"
+    return f"{kind}: {source}" if source else kind
 
 
 def _starts_with_h1(root: Node) -> bool:

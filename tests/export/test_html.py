@@ -48,6 +48,7 @@ def test_assets_survive_the_sanitiser_untouched() -> None:
     out = render_html(prepared, ExportOptions(include_title=False))
     assert svg in out and '<math display="inline"><mi>x</mi></math>' in out and "<b>raw</b>" in out
     assert '<input type="checkbox" disabled checked>' in out and "\ue000" not in out
+    assert 'role="img" aria-label="Mermaid diagram: graph TD; A--&gt;B"' in out  # the tagged PDF's Figure /Alt
 
 
 def test_link_schemes() -> None:
