@@ -517,7 +517,8 @@ class DocxWriter:
             placed = False
             if asset is not None and asset.data:
                 try:  # the user's bytes: python-docx's header readers raise on a truncated or odd image
-                    para.items.append(self._picture(asset, alt=str(n.attributes.get("alt") or "")))
+                    picture = self._picture(asset, alt=str(n.attributes.get("alt") or ""))
+                    (target if target is not None else para.items).append(picture)  # a linked image stays linked
                     placed = True
                 except Exception as exc:
                     self.p.warn(

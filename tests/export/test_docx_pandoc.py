@@ -171,6 +171,8 @@ $$\prod_{k} x_k + \int_0^{\infty} e^{-x^2}\,dx$$
 
 ![图 Figure alt](data:image/png;base64,PNGDATA)
 
+See [![月亮 the moon](data:image/png;base64,PNGDATA)](https://example.org/moon) linked.
+
 | h1 | h2 |
 |----|----|
 | a  | b  |
@@ -222,6 +224,7 @@ def test_headings_mixed_lists_quotes_images_and_tables_read_back(readings: dict)
     want = readings["markdown"]["extra"]
     assert ("h", 3, "三级 Level three") in want and ("ol", 5) in want and ("quote",) in want
     assert ("image", "图 Figure alt") in want and ("table", 1, 3, 2) in want
+    assert ("link", "https://example.org/moon", "月亮 the moon") in want and ("image", "月亮 the moon") in want
     assert ("math", "DisplayMath", r"\prod_kx_k+\int_0^\inftye^{-x^2}\,dx") in want  # n-ary operators in OMML
     assert readings["ours"]["extra"] == want
 
