@@ -29,6 +29,8 @@ from .models import ExportOptions, ExportResult
 from .types import Asset, Prepared
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+R_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+M_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 FOOTNOTES_CT = "application/vnd.openxmlformats-officedocument.wordprocessingml.footnotes+xml"
 FOOTNOTES_RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes"
 MAX_WIDTH_IN = 6.3
@@ -139,6 +141,8 @@ class DocxWriter:
         self._shape_id = self.doc.part.next_id  # the next picture id (python-docx: max id in the story + 1)
         self._block_width = self.doc._block_width  # text width of the (only) section, as add_table uses
         self._numbering: Any = None
+        self._link_part: Any = self.doc.part  # where hyperlinks are related: the body, or the footnotes part
+        self._in_note = False
         self._next_num_id = 0
         self._next_abstract_id = 0
         self._abstracts: list[str] = []
@@ -515,7 +519,7 @@ class DocxWriter:
         elif t == "image":
             asset = self.p.assets.get(n.node_id)
             placed = False
-            if asset is not None and asset.data:
+            if asset is not None and asset.data and not self._in_note:
                 try:  # the user's bytes: python-docx's header readers raise on a truncated or odd image
                     picture = self._picture(asset, alt=str(n.attributes.get("alt") or ""))
                     (target if target is not None else para.items).append(picture)  # a linked image stays linked
@@ -530,12 +534,15 @@ class DocxWriter:
             asset = self.p.assets.get(n.node_id)
             if asset is not None and asset.kind == "omml" and asset.text:
                 para.items.append(asset.text)
-            elif asset is not None and asset.data:
+            elif asset is not None and asset.data and not self._in_note:
                 para.items.append(self._picture(asset, height_px=asset.height or 16))
             else:
                 self._text(para, n.text or "", {**fmt, "code": True}, target)
         elif t == "footnote_ref":
-            self._footnote_ref(para, int(n.attributes.get("index", 0)))
+            if self._in_note:  # a note citing a note: its number as text
+                self._text(para, f"[{int(n.attributes.get('index', 0))}]", fmt, target)
+            else:
+                self._footnote_ref(para, int(n.attributes.get("index", 0)))
         elif t == "html":
             self._drop_html(n)
         else:
@@ -560,7 +567,7 @@ class DocxWriter:
     def _hyperlink(self, para: _Para, url: str) -> list[str]:
         from docx.opc.constants import RELATIONSHIP_TYPE as RT
 
-        r_id = self.doc.part.relate_to(url, RT.HYPERLINK, is_external=True)
+        r_id = self._link_part.relate_to(url, RT.HYPERLINK, is_external=True)
         link = [f'<w:hyperlink r:id="{_attr(r_id)}">']
         para.items.append(link)
         return link
@@ -572,28 +579,41 @@ class DocxWriter:
         )
 
     def _footnotes_part(self) -> None:
+        """The footnotes part: each note's paragraphs with their formatting and links (the links' relationships on
+        this part); other blocks in a note as their text; pictures as their alt text (their parts belong to the
+        body)."""
         from docx.opc.packuri import PackURI
         from docx.opc.part import Part
 
+        part = Part(PackURI("/word/footnotes.xml"), FOOTNOTES_CT, b"", self.doc.part.package)
+        self._link_part, self._in_note = part, True
         bodies = [
             '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>',
             '<w:footnote w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p>'
             "</w:footnote>",
         ]
+        small = {"small": True}
         for fn in self.p.document.footnotes:
             index = int(fn.attributes.get("index", 0))
             fid = self.footnote_ids.get(index)
             if fid is None:
                 continue  # defined but never referenced: nothing points at it
-            text = " ".join(c.plain_text() for c in fn.children).strip()
-            bodies.append(
-                f'<w:footnote w:id="{fid}"><w:p><w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr>'
-                f'<w:footnoteRef/></w:r><w:r><w:rPr><w:sz w:val="18"/></w:rPr>'
-                f'<w:t xml:space="preserve"> {escape(_clean(text))}</w:t></w:r></w:p></w:footnote>'
-            )
+            paras = []
+            for i, c in enumerate(fn.children or [None]):
+                para = _Para()
+                if i == 0:
+                    para.items.append('<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:footnoteRef/></w:r>')
+                    self._text(para, " ", small, None)
+                if c is not None and c.type == "paragraph":
+                    self.children(para, c.children, small, None)
+                elif c is not None:
+                    self._text(para, c.plain_text().strip(), small, None)
+                paras.append(para.xml())
+            bodies.append(f'<w:footnote w:id="{fid}">{"".join(paras)}</w:footnote>')
+        self._in_note = False
         head = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-        xml = f'{head}<w:footnotes xmlns:w="{W_NS}">{"".join(bodies)}</w:footnotes>'
-        part = Part(PackURI("/word/footnotes.xml"), FOOTNOTES_CT, xml.encode("utf-8"), self.doc.part.package)
+        xml = f'{head}<w:footnotes xmlns:w="{W_NS}" xmlns:r="{R_NS}" xmlns:m="{M_NS}">{"".join(bodies)}</w:footnotes>'
+        part._blob = xml.encode("utf-8")
         self.doc.part.relate_to(part, FOOTNOTES_RT)
 
 
@@ -644,11 +664,13 @@ def _inline_tag(n: Node) -> tuple[bool, str] | None:
 
 
 def _bis(fmt: dict[str, Any]) -> str:
-    """Bold, italic, strike, highlight, underline, super/subscript: in ``w:rPr``'s schema order."""
+    """Bold, italic, strike, 9 pt (``small``: footnotes), highlight, underline, super/subscript: in ``w:rPr``'s
+    schema order."""
     return (
         ("<w:b/>" if fmt.get("bold") else "")
         + ("<w:i/>" if fmt.get("italic") else "")
         + ("<w:strike/>" if fmt.get("strike") else "")
+        + ('<w:sz w:val="18"/>' if fmt.get("small") else "")
         + ('<w:highlight w:val="yellow"/>' if fmt.get("highlight") else "")
         + ('<w:u w:val="single"/>' if fmt.get("underline") else "")
         + (f'<w:vertAlign w:val="{fmt["valign"]}"/>' if fmt.get("valign") else "")

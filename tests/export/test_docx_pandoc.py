@@ -45,8 +45,10 @@ def _text(inlines: list[dict]) -> str:
             out.append(c)
         elif t in ("Space", "SoftBreak", "LineBreak"):
             out.append(" ")
-        elif t in ("Code", "Math"):
+        elif t == "Code":
             out.append(c[1])
+        elif t == "Math":
+            out.append(_tex(c[1]))
         elif t in ("Link", "Image"):
             out.append(_text(c[1]))
         elif t == "Note":
@@ -77,6 +79,8 @@ def _inline_events(inlines: list[dict], out: list[tuple]) -> None:
             out.append(("image", _text(c[1])))
         elif t == "Note":
             out.append(("note", " ".join(_block_text(b) for b in c).strip()))
+            _events(c, out)  # the note's own links, maths…
+            out.append(("/note",))
         elif t == "Math":
             out.append(("math", c[0]["t"], _tex(c[1])))
         elif t in ("Emph", "Strong", "Strikeout", "Underline", "Superscript", "Subscript", "SmallCaps"):
@@ -178,6 +182,10 @@ See [![月亮 the moon](data:image/png;base64,PNGDATA)](https://example.org/moon
 | a  | b  |
 | c  | d  |
 | e  | f  |
+
+A claim.[^src]
+
+[^src]: 出处 Source: [the *paper*](https://example.org/paper), **p. 3**, $x^2$.
 """.replace("PNGDATA", PNG)
 _DIAGRAM = re.compile(r"^```(?:mermaid|function_plot)\n.*?^```\n", re.S | re.M)
 
@@ -225,6 +233,7 @@ def test_headings_mixed_lists_quotes_images_and_tables_read_back(readings: dict)
     assert ("h", 3, "三级 Level three") in want and ("ol", 5) in want and ("quote",) in want
     assert ("image", "图 Figure alt") in want and ("table", 1, 3, 2) in want
     assert ("link", "https://example.org/moon", "月亮 the moon") in want and ("image", "月亮 the moon") in want
+    assert ("link", "https://example.org/paper", "the paper") in want  # a link inside a footnote
     assert ("math", "DisplayMath", r"\prod_kx_k+\int_0^\inftye^{-x^2}\,dx") in want  # n-ary operators in OMML
     assert readings["ours"]["extra"] == want
 
