@@ -188,6 +188,7 @@ class _Builder:
             if t.endswith("_open"):
                 if len(stack) >= MAX_DEPTH:
                     node.type = "html"  # too deep to keep as structure: an exporter warns about it
+                    node.attributes["unsupported"] = "nesting deeper than 64"
                 stack.append(node)
         for item in root.walk():
             if item.type == "list_item":
@@ -226,7 +227,9 @@ class _Builder:
             index = self.footnote_index.setdefault(label, len(self.footnote_index) + 1)
             return self.node("footnote", label=label, index=index)
         if t in ("fence", "code_block"):
-            info = (tok.info or "").strip()
+            from markdown_it.common.utils import unescapeAll
+
+            info = unescapeAll(tok.info or "").strip()
             lang = info.split()[0].lower() if info else ""
             if lang in BLOCK_DIAGRAMS:
                 return self.node(BLOCK_DIAGRAMS[lang], tok.content)
@@ -238,8 +241,8 @@ class _Builder:
         if t == "hr":
             return self.node("thematic_break")
         if t == "html_block":
-            return self.node("html", tok.content)
-        return self.node("html", tok.content or t)  # a token type this builder does not know: kept, warned
+            return self.node("html", tok.content, block=True)
+        return self.node("html", tok.content, unsupported=t)  # a token type this builder does not know: warned
 
     def inline(self, children: list[Any], parent: Node) -> None:
         if parent.type == "heading":
@@ -279,7 +282,7 @@ class _Builder:
                 index = self.footnote_index.setdefault(label, len(self.footnote_index) + 1)
                 top.children.append(self.node("footnote_ref", None, label=label, index=index))
             elif t == "html_inline":
-                top.children.append(self.node("html", tok.content))
+                top.children.append(self.node("html", tok.content, block=False))
             elif t.endswith("_open"):
                 kind = {"em_open": "emphasis", "strong_open": "strong", "s_open": "strikethrough"}.get(t)
                 if t == "link_open":
@@ -287,12 +290,12 @@ class _Builder:
                         "link", href=str(tok.attrs.get("href", "")), title=tok.attrs.get("title"), auto=bool(tok.markup)
                     )
                 else:
-                    node = self.node(kind or "html", None if kind else tok.markup)
+                    node = self.node(kind, None) if kind else self.node("html", tok.markup, unsupported=t)
                 top.children.append(node)
                 if len(stack) < MAX_DEPTH:
                     stack.append(node)
             else:
-                top.children.append(self.node("html", tok.content or t))
+                top.children.append(self.node("html", tok.content, unsupported=t))
 
     @staticmethod
     def task(item: Node) -> None:

@@ -1,8 +1,11 @@
-"""The DOCX exporter (python-docx): headings as Word's ``Heading N`` styles (the navigation pane works), nested
-lists as ``List Bullet``/``List Number`` 1–3 (an ordered list restarts its numbering), tables with a repeated
-header row, code blocks in a monospace ``Code`` style with Pygments colours, hyperlinks, images, real footnotes
-(a footnotes part), diagrams and plots as PNG at ~288 dpi, maths as native equations (OMML) or, where the
-conversion fails, an image plus a warning (both prepared in :mod:`sidecar.export.prepare`).
+"""The DOCX exporter (python-docx): headings as Word's ``Heading N`` styles (the navigation pane works), lists as
+one numbering definition per list with ``w:ilvl`` for nesting (kinds mixed at any depth, start numbers kept; the
+``List Bullet``/``List Number`` 1–3 styles for the look; a loose list's items spaced apart), tables with a
+repeated header row, code blocks in the ``Source Code`` paragraph style (what pandoc reads as a code block) with
+Pygments highlighting as ``Tok …`` character styles, inline code in ``Verbatim Char``, hyperlinks, images with
+their alt text (``descr``), real footnotes (a footnotes part), diagrams and plots as PNG at ~288 dpi, maths as
+native equations (OMML) or, where the conversion fails, an image plus a warning (both prepared in
+:mod:`sidecar.export.prepare`). ``tests/export/test_docx_pandoc.py`` reads the result back with pandoc.
 
 python-docx provides the package: the default template, styles, numbering, image parts, relationships, saving.
 The body is written as WordprocessingML text and parsed once (python-docx's element proxies cost ~50 µs per run,
@@ -22,16 +25,20 @@ from xml.sax.saxutils import escape
 import anyio
 
 from .ast import Node
-from .html import code_style
+from .html import code_style, diagram_alt
 from .models import ExportOptions, ExportResult
 from .types import Asset, Prepared
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+R_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+M_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 FOOTNOTES_CT = "application/vnd.openxmlformats-officedocument.wordprocessingml.footnotes+xml"
 FOOTNOTES_RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes"
 MAX_WIDTH_IN = 6.3
 CJK_FONT = "Microsoft YaHei"
 MONO_FONT = "Consolas"
+CODE_STYLE = "Source Code"  # the names pandoc (and converters after it) read as a code block / inline code
+CODE_CHAR_STYLE = "Verbatim Char"
 JC = {"left": "left", "right": "right", "center": "center"}
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _RUN_SPLIT = re.compile(r"([\t\r\n])")
@@ -72,10 +79,19 @@ def _run_content(text: str) -> str:
     return "".join(out)
 
 
-def _ppr(style_id: str | None = None, *, num: str = "", ind: str = "", jc: str | None = None) -> str:
-    """``w:pPr`` with its children in schema order (pStyle, numPr, ind, jc); empty when there are none."""
+def _ppr(
+    style_id: str | None = None,
+    *,
+    num: str = "",
+    spacing: str = "",
+    ind: str = "",
+    tail: str = "",
+    jc: str | None = None,
+) -> str:
+    """``w:pPr`` with its children in schema order (pStyle, numPr, spacing, ind, contextualSpacing as ``tail``,
+    jc); empty when there are none."""
     parts = f'<w:pStyle w:val="{style_id}"/>' if style_id else ""
-    parts += num + ind
+    parts += num + spacing + ind + tail
     if jc:
         parts += f'<w:jc w:val="{jc}"/>'
     return f"<w:pPr>{parts}</w:pPr>" if parts else ""
@@ -117,7 +133,6 @@ class DocxWriter:
         self.count = 0
         self.footnote_ids: dict[int, int] = {}
         self._style_ids: dict[str, str] = {}
-        self._style_nums: dict[str, tuple[str, str] | None] = {}
         self._setup_styles()
         from pygments.styles import get_style_by_name
 
@@ -127,7 +142,12 @@ class DocxWriter:
         self._shape_id = self.doc.part.next_id  # the next picture id (python-docx: max id in the story + 1)
         self._block_width = self.doc._block_width  # text width of the (only) section, as add_table uses
         self._numbering: Any = None
+        self._link_part: Any = self.doc.part  # where hyperlinks are related: the body, or the footnotes part
+        self._in_note = False
         self._next_num_id = 0
+        self._next_abstract_id = 0
+        self._abstracts: list[str] = []
+        self._nums: list[str] = []
 
     # ----------------------------------------------------------------------------------------------- setup
     def _setup_styles(self) -> None:
@@ -144,7 +164,7 @@ class DocxWriter:
             fonts = rpr.makeelement(qn("w:rFonts"), {})
             rpr.append(fonts)
         fonts.set(qn("w:eastAsia"), CJK_FONT)
-        code = styles.add_style("Code", WD_STYLE_TYPE.PARAGRAPH)
+        code = styles.add_style(CODE_STYLE, WD_STYLE_TYPE.PARAGRAPH)
         code.base_style = normal
         code.font.name = MONO_FONT
         code.font.size = Pt(9)
@@ -153,7 +173,7 @@ class DocxWriter:
         )
         code.paragraph_format.space_before = Pt(4)
         code.paragraph_format.space_after = Pt(4)
-        inline = styles.add_style("Code Char", WD_STYLE_TYPE.CHARACTER)
+        inline = styles.add_style(CODE_CHAR_STYLE, WD_STYLE_TYPE.CHARACTER)
         inline.font.name = MONO_FONT
         link = styles.add_style("Hyperlink", WD_STYLE_TYPE.CHARACTER)
         link.font.underline = True
@@ -193,6 +213,7 @@ class DocxWriter:
         for child in doc.root.children:
             self.block(child)
         self._insert_body()
+        self._insert_numbering()
         if doc.footnotes:
             self._footnotes_part()
         out = io.BytesIO()
@@ -252,28 +273,39 @@ class DocxWriter:
         elif t in ("mermaid", "function_plot"):
             self.figure(n)
         elif t == "html":
-            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
+            self._drop_html(n)
         else:
             para = _Para()
             self.inlines(para, n.children)
             self.add(para)
 
     def list(self, n: Node, level: int) -> None:
-        from docx.shared import Inches
+        """One numbering definition per list (its kind and start at its own level), items at ``w:ilvl`` = depth
+        − 1: Word's outline, "Increase list level", screen readers and pandoc see one nested list, a bullet list
+        inside an ordered one and back. The ``List Bullet``/``List Number`` 1–3 styles give the look."""
 
         ordered = bool(n.attributes.get("ordered"))
         depth = min(level, 3)
-        style = ("List Number" if ordered else "List Bullet") + ("" if depth == 1 else f" {depth}")
-        restart = self._restart(style, int(n.attributes.get("start") or 1)) if ordered else None
-        num = ""
-        if restart is not None:
-            num = f'<w:numPr><w:ilvl w:val="{restart[1]}"/><w:numId w:val="{restart[0]}"/></w:numPr>'
-        ind = f'<w:ind w:left="{Inches(0.25 * (level + 1)).twips}"/>' if level > 3 else ""
+        style = ("List Bullet" if not ordered else "List Number") + ("" if depth == 1 else f" {depth}")
+        ilvl = min(level, 9) - 1
+        start = n.attributes.get("start")
+        num_id = self._numbering_for(ordered, int(start) if ordered and start is not None else 1, ilvl)
+        num = f'<w:numPr><w:ilvl w:val="{ilvl}"/><w:numId w:val="{num_id}"/></w:numPr>'
+        tight = bool(n.attributes.get("tight"))
+        spacing = "" if tight else '<w:spacing w:after="120"/>'  # a loose list's items stand apart
+        loose = "" if tight else '<w:contextualSpacing w:val="0"/>'
         for item in n.children:
             first = True
-            for c in item.children:
+            lead = item.children[0] if item.children else None
+            if lead is not None and lead.type == "code_block":  # the code paragraph carries the item's marker
+                self.code(lead.text or "", lead.attributes.get("language"), num=num)
+                first = False
+            elif lead is None or lead.type != "paragraph":  # an empty item, or one that opens with a list…
+                self.add(self.para(style, num=num, spacing=spacing, tail=loose))
+                first = False
+            for c in item.children[1:] if lead is not None and lead.type == "code_block" else item.children:
                 if c.type == "paragraph" and first:
-                    para = self.para(style, num=num, ind=ind)
+                    para = self.para(style, num=num, spacing=spacing, tail=loose)
                     checked = item.attributes.get("checked")
                     if checked is not None:
                         para.items.append(f"<w:r>{_t('☑ ' if checked else '☐ ')}</w:r>")
@@ -290,71 +322,78 @@ class DocxWriter:
                     self.block(c, list_level=level)
                     first = False
 
-    def _list_num(self, style_name: str) -> tuple[str, str] | None:
-        """The list style's ``(numId, ilvl)``, read once; None when the style has no numbering."""
-        from docx.oxml.ns import qn
-
-        if style_name not in self._style_nums:
-            num_pr = self.doc.styles[style_name].element.find(qn("w:pPr") + "/" + qn("w:numPr"))
-            found = None
-            if num_pr is not None and num_pr.find(qn("w:numId")) is not None:
-                ilvl = num_pr.find(qn("w:ilvl"))
-                found = (
-                    num_pr.find(qn("w:numId")).get(qn("w:val")),
-                    ilvl.get(qn("w:val")) if ilvl is not None else "0",
-                )
-            self._style_nums[style_name] = found
-        return self._style_nums[style_name]
-
-    def _restart(self, style_name: str, start: int) -> tuple[int, str] | None:
-        """A new numbering instance of the style's list, starting at ``start`` (so each ordered list restarts):
-        its ``(numId, ilvl)``."""
-        from docx.oxml.ns import qn
-
-        base = self._list_num(style_name)
-        if base is None:
-            return None
-        base_id, level = base
+    def _numbering_for(self, ordered: bool, start: int, ilvl: int) -> int:
+        """A new ``w:abstractNum`` (nine levels of this list's kind, ``start`` at ``ilvl``) and its ``w:num``; the
+        numId. Written into the numbering part when the document is built (:meth:`_insert_numbering`)."""
         if self._numbering is None:
-            self._numbering = self.doc.part.numbering_part.element
-            ids = [int(x.get(qn("w:numId"))) for x in self._numbering.findall(qn("w:num"))]
-            self._next_num_id = max(ids, default=0) + 1
-        abstract = None
-        for num in self._numbering.findall(qn("w:num")):
-            if num.get(qn("w:numId")) == base_id:
-                abstract = num.find(qn("w:abstractNumId")).get(qn("w:val"))
-        if abstract is None:
-            return None
-        new_id = self._next_num_id
-        self._next_num_id += 1
-        self._numbering.append(
-            _xml(
-                f'<w:num xmlns:w="{W_NS}" w:numId="{new_id}"><w:abstractNumId w:val="{abstract}"/>'
-                f'<w:lvlOverride w:ilvl="{level}"><w:startOverride w:val="{start}"/></w:lvlOverride></w:num>'
-            )
-        )
-        return new_id, level
+            from docx.oxml.ns import qn
 
-    def code(self, text: str, language: str | None) -> None:
+            self._numbering = self.doc.part.numbering_part.element
+            nums = self._numbering.findall(qn("w:num"))
+            abstracts = self._numbering.findall(qn("w:abstractNum"))
+            self._next_num_id = max((int(x.get(qn("w:numId"))) for x in nums), default=0) + 1
+            self._next_abstract_id = max((int(x.get(qn("w:abstractNumId"))) for x in abstracts), default=-1) + 1
+        num_id, abstract_id = self._next_num_id, self._next_abstract_id
+        self._next_num_id += 1
+        self._next_abstract_id += 1
+        levels = "".join(_lvl(k, ordered, start if k == ilvl else 1) for k in range(9))
+        self._abstracts.append(
+            f'<w:abstractNum w:abstractNumId="{abstract_id}"><w:multiLevelType w:val="multilevel"/>{levels}'
+            "</w:abstractNum>"
+        )
+        self._nums.append(f'<w:num w:numId="{num_id}"><w:abstractNumId w:val="{abstract_id}"/></w:num>')
+        return num_id
+
+    def _insert_numbering(self) -> None:
+        """The lists' definitions, parsed once: abstract ones before the first ``w:num`` (schema order)."""
+        if not self._nums:
+            return
+        from docx.oxml.ns import qn
+
+        fragment = _xml(f'<w:numbering xmlns:w="{W_NS}">{"".join(self._abstracts)}{"".join(self._nums)}</w:numbering>')
+        first_num = self._numbering.find(qn("w:num"))
+        for el in list(fragment):
+            if el.tag == qn("w:abstractNum") and first_num is not None:
+                first_num.addprevious(el)
+            else:
+                self._numbering.append(el)
+
+    def code(self, text: str, language: str | None, *, num: str = "") -> None:
         from pygments import lex
 
-        para = self.para("Code")
+        para = self.para(CODE_STYLE, num=num)
         items = para.items
         rprs = self._token_rpr
         for ttype, value in lex(text.rstrip("\n"), _lexer(language)):
             rpr = rprs.get(ttype)
-            if rpr is None:  # b, i, color: the order of w:rPr's children
-                style = self.code_style.style_for_token(ttype)
-                props = ("<w:b/>" if style.get("bold") else "") + ("<w:i/>" if style.get("italic") else "")
-                if style.get("color"):
-                    props += f'<w:color w:val="{style["color"].upper()}"/>'
-                rpr = rprs[ttype] = f"<w:rPr>{props}</w:rPr>" if props else "<w:rPr/>"
+            if rpr is None:
+                rpr = rprs[ttype] = self._token_style(ttype)
             for i, line in enumerate(value.split("\n")):
                 if i:
                     items.append(_BREAK_RUN)
                 if line:
                     items.append(f"<w:r>{rpr}{_run_content(line)}</w:r>")
         self.add(para)
+
+    def _token_style(self, ttype: Any) -> str:
+        """The run properties for a Pygments token type: its highlighting as a character style (``Tok Keyword``,
+        ``Tok Name Function``… in the code theme's bold, italic and colour), added to the styles part on first use
+        (as markup: python-docx's ``add_style`` scans every style by name, ~5 ms each)."""
+        style = self.code_style.style_for_token(ttype)
+        if not (style.get("bold") or style.get("italic") or style.get("color")):
+            return ""
+        parts = str(ttype).split(".")[1:]
+        name, style_id = "Tok " + " ".join(parts), "Tok" + "".join(parts)
+        props = ("<w:b/>" if style.get("bold") else "") + ("<w:i/>" if style.get("italic") else "")
+        if style.get("color"):
+            props += f'<w:color w:val="{style["color"].upper()}"/>'
+        self.doc.styles.element.append(
+            _xml(
+                f'<w:style xmlns:w="{W_NS}" w:type="character" w:customStyle="1" w:styleId="{style_id}">'
+                f'<w:name w:val="{name}"/><w:rPr>{props}</w:rPr></w:style>'
+            )
+        )
+        return f'<w:rPr><w:rStyle w:val="{style_id}"/></w:rPr>'
 
     def table(self, n: Node) -> None:
         from docx.shared import Emu
@@ -390,7 +429,7 @@ class DocxWriter:
             self.code(n.text or "", None)
             return
         para = _Para(_ppr(jc="center"))
-        para.items.append(self._picture(asset))
+        para.items.append(self._picture(asset, alt=diagram_alt(n)))
         self.add(para)
 
     def math_block(self, n: Node) -> None:
@@ -402,11 +441,11 @@ class DocxWriter:
             para.items.append(self._picture(asset))
             self.add(para)
         else:
-            para = self.para("Code")
+            para = self.para(CODE_STYLE)
             para.items.append(f"<w:r>{_run_content(n.text or '')}</w:r>")
             self.add(para)
 
-    def _picture(self, asset: Asset, *, height_px: float | None = None) -> str:
+    def _picture(self, asset: Asset, *, height_px: float | None = None, alt: str = "") -> str:
         """A picture run. At its CSS size (96 px per inch; PNG rasters are 3× denser, so they print at ~288 dpi), at
         most the text width; without a known size, the image's own size and dpi (python-docx reads them).
         ``height_px``: at that height instead (inline maths images)."""
@@ -425,13 +464,38 @@ class DocxWriter:
             if cx > limit:
                 cx, cy = limit, Length(int(cy * limit / cx))
         inline = CT_Inline.new_pic_inline(self._shape_id, r_id, image.filename, cx, cy)
+        if alt:  # the alt text Word's accessibility pane, screen readers and pandoc read
+            inline.docPr.set("descr", _clean(alt))
         self._shape_id += 1
         return f"<w:r><w:drawing>{etree.tostring(inline, encoding='unicode')}</w:drawing></w:r>"
 
     # ---------------------------------------------------------------------------------------------- inlines
     def inlines(self, para: _Para, nodes: builtins.list[Node], **fmt: Any) -> None:
+        self.children(para, nodes, fmt, None)
+
+    def children(
+        self, para: _Para, nodes: builtins.list[Node], fmt: dict[str, Any], target: builtins.list[str] | None
+    ) -> None:
+        """Sibling inlines in order. Raw HTML's safe inline tags (``<sup>``, ``<sub>``, ``<kbd>``, ``<mark>``,
+        ``<u>``, ``<b>``, ``<i>``, ``<s>``… each its own node, opening and closing) format the siblings between
+        them; ``<br>`` is a line break; any other raw HTML is dropped with a warning."""
+        opened: builtins.list[str] = []
         for n in nodes:
-            self.inline(para, n, fmt)
+            tag = _inline_tag(n) if n.type == "html" else None
+            if tag is not None:
+                closing, name = tag
+                if name == "br":
+                    para.items.append(_BREAK_RUN)
+                elif closing:
+                    if name in opened:
+                        del opened[len(opened) - 1 - opened[::-1].index(name)]
+                else:
+                    opened.append(name)
+                continue
+            if opened:
+                self.inline(para, n, {**fmt, **{INLINE_TAGS[t][0]: INLINE_TAGS[t][1] for t in opened}}, target)
+            else:
+                self.inline(para, n, fmt, target)
 
     def inline(self, para: _Para, n: Node, fmt: dict[str, Any], target: builtins.list[str] | None = None) -> None:
         """Text goes into ``target`` (a hyperlink) when there is one; anything else into the paragraph."""
@@ -440,8 +504,7 @@ class DocxWriter:
             self._text(para, n.text or "", fmt, target)
         elif t in ("emphasis", "strong", "strikethrough"):
             key = {"emphasis": "italic", "strong": "bold", "strikethrough": "strike"}[t]
-            for c in n.children:
-                self.inline(para, c, {**fmt, key: True}, target)
+            self.children(para, n.children, {**fmt, key: True}, target)
         elif t == "code_inline":
             self._text(para, n.text or "", {**fmt, "code": True}, target)
         elif t == "line_break":
@@ -453,17 +516,16 @@ class DocxWriter:
             href = str(n.attributes.get("href") or "")
             if href.lower().startswith(("http://", "https://", "mailto:")):
                 link = self._hyperlink(para, href)
-                for c in n.children:
-                    self.inline(para, c, {**fmt, "link": True}, link)
+                self.children(para, n.children, {**fmt, "link": True}, link)
             else:
-                for c in n.children:
-                    self.inline(para, c, fmt, target)
+                self.children(para, n.children, fmt, target)
         elif t == "image":
             asset = self.p.assets.get(n.node_id)
             placed = False
-            if asset is not None and asset.data:
+            if asset is not None and asset.data and not self._in_note:
                 try:  # the user's bytes: python-docx's header readers raise on a truncated or odd image
-                    para.items.append(self._picture(asset))
+                    picture = self._picture(asset, alt=str(n.attributes.get("alt") or ""))
+                    (target if target is not None else para.items).append(picture)  # a linked image stays linked
                     placed = True
                 except Exception as exc:
                     self.p.warn(
@@ -475,17 +537,24 @@ class DocxWriter:
             asset = self.p.assets.get(n.node_id)
             if asset is not None and asset.kind == "omml" and asset.text:
                 para.items.append(asset.text)
-            elif asset is not None and asset.data:
+            elif asset is not None and asset.data and not self._in_note:
                 para.items.append(self._picture(asset, height_px=asset.height or 16))
             else:
                 self._text(para, n.text or "", {**fmt, "code": True}, target)
         elif t == "footnote_ref":
-            self._footnote_ref(para, int(n.attributes.get("index", 0)))
+            if self._in_note:  # a note citing a note: its number as text
+                self._text(para, f"[{int(n.attributes.get('index', 0))}]", fmt, target)
+            else:
+                self._footnote_ref(para, int(n.attributes.get("index", 0)))
         elif t == "html":
-            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
+            self._drop_html(n)
         else:
-            for c in n.children:
-                self.inline(para, c, fmt, target)
+            self.children(para, n.children, fmt, target)
+
+    def _drop_html(self, n: Node) -> None:
+        what = n.attributes.get("unsupported") or "raw HTML other than the inline formatting tags"
+        self.p.warn("EXPORT_CONTENT_DROPPED", n, f"{what} is not exported to DOCX")
+        self.p.dropped.append(n.node_id)
 
     def _text(self, para: _Para, text: str, fmt: dict[str, Any], target: builtins.list[str] | None) -> None:
         if target is not None:  # in a hyperlink: the Hyperlink character style (inline code keeps it too)
@@ -494,14 +563,14 @@ class DocxWriter:
             return
         props = _bis(fmt)
         if fmt.get("code"):
-            props = f'<w:rStyle w:val="{self.style_id("Code Char")}"/>' + props
+            props = f'<w:rStyle w:val="{self.style_id(CODE_CHAR_STYLE)}"/>' + props
         rpr = f"<w:rPr>{props}</w:rPr>" if props else ""
         para.items.append(f"<w:r>{rpr}{_run_content(text)}</w:r>")
 
     def _hyperlink(self, para: _Para, url: str) -> builtins.list[str]:
         from docx.opc.constants import RELATIONSHIP_TYPE as RT
 
-        r_id = self.doc.part.relate_to(url, RT.HYPERLINK, is_external=True)
+        r_id = self._link_part.relate_to(url, RT.HYPERLINK, is_external=True)
         link = [f'<w:hyperlink r:id="{_attr(r_id)}">']
         para.items.append(link)
         return link
@@ -513,37 +582,101 @@ class DocxWriter:
         )
 
     def _footnotes_part(self) -> None:
+        """The footnotes part: each note's paragraphs with their formatting and links (the links' relationships on
+        this part); other blocks in a note as their text; pictures as their alt text (their parts belong to the
+        body)."""
         from docx.opc.packuri import PackURI
         from docx.opc.part import Part
 
+        part = Part(PackURI("/word/footnotes.xml"), FOOTNOTES_CT, b"", self.doc.part.package)
+        self._link_part, self._in_note = part, True
         bodies = [
             '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>',
             '<w:footnote w:type="continuationSeparator" w:id="0"><w:p><w:r><w:continuationSeparator/></w:r></w:p>'
             "</w:footnote>",
         ]
+        small = {"small": True}
         for fn in self.p.document.footnotes:
             index = int(fn.attributes.get("index", 0))
             fid = self.footnote_ids.get(index)
             if fid is None:
                 continue  # defined but never referenced: nothing points at it
-            text = " ".join(c.plain_text() for c in fn.children).strip()
-            bodies.append(
-                f'<w:footnote w:id="{fid}"><w:p><w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr>'
-                f'<w:footnoteRef/></w:r><w:r><w:rPr><w:sz w:val="18"/></w:rPr>'
-                f'<w:t xml:space="preserve"> {escape(_clean(text))}</w:t></w:r></w:p></w:footnote>'
-            )
+            paras = []
+            for i, c in enumerate(fn.children or [None]):
+                para = _Para()
+                if i == 0:
+                    para.items.append('<w:r><w:rPr><w:vertAlign w:val="superscript"/></w:rPr><w:footnoteRef/></w:r>')
+                    self._text(para, " ", small, None)
+                if c is not None and c.type == "paragraph":
+                    self.children(para, c.children, small, None)
+                elif c is not None:
+                    self._text(para, c.plain_text().strip(), small, None)
+                paras.append(para.xml())
+            bodies.append(f'<w:footnote w:id="{fid}">{"".join(paras)}</w:footnote>')
+        self._in_note = False
         head = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-        xml = f'{head}<w:footnotes xmlns:w="{W_NS}">{"".join(bodies)}</w:footnotes>'
-        part = Part(PackURI("/word/footnotes.xml"), FOOTNOTES_CT, xml.encode("utf-8"), self.doc.part.package)
+        xml = f'{head}<w:footnotes xmlns:w="{W_NS}" xmlns:r="{R_NS}" xmlns:m="{M_NS}">{"".join(bodies)}</w:footnotes>'
+        part._blob = xml.encode("utf-8")
         self.doc.part.relate_to(part, FOOTNOTES_RT)
 
 
+_BULLETS = ("\u2022", "\u25e6", "\u25aa")
+
+
+def _lvl(k: int, ordered: bool, start: int) -> str:
+    """Level ``k`` of a list's numbering: decimal ``1.`` or a bullet, indented 0.25 in more per level."""
+    left, hanging = 360 * (k + 1), 360
+    fmt, text = ("decimal", f"%{k + 1}.") if ordered else ("bullet", _BULLETS[k % 3])
+    return (
+        f'<w:lvl w:ilvl="{k}"><w:start w:val="{start}"/><w:numFmt w:val="{fmt}"/><w:lvlText w:val="{text}"/>'
+        f'<w:lvlJc w:val="left"/><w:pPr><w:ind w:left="{left}" w:hanging="{hanging}"/></w:pPr></w:lvl>'
+    )
+
+
+# Raw HTML inline tags with a Word equivalent: the formatting key they set, and its value.
+INLINE_TAGS = {
+    "sup": ("valign", "superscript"),
+    "sub": ("valign", "subscript"),
+    "kbd": ("code", True),
+    "code": ("code", True),
+    "samp": ("code", True),
+    "mark": ("highlight", True),
+    "u": ("underline", True),
+    "ins": ("underline", True),
+    "b": ("bold", True),
+    "strong": ("bold", True),
+    "i": ("italic", True),
+    "em": ("italic", True),
+    "s": ("strike", True),
+    "del": ("strike", True),
+    "strike": ("strike", True),
+    "br": ("break", True),  # a line break, not a format
+}
+_TAG = re.compile(r"^<(/?)([a-zA-Z][a-zA-Z0-9]*)(?:\s[^>]*)?/?>$")
+
+
+def _inline_tag(n: Node) -> tuple[bool, str] | None:
+    """``(closing, name)`` when ``n`` is an inline raw tag in :data:`INLINE_TAGS` (one tag a node, as
+    markdown-it splits inline HTML); None for anything else."""
+    if n.attributes.get("block") is not False:
+        return None
+    m = _TAG.match((n.text or "").strip())
+    if m is None or m.group(2).lower() not in INLINE_TAGS:
+        return None
+    return bool(m.group(1)), m.group(2).lower()
+
+
 def _bis(fmt: dict[str, Any]) -> str:
-    """Bold, italic, strike: in ``w:rPr``'s schema order."""
+    """Bold, italic, strike, 9 pt (``small``: footnotes), highlight, underline, super/subscript: in ``w:rPr``'s
+    schema order."""
     return (
         ("<w:b/>" if fmt.get("bold") else "")
         + ("<w:i/>" if fmt.get("italic") else "")
         + ("<w:strike/>" if fmt.get("strike") else "")
+        + ('<w:sz w:val="18"/>' if fmt.get("small") else "")
+        + ('<w:highlight w:val="yellow"/>' if fmt.get("highlight") else "")
+        + ('<w:u w:val="single"/>' if fmt.get("underline") else "")
+        + (f'<w:vertAlign w:val="{fmt["valign"]}"/>' if fmt.get("valign") else "")
     )
 
 

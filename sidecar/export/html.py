@@ -5,12 +5,14 @@ loaded from outside. The PDF exporter prints the same markup (``print=True``: pa
 from __future__ import annotations
 
 import base64
+import re
 from html import escape
 
 import anyio
 
 from .ast import Node
 from .models import ExportOptions, ExportResult
+from .rawhtml import Vault, clean, removed_by_cleaning, unclosed_rawtext
 from .types import Prepared
 
 CODE_THEMES = {"github-light": "default", "github": "default", "light": "default", "dark": "github-dark"}
@@ -63,6 +65,16 @@ class HtmlWriter:
         from pygments.formatters import HtmlFormatter
 
         self.formatter = HtmlFormatter(style=code_style(options.code_theme) or "default", nowrap=True)
+        doc = prepared.document
+        raw = any(n.type == "html" for n in doc.walk()) or any(
+            n.type == "html" for f in doc.footnotes for n in f.walk()
+        )
+        self.vault: Vault | None = Vault() if raw else None  # only a document with raw HTML is cleaned
+
+    def trusted(self, markup: str) -> str:
+        """Markup this writer made from prepared assets (SVG, MathML, ``data:`` images): kept out of the
+        sanitiser's hands, which knows no SVG or MathML."""
+        return self.vault.keep(markup) if self.vault is not None else markup
 
     def document(self) -> str:
         doc = self.p.document
@@ -81,6 +93,9 @@ class HtmlWriter:
                 back = f' <a href="#fnref-{fn.attributes["index"]}" class="footnote-back">↩</a>'
                 items.append(f'<li id="fn-{fn.attributes["index"]}">{inner}{back}</li>')
             body.append(f'<section class="footnotes"><ol>{"".join(items)}</ol></section>')
+        content = "".join(body)
+        if self.vault is not None:
+            content = self.vault.restore(clean(content))
         css = self.p.theme_css + BASE_CSS + self.formatter.get_style_defs(".metona-export .highlight")
         if self.print_mode:
             css += PRINT_CSS
@@ -91,7 +106,7 @@ class HtmlWriter:
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             '<meta name="generator" content="Metona sidecar">\n'
             f"<title>{escape(doc.title)}</title>\n<style>\n{_style_text(css)}\n</style>\n</head>\n"
-            f'<body>\n<article class="metona-export">\n{"".join(body)}\n</article>\n</body>\n</html>\n'
+            f'<body>\n<article class="metona-export">\n{content}\n</article>\n</body>\n</html>\n'
         )
 
     # ---------------------------------------------------------------------------------------------- blocks
@@ -110,20 +125,10 @@ class HtmlWriter:
             tag = "ol" if n.attributes.get("ordered") else "ul"
             start = n.attributes.get("start")
             attr = f' start="{int(start)}"' if tag == "ol" and start not in (None, 1) else ""
-            return f"<{tag}{attr}>\n{''.join(self.block(c) for c in n.children)}</{tag}>\n"
+            tight = bool(n.attributes.get("tight"))
+            return f"<{tag}{attr}>\n{''.join(self.list_item(c, tight) for c in n.children)}</{tag}>\n"
         if t == "list_item":
-            checked = n.attributes.get("checked")
-            tight = len(n.children) >= 1 and n.children[0].type == "paragraph"
-            parts = []
-            for i, c in enumerate(n.children):
-                if c.type == "paragraph" and tight and i == 0:
-                    parts.append(self.inlines(c.children))
-                else:
-                    parts.append(self.block(c))
-            if checked is None:
-                return f"<li>{''.join(parts)}</li>\n"
-            box = '<input type="checkbox" disabled' + (" checked" if checked else "") + ">"
-            return f'<li class="task">{box}{"".join(parts)}</li>\n'
+            return self.list_item(n, False)
         if t == "blockquote":
             return f"<blockquote>\n{''.join(self.block(c) for c in n.children)}</blockquote>\n"
         if t == "code_block":
@@ -138,11 +143,46 @@ class HtmlWriter:
             asset = self.p.assets.get(n.node_id)
             if asset is None or asset.text is None:
                 return self.code(n, language=t)
-            return f'<figure class="diagram {t}" id="{n.node_id}">{asset.text}</figure>\n'
+            label = escape(diagram_alt(n), quote=True)  # the tagged PDF's Figure /Alt, a screen reader's name
+            return self.trusted(
+                f'<figure class="diagram {t}" id="{n.node_id}" role="img" aria-label="{label}">{asset.text}</figure>\n'
+            )
         if t == "html":
-            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
-            return ""
+            return self.raw(n)
         return f"<div>{self.inlines(n.children)}</div>\n"
+
+    def list_item(self, n: Node, tight: bool) -> str:
+        """A tight list's paragraphs are written without ``<p>`` (CommonMark); a loose list keeps them."""
+        parts = []
+        for c in n.children:
+            if c.type == "paragraph" and tight:
+                parts.append(self.inlines(c.children))
+            else:
+                parts.append(self.block(c))
+        checked = n.attributes.get("checked")
+        if checked is None:
+            return f"<li>{''.join(parts)}</li>\n"
+        box = self.trusted('<input type="checkbox" disabled' + (" checked" if checked else "") + ">")
+        return f'<li class="task">{box}{"".join(parts)}</li>\n'
+
+    def raw(self, n: Node) -> str:
+        """Raw HTML, left for the sanitiser (it cleans the whole body once); what it will remove is a warning."""
+        text = n.text or ""
+        if n.attributes.get("unsupported"):
+            self.p.warn("EXPORT_CONTENT_DROPPED", n, f"{n.attributes['unsupported']} is not exported")
+            self.p.dropped.append(n.node_id)
+            return ""
+        rawtext = unclosed_rawtext(text)
+        if rawtext is not None:
+            self.p.warn("EXPORT_CONTENT_DROPPED", n, f"raw HTML opens <{rawtext}> and never closes it: removed")
+            self.p.dropped.append(n.node_id)
+            return ""
+        removed = removed_by_cleaning(text)
+        if removed:
+            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML sanitised: removed " + ", ".join(removed[:8]))
+            if not clean(text).strip():
+                self.p.dropped.append(n.node_id)
+        return text
 
     def code(self, n: Node, language: str | None = None) -> str:
         from pygments import highlight
@@ -154,7 +194,7 @@ class HtmlWriter:
             lexer = get_lexer_by_name(lang, stripnl=False) if lang else TextLexer(stripnl=False)
         except ClassNotFound:
             lexer = TextLexer(stripnl=False)
-        code = highlight(n.text or "", lexer, self.formatter)
+        code = highlight(n.text, lexer, self.formatter) if n.text else ""  # an empty block stays empty
         cls = f' class="language-{escape(lang, quote=True)}"' if lang else ""
         return f'<pre class="highlight"><code{cls}>{code}</code></pre>\n'
 
@@ -176,7 +216,7 @@ class HtmlWriter:
     def math(self, n: Node) -> str:
         asset = self.p.assets.get(n.node_id)
         if asset is not None and asset.text:
-            return asset.text
+            return self.trusted(asset.text)
         return f'<code class="math">{escape(n.text or "")}</code>'
 
     # --------------------------------------------------------------------------------------------- inlines
@@ -213,8 +253,7 @@ class HtmlWriter:
             i = int(n.attributes.get("index", 0))
             return f'<sup class="footnote-ref"><a href="#fn-{i}" id="fnref-{i}">{i}</a></sup>'
         if t == "html":
-            self.p.warn("EXPORT_CONTENT_DROPPED", n, "raw HTML is not exported")
-            return ""
+            return self.raw(n)
         return self.inlines(n.children)
 
     def image(self, n: Node) -> str:
@@ -223,21 +262,34 @@ class HtmlWriter:
         if asset is None:
             return f'<span class="image-missing">[{alt}]</span>' if alt else ""
         if asset.kind == "svg" and asset.text:
-            return f'<span class="image" role="img" aria-label="{alt}">{asset.text}</span>'
+            return self.trusted(f'<span class="image" role="img" aria-label="{alt}">{asset.text}</span>')
         data = base64.b64encode(asset.data or b"").decode("ascii")
         size = ""
         if asset.width and asset.height:
             size = f' width="{round(asset.width)}" height="{round(asset.height)}"'
-        return f'<img src="data:{asset.mime_type};base64,{data}" alt="{alt}"{size}>'
+        return self.trusted(f'<img src="data:{asset.mime_type};base64,{data}" alt="{alt}"{size}>')
+
+
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.\-]*):", re.I)
 
 
 def safe_href(href: str) -> str | None:
-    low = href.strip().lower()
-    if low.startswith(("http://", "https://", "mailto:", "#")):
-        return href.strip()
-    if ":" not in low.split("/", 1)[0]:
-        return href.strip()  # relative: harmless in a standalone file
+    """``href`` if it is http(s), mailto, a fragment or relative (harmless in a standalone file), else None."""
+    href = href.strip()
+    m = _SCHEME.match(href)
+    if m is None or m.group(1).lower() in ("http", "https", "mailto"):
+        return href
     return None
+
+
+def diagram_alt(n: Node) -> str:
+    """A diagram's alternative text: its kind and its source on one line, cut at 160 characters
+    (``Mermaid diagram: flowchart TD A[Ready] --> B[Running] …``)."""
+    kind = "Mermaid diagram" if n.type == "mermaid" else "Function plot"
+    source = " ".join((n.text or "").split())
+    if len(source) > 160:
+        source = source[:159] + "…"
+    return f"{kind}: {source}" if source else kind
 
 
 def _starts_with_h1(root: Node) -> bool:

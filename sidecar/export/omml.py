@@ -14,6 +14,14 @@ M_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 _TRANSPARENT = {"mrow", "mstyle", "mpadded", "semantics", "menclose"}
 _SKIP = {"annotation", "annotation-xml", "mphantom", "none", "mprescripts"}
+# Large operators: with limits they are Word's n-ary objects (m:nary), the form Word's own equation editor and
+# readers such as pandoc expect (``\sum_{i=1}^{n} x_i``), not a base with scripts.
+NARY = set(
+    "\u2211\u220f\u2210\u222b\u222c\u222d\u222e\u222f\u2230\u22c3\u22c2\u22c1\u22c0\u2a01\u2a02\u2a00\u2a04\u2a06"
+)
+# Limits above/below (display style); an operator with scripts (msub/msup/msubsup, inline style) stays sSubSup,
+# which Word and pandoc already read as the operator with its scripts.
+_SCRIPTED = {"munderover": "undOvr", "munder": "undOvr", "mover": "undOvr"}
 
 
 class OmmlUnsupported(ValueError):
@@ -40,7 +48,7 @@ def mathml_to_omml(mathml: str) -> str:
         raise OmmlUnsupported(f"unreadable MathML ({exc.msg})") from None
     if _local(root) != "math":
         raise OmmlUnsupported("not a <math> element")
-    body = "".join(_conv(c) for c in root)
+    body = _seq(_kids(root))
     if root.get("display") == "block":
         return f'<m:oMathPara xmlns:m="{M_NS}"><m:oMath>{body}</m:oMath></m:oMathPara>'
     return f'<m:oMath xmlns:m="{M_NS}">{body}</m:oMath>'
@@ -70,6 +78,52 @@ def _need(el: object, n: int) -> list:
     return kids
 
 
+def _seq(kids: list) -> str:
+    """A row of elements; a large operator with limits takes the element after it as its operand."""
+    out = []
+    i = 0
+    while i < len(kids):
+        if _nary_op(kids[i]) is not None:
+            operand = _conv(kids[i + 1]) if i + 1 < len(kids) else ""
+            out.append(_nary(kids[i], operand))
+            i += 2
+            continue
+        out.append(_conv(kids[i]))
+        i += 1
+    return "".join(out)
+
+
+def _nary_op(el: object) -> str | None:
+    """The operator character when ``el`` is a large operator with limits (``∑_{i}^{n}``, ``∫_0^1``)."""
+    if _local(el) not in _SCRIPTED:
+        return None
+    kids = _kids(el)
+    if not kids or _local(kids[0]) != "mo":
+        return None
+    op = (getattr(kids[0], "text", None) or "").strip()
+    return op if op in NARY else None
+
+
+def _nary(el: object, operand: str) -> str:
+    name = _local(el)
+    op = escape(_nary_op(el) or "", {'"': "&quot;"})
+    kids = _kids(el)
+    if name == "munderover":
+        _need(el, 3)
+        sub, sup = kids[1], kids[2]
+    elif name == "munder":
+        _need(el, 2)
+        sub, sup = kids[1], None
+    else:
+        _need(el, 2)
+        sub, sup = None, kids[1]
+    props = f'<m:chr m:val="{op}"/><m:limLoc m:val="{_SCRIPTED[name]}"/>'
+    props += ('<m:subHide m:val="1"/>' if sub is None else "") + ('<m:supHide m:val="1"/>' if sup is None else "")
+    sub_x = _e("sub", sub) if sub is not None else "<m:sub/>"
+    sup_x = _e("sup", sup) if sup is not None else "<m:sup/>"
+    return f"<m:nary><m:naryPr>{props}</m:naryPr>{sub_x}{sup_x}<m:e>{operand}</m:e></m:nary>"
+
+
 def _conv(el: object) -> str:
     name = _local(el)
     text = (getattr(el, "text", None) or "").strip()
@@ -79,7 +133,7 @@ def _conv(el: object) -> str:
         kids = _kids(el)
         if name == "semantics":
             kids = kids[:1]
-        return "".join(_conv(c) for c in kids)
+        return _seq(kids)
     if name == "mi":
         return _run(text, plain=len(text) > 1 or el.get("mathvariant") == "normal")  # type: ignore[attr-defined]
     if name in ("mn", "mo"):

@@ -258,7 +258,7 @@ class ExportService:
         await ctx.progress("export", 2, 4)
         result: ExportResult = await self._exporters[fmt].export(prepared, options)
         warnings = [*prepared.warnings, *result.warnings]
-        _check_loss(document, warnings)
+        _check_loss(document, prepared.dropped, warnings)
         await ctx.progress("write", 3, 4)
         file_name = sanitize_file_name(document.title, fmt)
         target = self.root / f"{ctx.job_id}{EXTENSIONS[fmt]}"
@@ -410,14 +410,15 @@ class ExportService:
         return removed
 
 
-def _check_loss(document: Document, warnings: list[str]) -> None:
-    """Severe loss: the document had content, and every piece of it was dropped (raw HTML only, say)."""
+def _check_loss(document: Document, dropped: list[str], warnings: list[str]) -> None:
+    """Severe loss: the document had content, and every piece of it was dropped (raw HTML that the format cannot
+    carry or the sanitiser removed whole, say)."""
     content = [n for n in document.walk() if n.type in _CONTENT_TYPES and (n.text or "").strip()]
-    dropped = [n for n in document.walk() if n.type == "html"]
-    if dropped and not content:
+    raw = [n for n in document.walk() if n.type == "html"]
+    if dropped and not content and all(n.node_id in set(dropped) for n in raw):
         raise ExportUnsupportedContent(
             "Nothing in this document can be exported (it is all raw HTML).",
-            details={"nodes": [n.node_id for n in dropped[:50]], "warnings": warnings[:50]},
+            details={"nodes": dropped[:50], "warnings": warnings[:50]},
         )
 
 

@@ -30,6 +30,7 @@ class Prepared:
     document: Document
     assets: dict[str, Asset] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # raw HTML nodes an exporter dropped whole (severe-loss check)
     theme_css: str = ""
     dark: bool = False
     metadata: dict[str, str] = field(default_factory=dict)

@@ -205,6 +205,19 @@ def test_pdf_has_headings_chinese_text_diagrams_outline_and_page_numbers(sc: Sid
     for heading in HEADINGS:
         assert heading in titles, titles
     assert "/StructTreeRoot" in reader.trailer["/Root"]  # tagged
+    tree = _struct_tree(reader.trailer["/Root"]["/StructTreeRoot"])
+    kinds = [s for s, _, _ in tree]
+    assert [s for s in kinds if re.fullmatch(r"/H[1-6]", s)] == ["/H1", "/H2", "/H2", "/H2"]  # the note's headings
+    lists = [(depth, s) for s, depth, _ in tree if s in ("/L", "/LI")]
+    assert min(d for d, s in lists if s == "/L") < max(d for d, s in lists if s == "/L")  # a list nested in an item
+    assert kinds.count("/LI") == 7 and kinds.count("/Table") == 1 and kinds.count("/TH") == 3  # 5 items + 2 notes
+    assert kinds.count("/TR") == 3 and kinds.count("/TD") == 6  # header row + 2 rows of 3
+    figures = [alt for s, _, alt in tree if s == "/Figure"]
+    # each diagram is a Figure with its alternative text: its kind and source
+    assert any(f.startswith("Function plot: expressions: - expression: sin(x) label: 正弦曲线") for f in figures)
+    if _mermaid_on(sc):
+        assert any(f.startswith("Mermaid diagram: flowchart TD A[就绪 Ready] --> B[运行 Running]") for f in figures)
+        assert any(f.startswith("Mermaid diagram: sequenceDiagram participant 用户") for f in figures)
     subprocess.run(["pdftoppm", "-r", "60", "-png", str(pdf), str(SCREENS / "page")], check=True)
     pages = sorted(SCREENS.glob("page-*.png"))
     assert len(pages) == len(reader.pages) >= 2
@@ -214,6 +227,22 @@ def test_pdf_has_headings_chinese_text_diagrams_outline_and_page_numbers(sc: Sid
         with Image.open(page) as im:
             dark = sum(im.convert("L").histogram()[:128])
         assert dark > 500, page
+
+
+def _struct_tree(node: Any, depth: int = 0) -> list[tuple[str, int, str]]:
+    """The tagged PDF's structure elements in document order: (type, depth, alternative text)."""
+    import pypdf
+
+    node = node.get_object()
+    out: list[tuple[str, int, str]] = []
+    if isinstance(node, pypdf.generic.DictionaryObject):
+        if "/S" in node:
+            out.append((str(node["/S"]), depth, str(node.get("/Alt", ""))))
+        kids = node.get("/K")
+        if kids is not None:
+            for kid in kids if isinstance(kids, pypdf.generic.ArrayObject) else [kids]:
+                out += _struct_tree(kid, depth + 1)
+    return out
 
 
 def _outline_titles(outline: Any) -> list[str]:
@@ -240,7 +269,7 @@ def test_docx_has_heading_styles_table_list_levels_images_footnotes_and_equation
     assert styles["第一层 level one"] == "List Bullet"
     assert styles["第二层 level two"] == "List Bullet 2"
     assert styles["第三层 ordered"] == "List Number 3"
-    assert any(p.style.name == "Code" and "def schedule" in p.text for p in doc.paragraphs)
+    assert any(p.style.name == "Source Code" and "def schedule" in p.text for p in doc.paragraphs)
     table = doc.tables[0]
     assert [c.text for c in table.rows[0].cells] == ["算法 Algorithm", "平均等待", "抢占"]
     assert "w:tblHeader" in table.rows[0]._tr.xml and [c.text for c in table.rows[2].cells] == ["RR", "6.2", "是"]
@@ -253,6 +282,7 @@ def test_docx_has_heading_styles_table_list_levels_images_footnotes_and_equation
     assert body.count("<m:oMath") >= 2  # inline and block maths as Word equations
     assert "w:hyperlink" in body and "footnoteReference" in body
     assert "see chapter 5" in z.read("word/footnotes.xml").decode()
+    assert 'descr="Function plot: expressions: - expression: sin(x)' in body  # a picture's alternative text
     if shutil.which("soffice"):
         out = SCREENS / "lo"
         subprocess.run(
@@ -265,13 +295,14 @@ def test_docx_has_heading_styles_table_list_levels_images_footnotes_and_equation
 
 def test_markdown_source_is_not_persisted_and_warnings_name_nodes(sc: Sidecar) -> None:
     secret = "未保存的预览 unsaved preview text 7f3a"
-    md = f"# Draft\n\n{secret}\n\n<div>raw html</div>\n\n![pic](https://example.com/a.png)\n"
+    md = f'# Draft\n\n{secret}\n\n<div onclick="steal()">raw html</div>\n\n![pic](https://example.com/a.png)\n'
     job = sc.result("exports/create", {"source": {"type": "markdown", "markdown": md}, "format": "html"})
     job = _wait(sc, job["job_id"])
     assert job["status"] == "completed"
     assert any(w.startswith("EXPORT_CONTENT_DROPPED: node_") and "(html)" in w for w in job["warnings"])
     assert any(w.startswith("EXPORT_IMAGE_SKIPPED: node_") for w in job["warnings"])
-    assert secret in _download(sc, job["job_id"]).decode()
+    page = _download(sc, job["job_id"]).decode()
+    assert secret in page and "<div>raw html</div>" in page and "steal" not in page  # kept, sanitised
     db = (sc.data_dir / "metona.sqlite3").read_bytes()  # type: ignore[attr-defined]
     assert secret.encode() not in db
     only_html = sc.result(

@@ -23,6 +23,7 @@ PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 )
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
 
 
 def _shape(el: etree._Element) -> list:
@@ -69,6 +70,8 @@ def test_tables_and_pictures_are_the_markup_python_docx_makes() -> None:
     doc.add_paragraph().add_run().add_picture(io.BytesIO(PNG), width=Inches(2))
     theirs_pic = doc.element.body.findall(f"{W}p")[-1].find(f"{W}r")
     ours_pic = ours.findall(f"{W}p")[-1].find(f"{W}r")
+    doc_pr = ours_pic.find(f".//{{{WP}}}docPr")
+    assert doc_pr.attrib.pop("descr") == "p"  # the alt text: ours only
     assert _shape(ours_pic) == _shape(theirs_pic)
 
 
@@ -91,7 +94,7 @@ def test_structure_styles_numbering_links_footnotes_maths_pictures() -> None:
         "List Number 3",
         "List Number",
     ]
-    assert "Code" in styles and styles.count("List Number") == 3
+    assert "Source Code" in styles and styles.count("List Number") == 3
     body = _body(data)
     link_p = body.findall(f"{W}p")[1]
     # the hyperlink holds the link's text runs (Hyperlink style, bold kept); its maths follows it (in the paragraph)
@@ -100,16 +103,19 @@ def test_structure_styles_numbering_links_footnotes_maths_pictures() -> None:
     assert [r.find(f"{W}rPr/{W}rStyle").get(f"{W}val") for r in link] == ["Hyperlink"] * 5
     assert link[1].find(f"{W}rPr/{W}b") is not None and link[1].findtext(f"{W}t") == "the"
     assert doc.part.rels[link.get(qn("r:id"))].target_ref == "https://example.org/?a=1&b=2"
-    # each ordered list restarts: its own w:num; a 4th level keeps numPr before ind (schema order)
-    num_ids = [
-        p.find(f"{W}pPr/{W}numPr/{W}numId").get(f"{W}val")
-        for p in body.findall(f"{W}p")
-        if p.find(f"{W}pPr/{W}numPr") is not None
-    ]
+    # each list has its own numbering (w:num → its own w:abstractNum), nesting is w:ilvl; a 4th level is ilvl 3,
+    # indented by its numbering level (no direct indentation), numPr after pStyle (schema order)
+    numbered = [p for p in body.findall(f"{W}p") if p.find(f"{W}pPr/{W}numPr") is not None]
+    num_ids = [p.find(f"{W}pPr/{W}numPr/{W}numId").get(f"{W}val") for p in numbered]
     assert len(num_ids) == 6 and len(set(num_ids)) == 4  # one, two, three, four; "next" and "again" in one
-    deep = [p.find(f"{W}pPr") for p in body.findall(f"{W}p") if p.find(f"{W}pPr/{W}ind") is not None]
-    assert [etree.QName(c).localname for c in deep[0]] == ["pStyle", "numPr", "ind"]
-    code = next(p for p in doc.paragraphs if p.style.name == "Code")
+    assert [p.find(f"{W}pPr/{W}numPr/{W}ilvl").get(f"{W}val") for p in numbered] == ["0", "1", "2", "3", "0", "0"]
+    assert [etree.QName(c).localname for c in numbered[3].find(f"{W}pPr")] == ["pStyle", "numPr"]
+    numbering = etree.fromstring(zipfile.ZipFile(io.BytesIO(data)).read("word/numbering.xml"))
+    abstract_of = {n.get(f"{W}numId"): n.find(f"{W}abstractNumId").get(f"{W}val") for n in numbering.iter(f"{W}num")}
+    assert len({abstract_of[i] for i in num_ids}) == 4
+    first_num = list(numbering).index(numbering.find(f"{W}num"))
+    assert all(list(numbering).index(a) < first_num for a in numbering.iter(f"{W}abstractNum"))
+    code = next(p for p in doc.paragraphs if p.style.name == "Source Code")
     assert code.text.rstrip("\n") == "if x:\n\treturn 1" and code._p.find(f".//{W}tab") is not None
     table = doc.tables[0]
     assert table.style.name == "Table Grid" and "w:tblHeader" in table.rows[0]._tr.xml
@@ -143,3 +149,50 @@ def test_writer_checks_cancellation_while_building() -> None:
     prepared.check_cancelled = lambda: calls.append(1)
     DocxWriter(prepared, ExportOptions()).build()
     assert len(calls) >= 3
+
+
+def test_list_kinds_starts_and_code_highlighting_are_in_the_definitions() -> None:
+    data, _ = _export("7. seven\n   - bullet\n\n     0. zero\n\n- a\n\n- b\n\n```python\ndef f(): pass\n```\n")
+    body = _body(data)
+    numbering = etree.fromstring(zipfile.ZipFile(io.BytesIO(data)).read("word/numbering.xml"))
+    abstracts = {a.get(f"{W}abstractNumId"): a for a in numbering.iter(f"{W}abstractNum")}
+    abstract_of = {n.get(f"{W}numId"): n.find(f"{W}abstractNumId").get(f"{W}val") for n in numbering.iter(f"{W}num")}
+    seen = []
+    for p in body.findall(f"{W}p"):
+        num_pr = p.find(f"{W}pPr/{W}numPr")
+        if num_pr is None:
+            continue
+        ilvl = num_pr.find(f"{W}ilvl").get(f"{W}val")
+        lvl = abstracts[abstract_of[num_pr.find(f"{W}numId").get(f"{W}val")]].find(f"{W}lvl[@{W}ilvl='{ilvl}']")
+        seen.append((ilvl, lvl.find(f"{W}numFmt").get(f"{W}val"), lvl.find(f"{W}start").get(f"{W}val")))
+        # a loose list's items are spaced apart; a tight one keeps the style's contextual spacing
+        assert (p.find(f"{W}pPr/{W}spacing") is not None) == (p.xpath("string(.)") in ("bullet", "a", "b"))
+    bullets = [("0", "bullet", "1")] * 2
+    assert seen == [("0", "decimal", "7"), ("1", "bullet", "1"), ("2", "decimal", "0"), *bullets]
+    doc = Document(io.BytesIO(data))
+    code = next(p for p in doc.paragraphs if p.style.name == "Source Code")
+    tokens = {r.style.name for r in code.runs if r.style is not None and r.style.name.startswith("Tok ")}
+    assert "Tok Keyword" in tokens and "Tok Name Function" in tokens
+
+
+def test_safe_inline_html_tags_are_formatting_and_the_rest_a_warning() -> None:
+    md = (
+        "H<sub>2</sub>O is <mark>wet</mark>, E=mc<sup>2</sup>, press <kbd>Ctrl</kbd>+<kbd>C</kbd>,"
+        " <u>under</u><br>next *<b>bold</b> <span>plain</span>*\n\n<div>block</div>\n"
+    )
+    data, prepared = _export(md, include_title=False)
+    para = _body(data).find(f"{W}p")
+    runs = [(r.findtext(f"{W}t") or ("BR" if r.find(f"{W}br") is not None else "")) for r in para.findall(f"{W}r")]
+    props = {
+        r.findtext(f"{W}t"): {etree.QName(c).localname: c.get(f"{W}val") for c in r.iterfind(f"{W}rPr/*")}
+        for r in para.findall(f"{W}r")
+        if r.findtext(f"{W}t")
+    }
+    assert props["2"] == {"vertAlign": "superscript"} and props["O is "] == {}  # the last "2": mc²
+    assert para.findall(f"{W}r")[1].find(f"{W}rPr/{W}vertAlign").get(f"{W}val") == "subscript"  # H₂O
+    assert next(v for k, v in props.items() if k == "wet") == {"highlight": "yellow"}
+    assert props["Ctrl"] == {"rStyle": "VerbatimChar"} and props["under"] == {"u": "single"}
+    assert props["bold"] == {"b": None, "i": None} and props["plain"] == {"i": None}
+    assert "BR" in runs and runs.index("BR") == runs.index("under") + 1
+    assert [w.split(" ", 3)[2] for w in prepared.warnings] == ["(html)"] * 3  # <span>, </span>, <div>
+    assert all(w.startswith("EXPORT_CONTENT_DROPPED: node_") for w in prepared.warnings)

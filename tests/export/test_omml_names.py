@@ -88,3 +88,13 @@ def test_a_heading_of_megabytes_is_cut_in_linear_time() -> None:
     assert time.perf_counter() - start < 0.5
     assert name == "长" * 50 + ".docx"
     assert sanitize_file_name(" " * 10_000 + "标题", "pdf") == "标题.pdf"
+
+
+def test_display_limits_on_a_large_operator_are_an_n_ary_object_with_its_operand() -> None:
+    root = _omml("\\sum_{i=1}^{n} w_i + \\prod_{k} x", display="block")
+    nary = root.findall(f".//{{{M_NS}}}nary")
+    assert [n.find(f"{{{M_NS}}}naryPr/{{{M_NS}}}chr").get(f"{{{M_NS}}}val") for n in nary] == ["\u2211", "\u220f"]
+    assert nary[0].find(f"{{{M_NS}}}e/{{{M_NS}}}sSub") is not None  # w_i is the sum's operand
+    assert "".join(nary[0].find(f"{{{M_NS}}}sup").itertext()) == "n"
+    assert nary[1].find(f"{{{M_NS}}}naryPr/{{{M_NS}}}supHide") is not None  # \prod_{k}: no upper limit
+    assert root.find(f".//{{{M_NS}}}limUpp") is None and root.find(f".//{{{M_NS}}}limLow") is None

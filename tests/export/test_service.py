@@ -161,7 +161,7 @@ async def test_docx_export_without_a_browser_keeps_content_and_warns(env) -> Non
     assert [p.style.name for p in doc.paragraphs if p.text in ("a", "b")] == ["List Bullet", "List Bullet 2"]
     assert len(doc.tables) == 1 and "w:tblHeader" in doc.tables[0].rows[0]._tr.xml
     assert len(doc.inline_shapes) == 2  # the two PNG images; the plot needs the browser: shown as source
-    assert any(p.style.name == "Code" and "sin(x)" in p.text for p in doc.paragraphs)
+    assert any(p.style.name == "Source Code" and "sin(x)" in p.text for p in doc.paragraphs)
     z = zipfile.ZipFile(io.BytesIO(content))
     body = z.read("word/document.xml")
     assert body.count(b"<m:oMathPara") == 1 and body.count(b"<m:oMath ") + body.count(b"<m:oMath>") == 2
@@ -245,6 +245,12 @@ async def test_list_filters_and_cancel_of_a_queued_job(env) -> None:
 
 async def test_severe_loss_fails_the_export(env) -> None:
     svc, data, _ = env
-    job = await _run(svc, "html", {"type": "markdown", "markdown": "<div>only</div>\n\n<p>html</p>\n"})
+    only_html = {"type": "markdown", "markdown": "<div>only</div>\n\n<p>html</p>\n"}
+    job = await _run(svc, "docx", only_html)  # Word has no <div>/<p> to give it
+    assert job.status == "failed" and job.error.code == "EXPORT_UNSUPPORTED_CONTENT"
+    removed = {"type": "markdown", "markdown": "<script>alert(1)</script>\n\n<style>p {}</style>\n"}
+    job = await _run(svc, "html", removed)  # the sanitiser removes all of it
     assert job.status == "failed" and job.error.code == "EXPORT_UNSUPPORTED_CONTENT"
     assert os.listdir(data / "exports") == []
+    kept = await _run(svc, "html", only_html)  # safe raw HTML is kept in HTML
+    assert kept.status == "completed" and not kept.warnings
