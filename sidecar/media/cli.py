@@ -73,7 +73,7 @@ async def _run(ns: argparse.Namespace) -> int:
                     db,
                     jobs,
                     knowledge,
-                    WorkerClient(children, None, idle_s=0),
+                    WorkerClient(children, tg, idle_s=0),
                     models_dir=data_dir / "models",
                     tmp_dir=Path(tmp) / "media",
                     whisper_model_dir=Path(whisper_dir) if whisper_dir else None,
