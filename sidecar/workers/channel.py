@@ -91,7 +91,6 @@ class _Session:
         self.fault: WorkerFault | None = None
         self.stopping = False
         self.pending: dict[str, MemoryObjectSendStream[_Item]] = {}
-        self.write_lock = anyio.Lock()
         self.stderr_tail = bytearray()
         self.stderr_done = anyio.Event()
 
@@ -177,10 +176,10 @@ class WorkerChannel:
             request_id = f"r{self._next_id}"
             send, receive = anyio.create_memory_object_stream[_Item](math.inf)
             session.pending[request_id] = send
+            logger.debug("%s: request %s (%s)", self.name, request_id, op)
             try:
-                return await self._exchange(
-                    session, Request(id=request_id, op=op, params=dict(params)), receive, on_event, timeout_s
-                )
+                request = Request(id=request_id, op=op, params=dict(params))
+                return await self._exchange(session, request, receive, on_event, timeout_s)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     await self._write(session, Cancel(id=request_id))
@@ -226,12 +225,13 @@ class WorkerChannel:
         raise self._on_fault(session.fault or WorkerFault(DIED, exit_reason(self.name, session.process.returncode)))
 
     async def _write(self, session: _Session, message: Request | Cancel) -> bool:
+        """Write one line. Nothing is awaited before the bytes are in the pipe's buffer (no lock: a whole line is one
+        synchronous write), so a cancel written while its request is being cancelled always goes out."""
         stdin = session.process.stdin
         if stdin is None or not session.alive:
             return False
         try:
-            async with session.write_lock:
-                await stdin.send(protocol.encode(message))
+            await stdin.send(protocol.encode(message))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             return False
         return True
@@ -326,6 +326,8 @@ class WorkerChannel:
             if session.hello is None:
                 return WorkerFault(PROTOCOL_ERROR, f"the {self.name} answered before it said hello")
             waiter = session.pending.get(message.id)
+            if isinstance(message, (Result, Error)):
+                logger.debug("%s: %s of %s%s", self.name, message.type, message.id, "" if waiter else " (dropped)")
             if waiter is None:  # a request that was given up (cancelled, timed out): its late lines are dropped
                 continue
             with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):

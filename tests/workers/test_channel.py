@@ -125,14 +125,17 @@ async def test_a_cancelled_request_sends_a_cancel_and_the_channel_goes_on() -> N
         async def on_held(event: Progress | Delta) -> None:
             held.set()
 
-        async with anyio.create_task_group() as tg:
+        scopes: list[anyio.CancelScope] = []
 
-            async def hold() -> None:
+        async def hold() -> None:
+            with anyio.CancelScope() as scope:  # cancelled from another task, as the dispatcher cancels a request
+                scopes.append(scope)
                 await channel.request("hold", {"key": "c"}, on_held)
 
+        async with anyio.create_task_group() as tg:
             tg.start_soon(hold)
             await held.wait()
-            tg.cancel_scope.cancel()
+            scopes[0].cancel()
         cancelled = await channel.request("cancelled", {})
         assert len(cancelled["ids"]) == 1  # the worker got the cancel of that request
         assert channel.starts == 1 and await channel.request("echo", {"after": True}) == {"after": True}
