@@ -297,7 +297,7 @@ class WorkerChannel:
                 buffer += chunk
                 fault = await self._route_lines(session, buffer)
                 if fault is None and len(buffer) > MAX_LINE:
-                    fault = WorkerFault(PROTOCOL_ERROR, f"the {self.name} wrote a line longer than {MAX_LINE} bytes")
+                    fault = self._broken(session, f"wrote a line longer than {MAX_LINE} bytes")
                 if fault is not None:
                     break
             ended = True
@@ -317,14 +317,19 @@ class WorkerChannel:
                 message = protocol.from_worker(line)
             except protocol.ProtocolViolation as exc:
                 logger.warning("%s: %s", self.name, exc)
-                return WorkerFault(PROTOCOL_ERROR, f"the {self.name} wrote a line that is not a worker message")
+                return self._broken(session, "wrote a line that is not a worker message")
             if isinstance(message, Hello):
+                if message.protocol != protocol.PROTOCOL_VERSION:
+                    logger.warning(
+                        "%s speaks protocol %s, not %s", self.name, message.protocol, protocol.PROTOCOL_VERSION
+                    )
+                    return self._broken(session, "speaks another protocol version")
                 if session.hello is None:
                     session.hello = message
                     session.ready.set()
                 continue
             if session.hello is None:
-                return WorkerFault(PROTOCOL_ERROR, f"the {self.name} answered before it said hello")
+                return self._broken(session, "answered before it said hello")
             waiter = session.pending.get(message.id)
             if isinstance(message, (Result, Error)):
                 logger.debug("%s: %s of %s%s", self.name, message.type, message.id, "" if waiter else " (dropped)")
@@ -334,9 +339,15 @@ class WorkerChannel:
                 waiter.send_nowait(message)
         return None
 
+    def _broken(self, session: _Session, what: str) -> WorkerFault:
+        """A worker that breaks the protocol: before its hello it did not start, after it is a protocol error."""
+        return WorkerFault(PROTOCOL_ERROR if session.hello is not None else START_FAILED, f"the {self.name} {what}")
+
     async def _reader_ended(self, session: _Session, fault: WorkerFault | None, *, waited: bool) -> None:
         process = session.process
         if fault is None:
+            if not waited:  # our own task group ends (shutdown): not the worker's failure
+                session.stopping = True
             code = process.returncode
             if waited and code is None and not session.stopping:
                 with anyio.move_on_after(EXIT_WAIT_S):

@@ -1,6 +1,7 @@
 """A fake worker for the channel tests: ``python fake_worker.py MODE`` speaks sidecar.workers.protocol.
 
-MODE ``ok`` serves requests; ``hang`` never says hello; ``exit`` leaves before its hello. Ops (``ok``):
+MODE ``ok`` serves requests; ``hang`` never says hello; ``exit`` leaves before its hello; ``noise`` prints a line
+that is not a message before its hello; ``oldproto`` says hello in another protocol version. Ops (``ok``):
 ``echo`` (result: the params), ``stream`` (``n`` deltas, then a result), ``hold`` (a ``held`` progress, then no
 answer until ``release`` of the same ``key`` or a cancel), ``release``, ``cancelled`` (the ids cancelled so far),
 ``env`` (the names of its environment variables), ``fail`` (an error with the params' ``code``), ``garbage``
@@ -13,7 +14,7 @@ import os
 import sys
 
 from sidecar.workers.io import claim_stdout
-from sidecar.workers.protocol import Cancel, WorkerOutput, read_requests
+from sidecar.workers.protocol import Cancel, Hello, WorkerOutput, read_requests
 
 
 def main(mode: str) -> None:
@@ -22,6 +23,11 @@ def main(mode: str) -> None:
         for _ in sys.stdin:  # until EOF (or a kill): no hello ever
             pass
         return
+    if mode == "noise":  # a library that printed to the real stdout before the hello
+        proto.write("loading weights... done\n")
+        proto.flush()
+    if mode == "oldproto":
+        WorkerOutput(proto).send(Hello(worker="fake", pid=os.getpid(), protocol=0))
     if mode == "exit":
         sys.stderr.write("fake worker: cannot start\n")
         os._exit(5)

@@ -157,6 +157,15 @@ async def test_a_worker_that_exits_at_start_fails_with_the_domain_code() -> None
         assert "exited with status 5" in str(info.value) and children.pids == []
 
 
+@pytest.mark.parametrize("mode", ["noise", "oldproto"])
+async def test_a_worker_that_breaks_the_protocol_before_its_hello_did_not_start(mode: str) -> None:
+    async with running(mode) as (channel, children):
+        with pytest.raises(DomainError) as info:
+            await channel.request("echo", {})
+        assert (info.value.code, info.value.reason) == ("FAKE_DOMAIN_FAILED", channel_mod.START_FAILED)
+        assert "loading" not in str(info.value) and channel.pid is None and children.pids == []
+
+
 async def test_a_garbage_line_fails_the_request_and_the_next_one_gets_a_fresh_worker() -> None:
     async with running() as (channel, children):
         first = (await channel.start()).pid
