@@ -150,11 +150,6 @@ class WorkerChannel:
         s = self._session
         return s.process.pid if s is not None and s.alive else None
 
-    @property
-    def hello(self) -> Hello | None:
-        s = self._session
-        return s.hello if s is not None and s.alive else None
-
     # ---- requests ------------------------------------------------------------------------------------------------
 
     async def request(
@@ -295,7 +290,7 @@ class WorkerChannel:
         try:
             async for chunk in stdout:
                 buffer += chunk
-                fault = await self._route_lines(session, buffer)
+                fault = self._route_lines(session, buffer)
                 if fault is None and len(buffer) > MAX_LINE:
                     fault = self._broken(session, f"wrote a line longer than {MAX_LINE} bytes")
                 if fault is not None:
@@ -307,7 +302,7 @@ class WorkerChannel:
             with anyio.CancelScope(shield=True):
                 await self._reader_ended(session, fault, waited=ended)
 
-    async def _route_lines(self, session: _Session, buffer: bytearray) -> WorkerFault | None:
+    def _route_lines(self, session: _Session, buffer: bytearray) -> WorkerFault | None:
         while (end := buffer.find(b"\n")) >= 0:
             line = bytes(buffer[:end])
             del buffer[: end + 1]
