@@ -311,7 +311,7 @@ async def open_transcriber(settings: Settings, work: Path) -> AsyncIterator[Tran
         async with anyio.create_task_group() as tg:
             events, jobs = await open_event_log(db, tg)
             knowledge = await open_knowledge(db, work, max_attachment_bytes=1 << 40)
-            worker = WorkerClient(children, None, idle_s=0)
+            worker = WorkerClient(children, tg, idle_s=0)
             media = await open_media(settings, Storage(db, events, jobs), knowledge, worker, tmp_dir=work / "media")
             yield Transcriber(events, knowledge, media)
             tg.cancel_scope.cancel()

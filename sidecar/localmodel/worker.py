@@ -1,15 +1,18 @@
 """The local model's worker: a child process of the sidecar that owns openvino-genai (the sidecar never imports it).
 
-``python -m sidecar.localmodel.worker`` speaks JSON lines: requests on stdin, answers on stdout (the real
-stdout is kept private; anything a library prints goes to stderr). One job at a time, in order:
+``python -m sidecar.localmodel.worker`` speaks the one worker protocol (:mod:`sidecar.workers.protocol`):
+requests on stdin, answers on stdout (the real stdout is kept private; anything a library prints goes to
+stderr). A hello first, then one job at a time, in order:
 
-* ``{"op": "load", "id", "root", "path"?}`` → ``progress`` lines, then ``loaded`` (``context_window``, timings)
-* ``{"op": "generate", "id", "messages", "tools"?, "max_tokens"?, "temperature"?, "top_p"?, "stop"?,
-  "json_schema"?}`` → ``delta`` lines, then ``end`` (real token counts from the runtime, ``finish``, timings)
-* ``{"op": "cancel", "id"}`` stops that generation at its next token (or before it starts)
+* ``load`` (``root``, ``path``?, ``threads``?, ``precision``?) → ``progress`` (stage, ``fraction``), then a result
+  (``context_window``, timings)
+* ``generate`` (``messages``, ``tools``?, ``max_tokens``?, ``temperature``?, ``top_p``?, ``stop``?,
+  ``json_schema``?) → ``delta`` lines, then a result (real token counts from the runtime, ``finish``, timings)
+* a ``cancel`` stops that generation at its next token (or before it starts)
 
-Any failure of a job answers ``{"event": "error", "id", "code", "message"}``. The worker exits on stdin EOF
-(the sidecar closed the pipe or died) and when its parent process changes (the sidecar was killed).
+Any failure of a job answers an ``error`` with ``model_unavailable``, ``context_length_exceeded``,
+``bad_request`` or ``runtime_error``. The worker exits on stdin EOF (the sidecar closed the pipe or died) and
+when its parent process changes (the sidecar was killed).
 """
 
 from __future__ import annotations
@@ -26,16 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from ..workers.io import claim_stdout, exit_with_parent
+from ..workers.protocol import Cancel, Request, WorkerOutput, read_requests
 from . import assets, convert
 
 META_FILE = "metona-model.json"
 
 
 class Worker:
-    def __init__(self, out: Any) -> None:
-        self._out = out
-        self._lock = threading.Lock()
-        self._jobs: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    def __init__(self, out: WorkerOutput) -> None:
+        self.out = out
+        self._jobs: queue.Queue[Request | None] = queue.Queue()
         self._cancelled: set[str] = set()
         self._current: str | None = None
         self._pipe: Any = None
@@ -43,24 +46,12 @@ class Worker:
         self._loaded_key: str | None = None
         self._info: dict[str, Any] = {}
 
-    def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, ensure_ascii=False) + "\n"
-        with self._lock:
-            self._out.write(line)
-            self._out.flush()
-
     # ---- the stdin side ------------------------------------------------------------------------------------
 
     def read(self, stream: Any) -> None:
-        for line in stream:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(message, dict):
-                continue
-            if message.get("op") == "cancel":
-                self._cancelled.add(str(message.get("id")))
+        for message in read_requests(stream):
+            if isinstance(message, Cancel):
+                self._cancelled.add(message.id)
             else:
                 self._jobs.put(message)
         self._jobs.put(None)
@@ -72,22 +63,21 @@ class Worker:
             job = self._jobs.get()
             if job is None:
                 return
-            job_id = str(job.get("id"))
+            job_id = job.id
             self._current = job_id
             try:
-                if job.get("op") == "load":
-                    self.send({"event": "loaded", "id": job_id, **self.load(job, job_id)})
-                elif job.get("op") == "generate":
-                    self.send({"event": "end", "id": job_id, **self.generate(job, job_id)})
+                if job.op == "load":
+                    self.out.result(job_id, self.load(job.params, job_id))
+                elif job.op == "generate":
+                    self.out.result(job_id, self.generate(job.params, job_id))
                 else:
-                    self.send({"event": "error", "id": job_id, "code": "bad_request", "message": "unknown op"})
+                    self.out.error(job_id, "bad_request", "unknown op")
             except assets.ModelUnavailable as exc:
-                self.send({"event": "error", "id": job_id, "code": "model_unavailable", "message": str(exc)})
+                self.out.error(job_id, "model_unavailable", str(exc))
             except ContextTooLong as exc:
-                self.send({"event": "error", "id": job_id, "code": "context_length_exceeded", "message": str(exc)})
+                self.out.error(job_id, "context_length_exceeded", str(exc))
             except Exception as exc:  # the job failed; the worker goes on (the sidecar decides what to do)
-                why = f"{type(exc).__name__}: {exc}"
-                self.send({"event": "error", "id": job_id, "code": "runtime_error", "message": why})
+                self.out.error(job_id, "runtime_error", f"{type(exc).__name__}: {exc}")
             finally:
                 self._current = None
                 self._cancelled.discard(job_id)
@@ -100,7 +90,7 @@ class Worker:
         def progress(stage: str, fraction: float) -> None:
             if fraction - last.get(stage, -1.0) >= 0.05 or fraction >= 1.0:
                 last[stage] = fraction
-                self.send({"event": "progress", "id": job_id, "stage": stage, "fraction": round(fraction, 3)})
+                self.out.progress(job_id, stage, {"fraction": round(fraction, 3)})
 
         path = job.get("path")
         files = assets.configured(Path(path), root, progress) if path else assets.assemble(root, progress)
@@ -162,7 +152,7 @@ class Worker:
             if text:
                 if not first:
                     first.append(time.perf_counter())
-                self.send({"event": "delta", "id": job_id, "text": text})
+                self.out.delta(job_id, text)
             if job_id in self._cancelled:
                 cancelled = True
                 return ov_genai.StreamingStatus.STOP
@@ -218,12 +208,11 @@ def _exit() -> None:
 
 def main() -> None:
     convert.block_telemetry()
-    out = claim_stdout()  # stdout is the protocol: libraries that print go to stderr
-    worker = Worker(out)
+    worker = Worker(WorkerOutput(claim_stdout()))  # stdout is the protocol: libraries that print go to stderr
     exit_with_parent(_exit)  # the sidecar died (even by SIGKILL): never outlive it
     reader = threading.Thread(target=worker.read, args=(sys.stdin,), daemon=True)
     reader.start()
-    worker.send({"event": "ready", "pid": os.getpid()})
+    worker.out.hello("local-model", os.getpid())
     runner = threading.Thread(target=worker.run, daemon=True)
     runner.start()
     reader.join()  # stdin closed: the sidecar is gone or done with us

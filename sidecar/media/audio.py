@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import TRANSCRIPTION_FAILED, UNSUPPORTED_AUDIO_FORMAT
+
 SAMPLE_RATE = 16_000
 WINDOW_S = 120.0  # transcription window: two minutes of samples (and their features) in memory at a time
 SPLIT_SEARCH_S = 8.0  # a window ends at the quietest 0.1 s within its last seconds
@@ -104,13 +106,13 @@ def decode_to_file(source: Path, out: Path) -> Decoded:
         container = av.open(str(source), metadata_errors="ignore")
     except (av.FFmpegError, OSError, UnicodeDecodeError) as exc:
         raise AudioError(
-            "UNSUPPORTED_AUDIO_FORMAT", "UNREADABLE_CONTAINER", "The file is not an audio format that can be read."
+            UNSUPPORTED_AUDIO_FORMAT, "UNREADABLE_CONTAINER", "The file is not an audio format that can be read."
         ) from exc
     samples = 0
     decode_error = False
     with container:
         if not container.streams.audio:
-            raise AudioError("UNSUPPORTED_AUDIO_FORMAT", "NO_AUDIO_STREAM", "The file has no audio stream.")
+            raise AudioError(UNSUPPORTED_AUDIO_FORMAT, "NO_AUDIO_STREAM", "The file has no audio stream.")
         stream = container.streams.audio[0]
         declared = _declared_seconds(container, stream)
         header = _wav_header_seconds(source) if container.format.name == "wav" else None
@@ -134,12 +136,12 @@ def decode_to_file(source: Path, out: Path) -> Decoded:
             write(resampler.resample(None))
     if samples == 0:
         raise AudioError(
-            "TRANSCRIPTION_FAILED", "AUDIO_UNDECODABLE", "No audio could be decoded from the file (corrupt or empty)."
+            TRANSCRIPTION_FAILED, "AUDIO_UNDECODABLE", "No audio could be decoded from the file (corrupt or empty)."
         )
     decoded = samples / SAMPLE_RATE
     if declared and decoded < TRUNCATED_RATIO * declared - 0.5:
         raise AudioError(
-            "TRANSCRIPTION_FAILED",
+            TRANSCRIPTION_FAILED,
             "AUDIO_TRUNCATED",
             f"The file is truncated or corrupt: {decoded:.1f} s decoded of {declared:.1f} s declared.",
             decoded_seconds=round(decoded, 2),

@@ -21,6 +21,7 @@ from typing import Any
 
 from . import audio as audio_mod
 from .diarize import Diarizer, Turn, speaker_for
+from .errors import DIARIZATION_UNAVAILABLE, TRANSCRIPTION_MODEL_UNAVAILABLE
 from .resolve import DiarizationFiles, ModelUnavailable, WhisperSource, ensure_whisper_model, locate_diarization
 
 Emit = Callable[[str, dict[str, Any]], None]
@@ -80,7 +81,7 @@ def _prepare_diarizer(req: dict[str, Any], models: Models, warnings: list[dict[s
     except ModelUnavailable as exc:
         warnings.append(
             _warning(
-                "DIARIZATION_UNAVAILABLE",
+                DIARIZATION_UNAVAILABLE,
                 "Speakers were not labelled.",
                 reason="DIARIZATION_MODEL_UNAVAILABLE",
                 detail=str(exc),
@@ -92,7 +93,7 @@ def _prepare_diarizer(req: dict[str, Any], models: Models, warnings: list[dict[s
     except Exception as exc:  # torch / pyannote / torchaudio missing or broken
         warnings.append(
             _warning(
-                "DIARIZATION_UNAVAILABLE",
+                DIARIZATION_UNAVAILABLE,
                 "Speakers were not labelled.",
                 reason="DIARIZATION_STACK_UNAVAILABLE",
                 detail=f"{type(exc).__name__}: {str(exc)[:300]}",
@@ -171,7 +172,7 @@ def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
         model_dir = ensure_whisper_model(source)
         whisper = models.whisper(model_dir, profile.get("compute_type", "int8"), threads)
     except ModelUnavailable as exc:
-        raise JobError("TRANSCRIPTION_MODEL_UNAVAILABLE", str(exc), model=profile["model"]) from None
+        raise JobError(TRANSCRIPTION_MODEL_UNAVAILABLE, str(exc), model=profile["model"]) from None
     tmp_dir = Path(req["tmp_dir"])
     tmp_dir.mkdir(parents=True, exist_ok=True)
     fd, raw_name = tempfile.mkstemp(prefix="decoded-", suffix=".f32", dir=tmp_dir)

@@ -20,7 +20,6 @@ from typing import Any
 import anyio
 
 from sidecar.core.common import CursorPage, ErrorInfo, OperationResponse, Page, PageInfo
-from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
 from sidecar.jobs import JobContext, JobManager
 from sidecar.jobs.models import Job, JobStatus
 from sidecar.knowledge.models import BlockInput, Citation, CreateNoteParams, Note
@@ -28,7 +27,7 @@ from sidecar.knowledge.service import KnowledgeService
 from sidecar.storage.sqlite import Database
 from sidecar.trace.models import StoredEvent
 
-from . import resolve
+from . import errors, resolve
 from .audio import sniff_audio
 from .client import WorkerClient
 from .models import (
@@ -45,8 +44,8 @@ from .notes import transcript_blocks
 
 logger = logging.getLogger(__name__)
 
-NOT_FOUND_CODE = "RESOURCE_NOT_FOUND"
-CANCELLED_ERROR = ErrorInfo(code="TRANSCRIPTION_CANCELLED", message="The transcription was cancelled.")
+NOT_FOUND_CODE = errors.JOB_NOT_FOUND
+CANCELLED_ERROR = ErrorInfo(code=errors.TRANSCRIPTION_CANCELLED, message="The transcription was cancelled.")
 _FORWARDED_EVENTS = {"ModelLoading", "DiarizationStarted", "DiarizationCompleted", "TranscriptionStarted"}
 
 MIGRATIONS: list[str] = [
@@ -145,10 +144,8 @@ class MediaService:
     def _profile(self, profile_id: str) -> TranscriptionProfile:
         profile = PROFILES.get(profile_id)
         if profile is None:
-            raise NotFoundError(
-                "Transcription profile was not found.",
-                code="TRANSCRIPTION_PROFILE_NOT_FOUND",
-                details={"profile_id": profile_id, "known": sorted(PROFILES)},
+            raise errors.TranscriptionProfileNotFound(
+                "Transcription profile was not found.", details={"profile_id": profile_id, "known": sorted(PROFILES)}
             )
         return profile
 
@@ -165,19 +162,14 @@ class MediaService:
         try:
             first = await anyio.to_thread.run_sync(head)
         except OSError:
-            raise NotFoundError(
-                "The attachment's file is missing.",
-                code="ATTACHMENT_NOT_FOUND",
-                details={"attachment_id": attachment_id},
+            raise errors.AttachmentFileMissing(
+                "The attachment's file is missing.", details={"attachment_id": attachment_id}
             ) from None
         if not first:
-            raise BadRequestError(
-                "The file is empty.", code="UNSUPPORTED_AUDIO_FORMAT", details={"reason": "EMPTY_FILE"}
-            )
+            raise errors.UnsupportedAudioFormat("The file is empty.", details={"reason": "EMPTY_FILE"})
         if sniff_audio(first, att.filename) is None:
-            raise BadRequestError(
+            raise errors.UnsupportedAudioFormat(
                 "The file is not a supported audio format (wav, mp3, m4a/aac, ogg/opus, flac, webm).",
-                code="UNSUPPORTED_AUDIO_FORMAT",
                 details={"reason": "UNRECOGNISED_FORMAT", "mime_type": att.mime_type},
             )
         return path
@@ -186,15 +178,13 @@ class MediaService:
         profile = self._profile(p.profile_id)
         reason = self._unavailable(profile)
         if reason:
-            raise UnavailableError(
+            raise errors.TranscriptionModelUnavailable(
                 "The transcription model is not available on this machine.",
-                code="TRANSCRIPTION_MODEL_UNAVAILABLE",
                 details={"profile_id": profile.profile_id, "model": profile.model, "reason": reason},
             )
         if not profile.multilingual and p.language not in (None, "en"):
-            raise BadRequestError(
+            raise errors.UnsupportedLanguage(
                 "This profile transcribes English only.",
-                code="UNSUPPORTED_LANGUAGE",
                 details={"profile_id": profile.profile_id, "language": p.language},
             )
         await self._check_audio(p.attachment_id)
@@ -249,14 +239,12 @@ class MediaService:
         try:
             source = resolve.locate_whisper(profile.model, self._models_dir, self._whisper_dir)
         except resolve.ModelUnavailable as exc:
-            raise UnavailableError(
+            raise errors.TranscriptionModelUnavailable(
                 "The transcription model is not available on this machine.",
-                code="TRANSCRIPTION_MODEL_UNAVAILABLE",
                 details={"profile_id": profile.profile_id, "model": profile.model, "reason": str(exc)},
             ) from None
         audio_path = await self._knowledge.attachment_path(p.attachment_id)
         request = {
-            "op": "transcribe",
             "job_id": ctx.job_id,
             "audio": str(audio_path),
             "tmp_dir": str(self._tmp_dir),
@@ -366,7 +354,7 @@ class MediaService:
             lambda c: c.execute("SELECT * FROM media_transcriptions WHERE job_id = ?", (job_id,)).fetchone()
         )
         if row is None:
-            raise NotFoundError("Transcription job was not found.", code=NOT_FOUND_CODE, details={"job_id": job_id})
+            raise errors.TranscriptionJobNotFound("Transcription job was not found.", details={"job_id": job_id})
         return row
 
     async def _segments(self, job_id: str) -> list[TranscriptSegment]:
@@ -456,15 +444,12 @@ class MediaService:
     async def to_note(self, p: TranscriptNoteParams) -> Note:
         job = await self.get(p.job_id)
         if job.status is not JobStatus.COMPLETED:
-            raise ConflictError(
+            raise errors.TranscriptNotReady(
                 "Only a completed transcription can become a note.",
-                code="TRANSCRIPT_NOT_READY",
                 details={"job_id": p.job_id, "status": job.status.value},
             )
         if p.template_id is not None:
-            raise NotFoundError(
-                "Note template was not found.", code="TEMPLATE_NOT_FOUND", details={"template_id": p.template_id}
-            )
+            raise errors.TemplateNotFound("Note template was not found.", details={"template_id": p.template_id})
         att = await self._knowledge.get_attachment(job.attachment_id)
         blocks = [
             BlockInput(text=text, citations=[Citation(**c)])

@@ -1,72 +1,59 @@
 """The transcription worker: a child process of the sidecar (``python -m sidecar.media.worker``).
 
-Protocol (newline-delimited JSON on its own stdin/stdout pipes, never the sidecar's wire): one request line
-``{"op": "transcribe", ...}`` at a time; the worker answers with event lines ``{"event": name, "data": {...}}``
-and ends each job with exactly one ``{"result": {...}}`` or ``{"error": {"code", "message", "details"}}``.
-Models stay loaded between jobs. The sidecar stops the work by killing the worker's process group; the worker
-also exits on stdin EOF or when its parent dies. faster-whisper, ctranslate2, torch and pyannote are imported
-here only — never in the sidecar.
+It speaks the one worker protocol (:mod:`sidecar.workers.protocol`) on its own stdin/stdout pipes, never the
+sidecar's wire: a hello once its pipeline is imported, then one ``transcribe`` request at a time, answered with
+``progress`` events (``ModelLoading``, ``DiarizationStarted``, ``DiarizationCompleted``, ``TranscriptionStarted``,
+``Progress``) and exactly one ``result`` or ``error`` (a media error code, :mod:`sidecar.media.errors`). Models
+stay loaded between jobs. The sidecar stops a job by killing the worker's process group (a ``cancel`` line is
+ignored); the worker also exits on stdin EOF or when its parent dies. faster-whisper, ctranslate2, torch and
+pyannote are imported here only — never in the sidecar.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import os
 import sys
-import threading
 import warnings
-from typing import Any, TextIO
+from typing import TextIO
 
+from ..workers.env import TELEMETRY_OFF
 from ..workers.io import claim_stdout, exit_with_parent
+from ..workers.protocol import Request, WorkerOutput, read_requests
+from .errors import TRANSCRIPTION_FAILED
 
 logger = logging.getLogger("sidecar.media.worker")
 
 
-def serve(stdin: TextIO, proto: TextIO) -> None:
+def serve(stdin: TextIO, out: WorkerOutput) -> None:
     from .pipeline import JobError, Models, run_job
 
-    lock = threading.Lock()
-
-    def send(obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        with lock:
-            proto.write(line + "\n")
-            proto.flush()
-
     models = Models()
-    send({"ready": {"pid": os.getpid()}})
-    for line in stdin:
-        if not line.strip():
-            continue
-        req = json.loads(line)
-        if req.get("op") != "transcribe":
-            send({"error": {"code": "TRANSCRIPTION_FAILED", "message": "unknown worker op", "details": {}}})
+    out.hello("transcription", os.getpid())
+    for message in read_requests(stdin):
+        if not isinstance(message, Request):
+            continue  # a cancelled job is stopped by a kill of this process
+        job_id = message.id
+        if message.op != "transcribe":
+            out.error(job_id, TRANSCRIPTION_FAILED, "unknown worker op")
             continue
         try:
-            result = run_job(req, models, lambda event, data: send({"event": event, "data": data}))
+            result = run_job(message.params, models, functools.partial(out.progress, job_id))
         except JobError as exc:
-            send({"error": {"code": exc.code, "message": exc.message, "details": exc.details}})
+            out.error(job_id, exc.code, exc.message, exc.details)
         except Exception as exc:
             logger.exception("transcription failed")
             reason = f"{type(exc).__name__}: {str(exc)[:300]}"
-            send(
-                {
-                    "error": {
-                        "code": "TRANSCRIPTION_FAILED",
-                        "message": "The transcription failed.",
-                        "details": {"reason": "WORKER_ERROR", "detail": reason},
-                    }
-                }
-            )
+            details = {"reason": "WORKER_ERROR", "detail": reason}
+            out.error(job_id, TRANSCRIPTION_FAILED, "The transcription failed.", details)
         else:
-            send({"result": result})
+            out.result(job_id, result)
 
 
 def main() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "false")  # no telemetry
+    for name, value in TELEMETRY_OFF.items():  # also when started by hand
+        os.environ.setdefault(name, value)
     # OpenMP threads that spin at barriers make torch 10-20x slower as soon as another process wants a core
     # (measured: diarization of 72 s took 46-68 s instead of 3.5 s on the shared 2-core machine); passive
     # waiting keeps it near its idle speed. Must be set before torch / ctranslate2 load their OpenMP runtime.
@@ -79,7 +66,7 @@ def main() -> None:
     warnings.filterwarnings("ignore", message=r"The given NumPy array is not writable")
     proto = claim_stdout()
     exit_with_parent(lambda: os._exit(3))
-    serve(sys.stdin, proto)
+    serve(sys.stdin, WorkerOutput(proto))
     os._exit(0)
 
 

@@ -121,10 +121,3 @@ def test_decode_reports_a_file_without_audio_and_a_truncated_one(tmp_path: Path)
     with pytest.raises(audio.AudioError) as info:
         audio.decode_to_file(cut, tmp_path / "cut.f32")
     assert info.value.code == "TRANSCRIPTION_FAILED" and info.value.reason == "AUDIO_TRUNCATED"
-
-
-def test_the_worker_gets_no_secrets() -> None:
-    from sidecar.media.client import worker_env
-
-    env = worker_env({"PATH": "/bin", "METONA_SECRET_KEY": "k", "METONA_LIVE_DEEPSEEK_API_KEY": "x", "HF_TOKEN": "t"})
-    assert env == {"PATH": "/bin"}
