@@ -2,14 +2,22 @@
 
 At start-up :func:`claim_stdio` takes a private duplicate of fd 1 for the wire and points fd 1 (and
 ``sys.stdout``) at stderr, so a stray ``print`` from any library lands in the log, never the protocol.
+
+When the wire is a pipe or a socket (what a host spawning us gives), both ends are switched to
+non-blocking mode and driven by the event loop itself (``wait_readable``/``wait_writable``): a ping
+costs no thread hop in either direction. Anything else (a file, a terminal, Windows) keeps the
+blocking read and write in a worker thread.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import select
+import stat
 import sys
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -89,13 +97,50 @@ class LineSplitter:
         return []
 
 
+def on_the_loop(fd: int) -> bool:
+    """Switch ``fd`` to non-blocking mode if the event loop can wait on it (a pipe or a socket on POSIX).
+
+    A regular file is always "ready" to the poller and a terminal is shared with the user's shell, so
+    both (and every fd on Windows) stay blocking and are served from a worker thread instead.
+    """
+    if os.name != "posix":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return False
+        os.set_blocking(fd, False)
+    except OSError:
+        return False
+    return True
+
+
+async def _read_on_loop(fd: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+        except OSError:
+            return b""
+
+
+async def _read_in_thread(fd: int) -> bytes:
+    return await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
+
+
+def _reader(fd: int) -> Callable[[int], Awaitable[bytes]]:
+    return _read_on_loop if on_the_loop(fd) else _read_in_thread
+
+
 async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) -> None:
     """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF)."""
     splitter = LineSplitter(max_bytes)
+    read = _reader(fd)
     async with send:
         try:
             while True:
-                chunk = await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
+                chunk = await read(fd)
                 if not chunk:
                     for item in splitter.finish():
                         await send.send(item)
@@ -116,8 +161,10 @@ def _read(fd: int) -> bytes:
 class LineWriter:
     """The single writer of the wire. Producers queue finished lines; one task writes them in batches.
 
-    * Batching: every line that is ready is joined into one ``write`` made off the event loop, so a
-      host that reads slowly never blocks the loop, and throughput is not bound by per-line writes.
+    * Batching: every line that is ready when the writer runs (once per loop turn) is joined into one
+      ``write``: non-blocking on the loop for a pipe or socket (a full pipe parks the writer on
+      ``wait_writable``), else in a worker thread, so a host that reads slowly never blocks the loop,
+      and throughput is not bound by per-line writes. No line waits for a batch to fill.
     * Backpressure: ``send`` returns at once while fewer than ``high_water`` lines wait, else it
       waits for the writer to catch up (a runaway stream cannot eat memory); every ``yield_every``
       lines it yields to the loop so a fast producer never starves the read loop.
@@ -138,6 +185,7 @@ class LineWriter:
         self._yield_every = yield_every
         self._since_yield = 0
         self._drained = anyio.Event()
+        self._write = _write_on_loop if on_the_loop(fd) else _write_in_thread
         self.broken = False
 
     async def send(self, line: bytes, *, priority: bool = False) -> None:
@@ -194,9 +242,7 @@ class LineWriter:
                 batch.append(b"")
                 data = b"\n".join(batch)
                 if not self.broken:
-                    # abandonable: if the host stopped reading, a write blocked on a full pipe must
-                    # not keep the process alive at exit (the thread is left behind; we _exit).
-                    ok = await anyio.to_thread.run_sync(_write_all, self._fd, data, abandon_on_cancel=True)
+                    ok = await self._write(self._fd, data)
                     if not ok:
                         self.broken = True  # host closed its end; keep draining so producers never block
                 else:
@@ -206,12 +252,40 @@ class LineWriter:
             self._drained.set()
 
 
-def _write_all(fd: int, data: bytes) -> bool:
+async def _write_on_loop(fd: int, data: bytes) -> bool:
+    """Write ``data`` to a non-blocking ``fd``: at once on the loop when the pipe has room (the common case:
+    an answer, a paced stream), else the rest from a worker thread that waits in the kernel (a host that
+    reads slower than we write: a hop per full pipe rather than a loop round trip per page it drains)."""
+    try:
+        n = os.write(fd, data)
+    except BlockingIOError:
+        n = 0
+    except OSError:  # EPIPE: the host closed its end
+        return False
+    if n == len(data):
+        return True
+    return await _write_in_thread(fd, memoryview(data)[n:])
+
+
+async def _write_in_thread(fd: int, data: bytes | memoryview) -> bool:
+    # abandonable: if the host stopped reading, a write blocked on a full pipe must not keep the
+    # process alive at exit (the thread is left behind; we _exit).
+    return await anyio.to_thread.run_sync(_write_all, fd, data, abandon_on_cancel=True)
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> bool:
+    """Blocking write of all of ``data``; a non-blocking ``fd`` that is full is waited for with poll()."""
     view = memoryview(data)
     try:
         while view:
-            n = os.write(fd, view)
+            try:
+                n = os.write(fd, view)
+            except BlockingIOError:
+                poller = select.poll()
+                poller.register(fd, select.POLLOUT)
+                poller.poll()
+                continue
             view = view[n:]
-    except (BrokenPipeError, OSError):
+    except OSError:  # EPIPE: the host closed its end
         return False
     return True
