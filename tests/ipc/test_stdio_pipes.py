@@ -1,4 +1,4 @@
-"""The wire's reader and writer on real pipes (non-blocking, on the loop) and on a file (a worker thread)."""
+"""The wire's reader (on the loop for a pipe, in a worker thread for a file) and writer on real pipes."""
 
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact() ->
     got: list[bytes] = []
     reader = _drain(r, got)
     writer = LineWriter(w, high_water=64)
-    assert not os.get_blocking(w)  # the loop's own I/O, no thread per write
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
         for i, line in enumerate(LINES):
