@@ -12,6 +12,7 @@ made the stream path 0.3-0.4x the bare read against 0.5-0.9x (bench_stream_e2e.p
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
@@ -129,14 +130,11 @@ async def _read_in_thread(fd: int) -> bytes:
     return await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
 
 
-def _reader(fd: int) -> Callable[[int], Awaitable[bytes]]:
-    return _read_on_loop if on_the_loop(fd) else _read_in_thread
-
-
 async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) -> None:
     """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF)."""
     splitter = LineSplitter(max_bytes)
-    read = _reader(fd)
+    nonblocking = on_the_loop(fd)
+    read: Callable[[int], Awaitable[bytes]] = _read_on_loop if nonblocking else _read_in_thread
     async with send:
         try:
             while True:
@@ -149,6 +147,10 @@ async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) 
                     await send.send(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the dispatcher stopped reading (exit): what the host sends now is dropped
+        finally:
+            if nonblocking:  # the pipe may be shared with whoever started us: leave it as we found it
+                with contextlib.suppress(OSError):
+                    os.set_blocking(fd, True)
 
 
 def _read(fd: int) -> bytes:

@@ -62,15 +62,19 @@ async def test_the_writer_keeps_draining_once_the_host_closed_its_end() -> None:
     assert writer.broken
 
 
-async def _read_all(fd: int, max_bytes: int) -> list[Incoming]:
+async def _read_all(fd: int, max_bytes: int) -> tuple[list[Incoming], bool]:
+    """The lines read, and whether ``fd`` was in blocking mode while they were read."""
     send, receive = anyio.create_memory_object_stream[Incoming](8)
     got: list[Incoming] = []
+    blocking_while_reading = True
     async with anyio.create_task_group() as tg:
         tg.start_soon(read_lines, fd, max_bytes, send)
         async with receive:
             async for item in receive:
+                if not got:
+                    blocking_while_reading = os.get_blocking(fd)
                 got.append(item)
-    return got
+    return got, blocking_while_reading
 
 
 @pytest.mark.anyio
@@ -86,9 +90,10 @@ async def test_the_reader_takes_lines_from_a_pipe_until_eof() -> None:
 
     feeder = threading.Thread(target=feed)
     feeder.start()
-    got = await _read_all(r, max_bytes=1 << 19)
+    got, blocking_while_reading = await _read_all(r, max_bytes=1 << 19)
     await anyio.to_thread.run_sync(feeder.join)
-    assert not os.get_blocking(r)
+    assert not blocking_while_reading  # read by the loop itself, no thread hop per chunk
+    assert os.get_blocking(r)  # switched back at EOF: the pipe may be shared with whoever started us
     os.close(r)
     assert got == [*LINES[:-2], OversizedLine(1 << 20), b"last"]
 
@@ -99,8 +104,8 @@ async def test_the_reader_takes_lines_from_a_file_in_a_thread(tmp_path: Path) ->
     path.write_bytes(b"\n".join(LINES[:50]) + b"\n")
     fd = os.open(path, os.O_RDONLY)
     try:
-        got = await _read_all(fd, max_bytes=1 << 10)
-        assert os.get_blocking(fd)  # a regular file is never switched to non-blocking mode
+        got, blocking_while_reading = await _read_all(fd, max_bytes=1 << 10)
+        assert blocking_while_reading  # a regular file is never switched to non-blocking mode
     finally:
         os.close(fd)
     assert got == LINES[:50]
