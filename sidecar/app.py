@@ -2,7 +2,7 @@
 
 Start-up in two steps, so the host's first answer does not wait for model machinery:
 1. stdio, the dispatcher and the lifecycle methods (no pydantic models, no domains) — ``initialize``
-   can be answered as soon as the interpreter has imported anyio and jsonrpcserver;
+   can be answered as soon as the interpreter has imported anyio (jsonrpcserver loads in step 2);
 2. once ``initialize`` has answered, :mod:`sidecar.wiring` is imported in a worker thread, storage is
    opened, jobs left running by a crash are failed, and every domain's methods are registered.
    A request for a method that is not registered yet waits for step 2 (a few hundred ms at most);
@@ -28,6 +28,7 @@ from anyio.abc import TaskGroup
 from . import PROTOCOL_VERSION, SERVER_NAME, __version__
 from .core.errors import SidecarError, UnavailableError
 from .core.settings import Settings
+from .ipc import jsonrpc
 from .ipc.dispatcher import Dispatcher
 from .ipc.lifecycle import Lifecycle
 from .ipc.router import Router
@@ -89,6 +90,7 @@ async def load_domains(
 ) -> None:
     """Step 2 of start-up: import the domain layer off the loop, open storage, register methods."""
     try:
+        await anyio.to_thread.run_sync(jsonrpc.load, abandon_on_cancel=True)  # what other methods dispatch through
         wiring: Any = await anyio.to_thread.run_sync(importlib.import_module, "sidecar.wiring", abandon_on_cancel=True)
         services = await wiring.open_services(settings, stack, tg, dispatcher.send_notification, children)
         methods, notifications = wiring.domain_methods(services, settings)
@@ -147,7 +149,7 @@ async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
             grace_s=settings.shutdown_grace_s,
         )
         lifecycle.before_shutdown(loading.wait)
-        dispatcher.add_raw_methods(lifecycle.raw_methods())
+        dispatcher.add_raw_methods(lifecycle.raw_methods(), direct=True)
         dispatcher.on_shutdown(lambda: children.stop_all(settings.shutdown_grace_s))
 
         send, receive = anyio.create_memory_object_stream[Incoming](64)

@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import ObjectReceiveStream, TaskGroup
-from pydantic_core import ValidationError  # the same class as pydantic's, without pydantic's import cost
 
 from ..core.errors import SidecarError
 from . import codes
@@ -23,15 +22,21 @@ from .context import RequestContext, RequestId
 from .jsonrpc import (
     NOT_AN_OBJECT,
     RawMethod,
+    answer_direct,
     dispatch_one,
     error_response,
     failure,
+    for_jsonrpcserver,
     invalid_params,
+    is_plain_request,
     result_response,
     success,
 )
 from .router import Method, Router
 from .stdio import Incoming, LineWriter, OversizedLine
+
+if TYPE_CHECKING:
+    from pydantic_core import ValidationError
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +114,9 @@ def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 def wrap_method(method: Method[Any, Any]) -> RawMethod:
     """Adapt a typed :class:`Method` to jsonrpcserver's calling convention (context first)."""
+    # the same class as pydantic's, without pydantic's import cost; imported here, not with this module,
+    # so that `initialize` answers before any of it is loaded
+    from pydantic_core import ValidationError
 
     async def entry(ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
         if args:
@@ -135,7 +143,10 @@ class Dispatcher:
         self.state = UNINITIALIZED
         self.exit_code: int | None = None
         self.shutdown_requested = False
-        self._methods: dict[str, RawMethod] = {m.name: wrap_method(m) for m in router}
+        self._methods: dict[str, RawMethod] = {}
+        self._adapted: dict[str, Callable[..., Awaitable[Any]]] = {}  # _methods for jsonrpcserver
+        self._direct: dict[str, RawMethod] = {}  # answered without jsonrpcserver (see add_raw_methods)
+        self.add_raw_methods({m.name: wrap_method(m) for m in router})
         self._inflight: dict[tuple[str, Any], tuple[anyio.CancelScope, str]] = {}
         self._active = 0
         self._idle = anyio.Event()
@@ -154,12 +165,20 @@ class Dispatcher:
         self.router.add(*methods)
         self.add_raw_methods({m.name: wrap_method(m) for m in methods})
 
-    def add_raw_methods(self, methods: Mapping[str, RawMethod]) -> None:
-        """Register handlers in jsonrpcserver's convention (context first); names must be new."""
+    def add_raw_methods(self, methods: Mapping[str, RawMethod], *, direct: bool = False) -> None:
+        """Register handlers in jsonrpcserver's convention (context first); names must be new.
+
+        ``direct``: the handlers take any arguments (``(ctx, /, *args, **kwargs)``) and check them
+        themselves, so a plain request for them is answered without jsonrpcserver (the lifecycle
+        methods: ``initialize`` before it is loaded, ``ping`` without its per-request overhead).
+        """
         for name, fn in methods.items():
             if name in self._methods:
                 raise ValueError(f"method {name!r} registered twice")
             self._methods[name] = fn
+            self._adapted[name] = for_jsonrpcserver(fn)
+            if direct:
+                self._direct[name] = fn
 
     def mark_ready(self, error: SidecarError | None = None) -> None:
         """The domain layer is loaded (or failed to load: its requests then answer ``error``)."""
@@ -422,8 +441,10 @@ class Dispatcher:
                         if is_notification
                         else error_response(err.status, err.message, err.code, err.details, id=request_id)
                     )
+                elif isinstance(method, str) and method in self._direct and is_plain_request(message):
+                    response = await answer_direct(message, self._direct[method], ctx)
                 else:
-                    response = await dispatch_one(message, self._methods, ctx)
+                    response = await dispatch_one(message, self._adapted, ctx)
             finally:
                 if key is not None:
                     self._inflight.pop(key, None)

@@ -15,7 +15,7 @@ import anyio
 
 from .context import RequestContext
 from .dispatcher import SHUTTING_DOWN, UNINITIALIZED, Dispatcher
-from .jsonrpc import NOT_AN_OBJECT, RawMethod, failure, invalid_params, success
+from .jsonrpc import NOT_AN_OBJECT, RawMethod, Reply, failure, invalid_params, success
 
 
 def _err(loc: list[Any], type_: str, msg: str) -> dict[str, Any]:
@@ -94,7 +94,7 @@ class Lifecycle:
     def raw_methods(self) -> dict[str, RawMethod]:
         return {"initialize": self.initialize, "shutdown": self.shutdown, "ping": self.ping}
 
-    async def initialize(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
+    async def initialize(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Reply:
         errors = check_initialize_params(args, kwargs)
         if errors:
             return invalid_params(errors)
@@ -117,7 +117,7 @@ class Lifecycle:
         self.dispatcher.mark_initialized()
         return success(result)
 
-    async def shutdown(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
+    async def shutdown(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Reply:
         errors = _check_empty(args, kwargs)
         if errors:
             return invalid_params(errors)
@@ -133,7 +133,7 @@ class Lifecycle:
         await d.run_shutdown_hooks(self.grace_s)
         return success(None)
 
-    async def ping(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
+    async def ping(self, ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Reply:
         errors = _check_empty(args, kwargs)
         if errors:
             return invalid_params(errors)

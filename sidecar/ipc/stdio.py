@@ -2,14 +2,23 @@
 
 At start-up :func:`claim_stdio` takes a private duplicate of fd 1 for the wire and points fd 1 (and
 ``sys.stdout``) at stderr, so a stray ``print`` from any library lands in the log, never the protocol.
+
+When the host's stdin is a pipe or a socket (what a host spawning us gives), it is switched to
+non-blocking mode and read by the event loop itself (``wait_readable``): a request costs no thread
+hop to arrive. Anything else (a file, a terminal, Windows) is read in a worker thread. Writes stay
+batched in a worker thread: measured, writing on the loop (per line, or per loop turn until idle)
+made the stream path 0.3-0.4x the bare read against 0.5-0.9x (bench_stream_e2e.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import stat
 import sys
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -89,13 +98,47 @@ class LineSplitter:
         return []
 
 
+def on_the_loop(fd: int) -> bool:
+    """Switch ``fd`` to non-blocking mode if the event loop can wait on it (a pipe or a socket on POSIX).
+
+    A regular file is always "ready" to the poller and a terminal is shared with the user's shell, so
+    both (and every fd on Windows) stay blocking and are served from a worker thread instead.
+    """
+    if os.name != "posix":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return False
+        os.set_blocking(fd, False)
+    except OSError:
+        return False
+    return True
+
+
+async def _read_on_loop(fd: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, CHUNK)
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+        except OSError:
+            return b""
+
+
+async def _read_in_thread(fd: int) -> bytes:
+    return await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
+
+
 async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) -> None:
     """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF)."""
     splitter = LineSplitter(max_bytes)
+    nonblocking = on_the_loop(fd)
+    read: Callable[[int], Awaitable[bytes]] = _read_on_loop if nonblocking else _read_in_thread
     async with send:
         try:
             while True:
-                chunk = await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
+                chunk = await read(fd)
                 if not chunk:
                     for item in splitter.finish():
                         await send.send(item)
@@ -104,6 +147,10 @@ async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) 
                     await send.send(item)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the dispatcher stopped reading (exit): what the host sends now is dropped
+        finally:
+            if nonblocking:  # the pipe may be shared with whoever started us: leave it as we found it
+                with contextlib.suppress(OSError):
+                    os.set_blocking(fd, True)
 
 
 def _read(fd: int) -> bytes:

@@ -1,7 +1,11 @@
-"""The pydantic-free lifecycle handlers accept and answer exactly what ``lifecycle_models`` declares."""
+"""The pydantic-free lifecycle handlers accept and answer exactly what ``lifecycle_models`` declares, and
+answered directly (without jsonrpcserver) exactly what jsonrpcserver answers; the start path imports neither."""
 
 from __future__ import annotations
 
+import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +19,13 @@ from sidecar.ipc.lifecycle_models import InitializeParams, InitializeResult, Pin
 from sidecar.ipc.router import Router
 from sidecar.system.capabilities import detect_components
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _unwrap(result: Any) -> Any:
-    """jsonrpcserver's ``Success(x)`` is ``Right(SuccessResult(x))``."""
-    return result._value.result
+    """A lifecycle method answers a :class:`~sidecar.ipc.jsonrpc.Reply`."""
+    assert result.error is None, result.error
+    return result.result
 
 
 def _lifecycle(tmp_path: Path) -> Lifecycle:
@@ -76,3 +83,53 @@ def test_hand_validation_agrees_with_the_model(params: dict[str, Any]) -> None:
         model_locs = {tuple(e["loc"]) for e in exc.errors()}
     hand_locs = {tuple(e["loc"]) for e in check_initialize_params((), params)}
     assert hand_locs == model_locs
+
+
+MESSAGES: list[dict[str, Any]] = [
+    {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    {"jsonrpc": "2.0", "id": "a", "method": "ping", "params": {}},
+    {"jsonrpc": "2.0", "id": None, "method": "ping", "params": []},
+    {"jsonrpc": "2.0", "id": 2.5, "method": "ping", "params": [1]},
+    {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": 1}},
+    {"jsonrpc": "2.0", "method": "ping"},
+    {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": 3},
+    {"jsonrpc": "2.0", "id": 5, "method": "ping", "extra": 1},
+    {"jsonrpc": "1.0", "id": 6, "method": "ping"},
+    {"id": 7, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 8, "method": "initialize", "params": {"process_id": "x"}},
+    {"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": ["x"]},
+    {"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {"client_info": {"name": "t"}}},
+    {"jsonrpc": "2.0", "id": 11, "method": "initialize", "params": {}},
+    {"jsonrpc": "2.0", "id": 12, "method": "shutdown", "params": {"now": True}},
+    {"jsonrpc": "2.0", "id": 13, "method": "shutdown"},
+    {"jsonrpc": "2.0", "id": 14, "method": "shutdown"},
+]
+
+
+@pytest.mark.anyio
+async def test_direct_answers_equal_jsonrpcservers(tmp_path: Path) -> None:
+    answers: dict[bool, list[Any]] = {}
+    for direct in (False, True):
+        life = _lifecycle(tmp_path)
+        dispatcher = life.dispatcher
+        dispatcher.add_raw_methods(life.raw_methods(), direct=direct)
+        answers[direct] = []
+        for message in MESSAGES:
+            response, _ctx = await dispatcher.handle_message(copy.deepcopy(message))
+            if response is not None and "result" in response and isinstance(response["result"], dict):
+                response["result"].pop("components", None)  # detected twice: the same, but not the point
+            answers[direct].append(response)
+    assert answers[True] == answers[False]
+    assert answers[True][0] == {"jsonrpc": "2.0", "result": {}, "id": 1}
+    assert answers[True][5] is None  # a notification
+    assert answers[True][-1] == {"jsonrpc": "2.0", "result": None, "id": 14}
+
+
+def test_the_start_path_imports_neither_jsonrpcserver_nor_pydantic() -> None:
+    code = (
+        "import sys, sidecar.__main__, sidecar.app, sidecar.core.settings\n"
+        "heavy = [m for m in ('jsonrpcserver', 'jsonschema', 'pydantic', 'pydantic_core') if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

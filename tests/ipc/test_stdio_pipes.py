@@ -1,0 +1,111 @@
+"""The wire's reader (on the loop for a pipe, in a worker thread for a file) and writer on real pipes."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sidecar.ipc.stdio import Incoming, LineWriter, OversizedLine, read_lines
+
+LINES = [b'{"n":%d,"text":"\xe6\xb5\x81\xe5\xbc\x8f"}' % i for i in range(3000)] + [b"x" * (1 << 20), b"last"]
+
+
+def _drain(fd: int, into: list[bytes]) -> threading.Thread:
+    def run() -> None:
+        with os.fdopen(fd, "rb") as f:
+            into.append(f.read())
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.anyio
+async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact() -> None:
+    r, w = os.pipe()
+    got: list[bytes] = []
+    reader = _drain(r, got)
+    writer = LineWriter(w, high_water=64)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        for i, line in enumerate(LINES):
+            await writer.send(line, priority=i == 1500)
+        writer.close()
+        await writer.wait_drained()
+    os.close(w)
+    await anyio.to_thread.run_sync(reader.join)
+    data = got[0]
+    assert data.endswith(b"\n")
+    lines = data.split(b"\n")[:-1]
+    # the priority line may overtake lines still queued; nothing else moves
+    assert lines.index(LINES[1500]) <= 1500
+    lines.remove(LINES[1500])
+    assert lines == LINES[:1500] + LINES[1501:]
+
+
+@pytest.mark.anyio
+async def test_the_writer_keeps_draining_once_the_host_closed_its_end() -> None:
+    r, w = os.pipe()
+    os.close(r)
+    writer = LineWriter(w, high_water=4)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        for line in LINES[:100]:
+            await writer.send(line)  # never blocks on the dead pipe
+        writer.close()
+        await writer.wait_drained()
+    os.close(w)
+    assert writer.broken
+
+
+async def _read_all(fd: int, max_bytes: int) -> tuple[list[Incoming], bool]:
+    """The lines read, and whether ``fd`` was in blocking mode while they were read."""
+    send, receive = anyio.create_memory_object_stream[Incoming](8)
+    got: list[Incoming] = []
+    blocking_while_reading = True
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read_lines, fd, max_bytes, send)
+        async with receive:
+            async for item in receive:
+                if not got:
+                    blocking_while_reading = os.get_blocking(fd)
+                got.append(item)
+    return got, blocking_while_reading
+
+
+@pytest.mark.anyio
+async def test_the_reader_takes_lines_from_a_pipe_until_eof() -> None:
+    r, w = os.pipe()
+    payload = b"\n".join(LINES)  # the last line has no newline: it still counts at EOF
+
+    def feed() -> None:
+        with os.fdopen(w, "wb") as f:
+            for i in range(0, len(payload), 7777):
+                f.write(payload[i : i + 7777])
+                f.flush()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    got, blocking_while_reading = await _read_all(r, max_bytes=1 << 19)
+    await anyio.to_thread.run_sync(feeder.join)
+    assert not blocking_while_reading  # read by the loop itself, no thread hop per chunk
+    assert os.get_blocking(r)  # switched back at EOF: the pipe may be shared with whoever started us
+    os.close(r)
+    assert got == [*LINES[:-2], OversizedLine(1 << 20), b"last"]
+
+
+@pytest.mark.anyio
+async def test_the_reader_takes_lines_from_a_file_in_a_thread(tmp_path: Path) -> None:
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(b"\n".join(LINES[:50]) + b"\n")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got, blocking_while_reading = await _read_all(fd, max_bytes=1 << 10)
+        assert blocking_while_reading  # a regular file is never switched to non-blocking mode
+    finally:
+        os.close(fd)
+    assert got == LINES[:50]
