@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> None:
         level=getattr(logging, settings.log_level, logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from .trace.redact import redact_logs
+
+    redact_logs()  # every log line goes through the one redaction (issue 21)
     from .app import run
 
     code = run(settings)

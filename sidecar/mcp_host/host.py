@@ -31,6 +31,7 @@ from sidecar.agent.tools.base import ToolError, ToolOutput
 from sidecar.core.common import now_iso
 from sidecar.core.errors import SidecarError
 from sidecar.plugins.models import HostState, PluginHostStatus, PluginManifest
+from sidecar.trace.redact import cut_credentials, sanitize
 
 from .tools import McpTool, check_tool, map_result, tool_description, tool_risk
 from .transport import (
@@ -137,7 +138,7 @@ class McpHost:
             pid=self.pid,
             restarts=self.restarts,
             tools=list(self.tool_names),
-            stderr_tail=self._ring.text() if self._ring else "",
+            stderr_tail=self._redact(self._ring.text()) if self._ring else "",
             stdout_garbage_lines=self._stdout.garbage_lines if self._stdout else 0,
         )
 
@@ -281,7 +282,7 @@ class McpHost:
                 raise host_error(
                     "MCP_INITIALIZE_FAILED",
                     f"the server did not complete MCP initialize: {_reason(exc, process)}",
-                    stderr_tail=ring.text()[-2000:],
+                    stderr_tail=ring.text()[-2000:],  # redacted with the whole error in _set
                 ) from None
             if init.capabilities.tools is None:
                 raise host_error(
@@ -393,7 +394,7 @@ class McpHost:
             await self._discover(session)
         except SidecarError as exc:
             logger.warning("plugin %s: the changed tool list was refused: %s", self.plugin_id, exc.message)
-            self.error = _error_dict(exc)
+            self.error = self._clean(_error_dict(exc))
         else:
             self.error = None
         await self._notify()
@@ -444,12 +445,14 @@ class McpHost:
                     ) from None
                 if self._session is None or exc.code == CONNECTION_CLOSED:
                     raise ToolError("the plugin's server stopped during the call", "PLUGIN_HOST_UNHEALTHY") from None
-                raise ToolError(f"the server failed the call: {exc.message[:1000]}", "MCP_TOOL_CALL_FAILED") from None
+                raise ToolError(
+                    self._redact(f"the server failed the call: {exc.message[:1000]}"), "MCP_TOOL_CALL_FAILED"
+                ) from None
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
                 raise ToolError("the plugin's server stopped during the call", "PLUGIN_HOST_UNHEALTHY") from None
             except RuntimeError as exc:  # e.g. the SDK refusing an input-required result
                 raise ToolError(
-                    f"the server's answer cannot be used: {str(exc)[:300]}", "MCP_TOOL_CALL_FAILED"
+                    self._redact(f"the server's answer cannot be used: {str(exc)[:300]}"), "MCP_TOOL_CALL_FAILED"
                 ) from None
             finally:
                 self._calls.discard(scope)
@@ -467,13 +470,24 @@ class McpHost:
         except TimeoutError:
             raise host_error("MCP_TOOL_CALL_FAILED", f"prompt {name!r} did not answer in time", 504) from None
         except Exception as exc:
-            raise host_error("MCP_TOOL_CALL_FAILED", f"prompt {name!r} failed: {_reason(exc, None)}") from None
+            raise host_error(
+                "MCP_TOOL_CALL_FAILED", self._redact(f"prompt {name!r} failed: {_reason(exc, None)}")
+            ) from None
         texts = [m.content.text for m in result.messages if getattr(m.content, "type", "") == "text"]
-        return "\n".join(texts)
+        return self._redact("\n".join(texts))
 
     # --- status ------------------------------------------------------------------------------------------------
 
+    def _redact(self, text: str) -> str:
+        """What the server said (stderr, an error message, a prompt) without the plugin's secrets or credentials."""
+        return cut_credentials(text, self.spec.secrets)
+
+    def _clean(self, error: dict[str, Any] | None) -> dict[str, Any] | None:
+        """An error for the status and its persisted event: everything in it redacted (it may quote the server)."""
+        return None if error is None else sanitize(error, secrets=self.spec.secrets)
+
     async def _set(self, state: HostState, error: dict[str, Any] | None) -> None:
+        error = self._clean(error)
         changed = state != self.state or error != self.error
         self.state, self.error = state, error
         if state in ("stopped", "error"):

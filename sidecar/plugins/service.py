@@ -29,6 +29,7 @@ from sidecar.storage.secrets import SecretStore
 from sidecar.storage.sqlite import Database
 from sidecar.trace.eventlog import EventLog
 from sidecar.trace.models import StoredEvent
+from sidecar.trace.redact import cut_credentials, sanitize
 
 from .models import (
     CONTEXT_KEYS,
@@ -467,10 +468,11 @@ class PluginService:
             with anyio.fail_after(tool.timeout_ms / 1000):
                 output = await tool.run(args, None)  # type: ignore[arg-type]
         except ToolError as exc:
+            message = cut_credentials(exc.message[:2000], tool.trace_secrets())
             return CommandExecuteResult(
                 command_id=command_id,
                 status="failed",
-                effect=CommandEffect(type="notification", payload={"level": "error", "message": exc.message[:2000],
+                effect=CommandEffect(type="notification", payload={"level": "error", "message": message,
                                                                     "code": exc.code}),
             )  # fmt: skip
         except TimeoutError:
@@ -480,7 +482,10 @@ class PluginService:
                 effect=CommandEffect(type="notification", payload={"level": "error", "message": "timed out"}),
             )
         structured = output.result.get("structured_content") if isinstance(output.result, dict) else None
-        return _completed(command_id, command, output.summary, structured)
+        secrets = tool.trace_secrets()  # a server may echo its own secret: never on the wire
+        return _completed(
+            command_id, command, cut_credentials(output.summary, secrets), sanitize(structured, secrets=secrets)
+        )
 
 
 def _secret_name(plugin_id: str, key: str) -> str:
