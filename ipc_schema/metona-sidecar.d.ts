@@ -2534,6 +2534,10 @@ arguments?: {
 context?: {
 [k: string]: unknown
 }
+/**
+ * the user confirmed this run of the command's tool; a tool that requires permission (risk medium or above) without it is 403 PLUGIN_COMMAND_PERMISSION_REQUIRED
+ */
+approved?: boolean
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

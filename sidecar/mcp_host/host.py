@@ -313,8 +313,14 @@ class McpHost:
         raise _Crashed(ready_at)
 
     async def _discover(self, session: Any) -> list[McpTool]:
-        """Every page of ``tools/list``, checked, converted and published at once."""
+        """Every page of ``tools/list``, checked, converted and published at once; nothing for a plugin whose
+        manifest does not declare the ``tools`` permission (§7.1: undeclared permission, no registration)."""
         from mcp_types import PaginatedRequestParams
+
+        if "tools" not in self.spec.manifest.permissions:
+            self._unpublish(self.plugin_id)
+            self.tool_names = []
+            return []
 
         found: list[Any] = []
         cursor: str | None = None

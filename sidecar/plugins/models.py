@@ -351,6 +351,11 @@ class CommandExecuteParams(Params):
     command_id: str = Field(min_length=3, max_length=200)
     arguments: dict[str, Any] = Field(default_factory=dict)
     context: dict[str, Any] = Field(default_factory=dict)
+    approved: bool = Field(
+        False,
+        description="the user confirmed this run of the command's tool; a tool that requires permission (risk "
+        "medium or above) without it is 403 PLUGIN_COMMAND_PERMISSION_REQUIRED",
+    )
 
 
 class CommandEffect(Phase2Model):

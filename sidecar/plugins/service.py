@@ -441,7 +441,7 @@ class PluginService:
         )
 
     async def execute(
-        self, command_id: str, arguments: dict[str, Any], context: dict[str, Any]
+        self, command_id: str, arguments: dict[str, Any], context: dict[str, Any], *, approved: bool = False
     ) -> CommandExecuteResult:
         manifest, command = await self._command(command_id)
         trimmed = _trim_context(command, context)
@@ -463,6 +463,13 @@ class PluginService:
             raise host_error(
                 "MCP_TOOL_CALL_FAILED", f"the plugin's server has no tool {command.tool!r}", 502, tool=command.tool
             )
+        if tool.requires_permission and not approved:  # the agent's rule: a risky tool runs only when asked
+            raise ForbiddenError(
+                f"the command runs the {tool.risk_level} risk tool {command.tool!r}: the user must approve it",
+                code="PLUGIN_COMMAND_PERMISSION_REQUIRED",
+                details={"command_id": command_id, "tool": command.tool, "risk_level": str(tool.risk_level),
+                         "permission": tool.permission},
+            )  # fmt: skip
         try:
             args = tool.parse_args({**arguments, **trimmed})
             with anyio.fail_after(tool.timeout_ms / 1000):

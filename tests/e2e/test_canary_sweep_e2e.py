@@ -89,7 +89,7 @@ def test_no_secret_leaves_its_place(sc: Sidecar, tmp_path: Path) -> None:
     _set_secret(sc, "leaky")
     sc.result("plugins/host/restart", {"plugin_id": "leaky"})
     wait_status(sc, "leaky", {"ready"})
-    leak = {"command_id": "leaky.leak", "arguments": {"name": "FIXTURE_API_KEY"}}
+    leak = {"command_id": "leaky.leak", "arguments": {"name": "FIXTURE_API_KEY"}, "approved": True}
     ran = sc.call("plugin-contributions/commands/execute", leak, timeout=20)
     assert "result" in ran, ran
     assert ran["result"]["effect"]["payload"]["message"] == "[redacted]", ran

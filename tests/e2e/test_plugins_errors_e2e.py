@@ -178,6 +178,7 @@ def configured(sc: Sidecar, home: Path) -> dict[str, Any]:
 
 
 def run_command(sc: Sidecar, command_id: str, **params: Any) -> dict[str, Any]:
+    params.setdefault("approved", True)  # the user confirmed (the tools of these commands need permission)
     return sc.call("plugin-contributions/commands/execute", {"command_id": command_id, **params}, timeout=20)
 
 
@@ -407,3 +408,23 @@ def test_the_servers_go_when_the_parent_dies(home: Path) -> None:
         if parent.poll() is None:
             parent.kill()
         side.close()
+
+
+def test_a_risky_command_tool_needs_the_users_approval(sc: Sidecar, configured: dict[str, Any]) -> None:
+    """Issue 21: a command's tool goes through the permission rule of its risk (medium and above: ask)."""
+    wait_status(sc, "conf", {"ready"})
+    asked = run_command(sc, "conf.shout-selection", context={"selection": "hello"}, approved=False)["error"]
+    assert asked["code"] == 403 and asked["data"]["code"] == "PLUGIN_COMMAND_PERMISSION_REQUIRED", asked
+    assert asked["data"]["details"]["risk_level"] == "medium" and asked["data"]["details"]["tool"] == "upper"
+    done = run_command(sc, "conf.shout-selection", context={"selection": "hello"})["result"]
+    assert done["status"] == "completed" and done["effect"]["payload"]["message"] == "HELLO"
+
+
+def test_a_plugin_without_the_tools_permission_registers_no_tool(sc: Sidecar, home: Path) -> None:
+    """§7.1: a tool whose permission the manifest does not declare is not registered."""
+    info = install(sc, make_plugin(home / "pkgs", "promptonly", permissions=["prompts"]))["result"]
+    assert info["host"]["status"] == "ready" and info["host"]["tools_count"] == 0, info
+    assert not any(t["name"].startswith("promptonly.") for t in sc.result("tools/list")["items"])
+    host = sc.result("plugins/host/get", {"plugin_id": "promptonly"})
+    assert host["tools"] == [] and host["tools_count"] == 0
+    sc.result("plugins/uninstall", {"plugin_id": "promptonly"})
