@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sidecar.core.common import OperationResponse, Params, Phase2Model
+from sidecar.core.common import AfterSequence, OperationResponse, Params, Phase2Model
 
 PLUGIN_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
 VERSION_PATTERN = r"^[0-9]+\.[0-9]+\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$"
@@ -265,7 +265,7 @@ class PluginIdParams(Params):
 
 class PluginEventsParams(Params):
     plugin_id: str = Field(pattern=PLUGIN_ID_PATTERN)
-    after_sequence: int = Field(0, ge=0, le=2**63 - 1)  # an SQLite INTEGER
+    after_sequence: AfterSequence = 0
     limit: int = Field(200, ge=1, le=1000)
 
 
