@@ -12,7 +12,6 @@ most of a 50-page build): the markup is the same python-docx would make for ``ad
 
 from __future__ import annotations
 
-import functools
 import io
 import re
 from typing import Any
@@ -20,6 +19,7 @@ from xml.sax.saxutils import escape
 
 import anyio
 
+from . import highlight
 from .ast import Node
 from .html import code_style
 from .models import ExportOptions, ExportResult
@@ -95,17 +95,6 @@ class _Para:
         return f"<w:p>{self.ppr}{body}</w:p>"
 
 
-@functools.lru_cache(maxsize=64)
-def _lexer(language: str | None) -> Any:
-    from pygments.lexers import TextLexer, get_lexer_by_name
-    from pygments.util import ClassNotFound
-
-    try:
-        return get_lexer_by_name(language, stripnl=False) if language else TextLexer(stripnl=False)
-    except ClassNotFound:
-        return TextLexer(stripnl=False)
-
-
 class DocxWriter:
     def __init__(self, prepared: Prepared, options: ExportOptions) -> None:
         from docx import Document
@@ -118,9 +107,7 @@ class DocxWriter:
         self._style_ids: dict[str, str] = {}
         self._style_nums: dict[str, tuple[str, str] | None] = {}
         self._setup_styles()
-        from pygments.styles import get_style_by_name
-
-        self.code_style = get_style_by_name(code_style(options.code_theme) or "default")
+        self.code_style = highlight.style(code_style(options.code_theme) or "default")
         self._token_rpr: dict[Any, str] = {}
         self.out: list[str] = []  # the body's block-level markup, in order
         self._shape_id = self.doc.part.next_id  # the next picture id (python-docx: max id in the story + 1)
@@ -340,7 +327,7 @@ class DocxWriter:
         para = self.para("Code")
         items = para.items
         rprs = self._token_rpr
-        for ttype, value in lex(text.rstrip("\n"), _lexer(language)):
+        for ttype, value in lex(text.rstrip("\n"), highlight.lexer(language)):
             rpr = rprs.get(ttype)
             if rpr is None:  # b, i, color: the order of w:rPr's children
                 style = self.code_style.style_for_token(ttype)

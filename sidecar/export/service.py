@@ -140,7 +140,7 @@ class ExportService:
 
     async def start(self, task_group: TaskGroup | None = None) -> None:
         await self._jobs.migrate()
-        self._jobs.register_kind(KIND, concurrency=2)
+        self._jobs.register_kind(KIND, concurrency=2, failure_code="EXPORT_RENDER_FAILED")
         await anyio.to_thread.run_sync(lambda: self.root.mkdir(parents=True, exist_ok=True))
         await self.sweep()
         if task_group is not None:

@@ -108,7 +108,7 @@ class MediaService:
         self._tmp_dir = tmp_dir
         self._whisper_dir = whisper_model_dir
         self._diarization_dir = diarization_model_dir
-        jobs.register_kind(TRANSCRIPTION_KIND, concurrency)
+        jobs.register_kind(TRANSCRIPTION_KIND, concurrency, failure_code="TRANSCRIPTION_FAILED")
 
     async def migrate(self) -> None:
         await self._jobs.migrate()  # (idempotent) the tidy-up below reads the jobs table
