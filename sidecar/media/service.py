@@ -23,7 +23,7 @@ from sidecar.core.common import CursorPage, ErrorInfo, OperationResponse, Page, 
 from sidecar.core.errors import BadRequestError, ConflictError, NotFoundError, UnavailableError
 from sidecar.jobs import JobContext, JobManager
 from sidecar.jobs.models import Job, JobStatus
-from sidecar.knowledge.models import BlockInput, Citation, CreateNoteParams, Note
+from sidecar.knowledge.models import MAX_BLOCK_CHARS, MAX_BLOCKS_PER_NOTE, BlockInput, Citation, CreateNoteParams, Note
 from sidecar.knowledge.service import KnowledgeService
 from sidecar.storage.sqlite import Database
 from sidecar.trace.models import StoredEvent
@@ -41,7 +41,7 @@ from .models import (
     TranscriptNoteParams,
     TranscriptSegment,
 )
-from .notes import transcript_blocks
+from .notes import pack_blocks, transcript_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -466,14 +466,13 @@ class MediaService:
                 "Note template was not found.", code="TEMPLATE_NOT_FOUND", details={"template_id": p.template_id}
             )
         att = await self._knowledge.get_attachment(job.attachment_id)
-        blocks = [
-            BlockInput(text=text, citations=[Citation(**c)])
-            for text, c in transcript_blocks(
-                job.segments,
-                job.attachment_id,
-                include_timestamps=p.include_timestamps,
-                include_speakers=p.include_speakers,
-            )
-        ]
+        turns = transcript_blocks(
+            job.segments,
+            job.attachment_id,
+            include_timestamps=p.include_timestamps,
+            include_speakers=p.include_speakers,
+        )
+        packed = pack_blocks(turns, max_blocks=MAX_BLOCKS_PER_NOTE, max_chars=MAX_BLOCK_CHARS, max_citations=100)
+        blocks = [BlockInput(text=text, citations=[Citation(**c) for c in cites]) for text, cites in packed]
         title = p.title or f"Transcript: {att.filename}"
         return await self._knowledge.create_note(CreateNoteParams(title=title, folder=p.folder, blocks=blocks))

@@ -128,3 +128,30 @@ def test_the_worker_gets_no_secrets() -> None:
 
     env = worker_env({"PATH": "/bin", "METONA_SECRET_KEY": "k", "METONA_LIVE_DEEPSEEK_API_KEY": "x", "HF_TOKEN": "t"})
     assert env == {"PATH": "/bin"}
+
+
+def test_more_than_5000_speaker_turns_still_make_a_valid_note() -> None:
+    """Issue 21: one block per turn, and a long diarized recording (12,001 turns) was VALIDATION_ERROR."""
+    from sidecar.knowledge.models import MAX_BLOCK_CHARS, MAX_BLOCKS_PER_NOTE, BlockInput, Citation, CreateNoteParams
+    from sidecar.media.notes import pack_blocks
+
+    segments = [
+        TranscriptSegment(
+            segment_id=f"s{i}",
+            speaker=f"SPEAKER_0{i % 2}",
+            start_time=i * 2.0,
+            end_time=i * 2.0 + 1.5,
+            text=f"turn {i}",
+        )
+        for i in range(12_001)
+    ]
+    turns = transcript_blocks(segments, "att_1")
+    assert len(turns) == 12_001
+    packed = pack_blocks(turns, max_blocks=MAX_BLOCKS_PER_NOTE, max_chars=MAX_BLOCK_CHARS, max_citations=100)
+    assert len(packed) <= MAX_BLOCKS_PER_NOTE
+    blocks = [BlockInput(text=text, citations=[Citation(**c) for c in cites]) for text, cites in packed]
+    CreateNoteParams(title="long", blocks=blocks)  # valid: the request the app makes
+    assert [c["start_time"] for _, cites in packed for c in cites] == [t[1]["start_time"] for t in turns]
+    assert packed[0][0].splitlines()[0] == turns[0][0]  # each turn keeps its own line and citation
+    few = pack_blocks(turns[:10], max_blocks=MAX_BLOCKS_PER_NOTE, max_chars=MAX_BLOCK_CHARS, max_citations=100)
+    assert few == [(text, [c]) for text, c in turns[:10]], "under the limit: one block per turn, as before"
