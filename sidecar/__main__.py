@@ -25,6 +25,11 @@ def main(argv: list[str] | None = None) -> None:
         from .export.cli import main as export_main
 
         sys.exit(export_main(args[1:]))
+    if args[:1] == ["math-worker"]:  # TeX → SVG in a killable child (issue 21): the frozen binary's entry
+        from .render.mathworker import main as math_main
+
+        math_main()
+        sys.exit(0)
     if args[:1] == ["local-model"]:  # prepare the embedded model once (issue 15); loads only for this subcommand
         from .localmodel.cli import main as local_main
 

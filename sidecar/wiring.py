@@ -203,7 +203,9 @@ def _open_render(settings: Settings, children: ChildSupervisor) -> RenderService
     from .system.capabilities import find_chromium
 
     browser = BrowserPool(find_chromium(settings), children=children)
-    renderers = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
+    from .render.mathworker import MathWorker
+
+    renderers = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer(MathWorker(children))]
     return RenderService(settings.data_dir, browser, renderers)
 
 
