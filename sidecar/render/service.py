@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 def source_hash(source: str) -> str:
     """The ``sourceHash`` of a source: lowercase hex SHA-256 of its UTF-8 bytes."""
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+    return hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()  # a lone surrogate: no crash
 
 
 class RenderService:
@@ -109,7 +109,7 @@ SANITIZER_REVISION = "sanitize-r2"
 
 def _check_hash(request: StaticRenderRequest) -> None:
     given = request.source_hash.strip().lower().removeprefix("sha256:")
-    if not hmac.compare_digest(given, source_hash(request.source)):
+    if not hmac.compare_digest(given.encode("utf-8", "surrogatepass"), source_hash(request.source).encode()):
         raise SourceHashMismatch(
             "sourceHash does not match the source (expected the hex SHA-256 of its UTF-8 bytes).",
             details={"field": "sourceHash"},

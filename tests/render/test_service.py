@@ -92,6 +92,10 @@ async def test_the_source_hash_is_checked(tmp_path: Path) -> None:
     with pytest.raises(SidecarError) as info:
         await svc.render(StaticRenderRequest(kind="mermaid", source=source, source_hash=source_hash("other")))
     assert (info.value.status, info.value.code) == (400, "EXPORT_OPTIONS_INVALID")
+    for given, text in (("中文", source), ("é" * 64, source)):  # found by the fuzz: INTERNAL_ERROR
+        with pytest.raises(SidecarError) as info:
+            await svc.render(StaticRenderRequest(kind="mermaid", source=text, source_hash=given))
+        assert info.value.code == "EXPORT_OPTIONS_INVALID"
 
 
 async def test_a_kind_without_renderer_is_unavailable(tmp_path: Path) -> None:
