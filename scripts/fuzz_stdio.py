@@ -180,6 +180,14 @@ class Generator:
 # --- the run ------------------------------------------------------------------------------------------------------
 
 
+def _lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 class _Died(Exception):
     """The sidecar closed its stdout (it died)."""
 
@@ -331,10 +339,9 @@ def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dic
             shape = rng.random()
             if shape < 0.80:
                 message = request(names[i % len(names)] if rng.random() < 0.5 else rng.choice(names))
-                payload = json.dumps(message, ensure_ascii=rng.random() < 0.5, allow_nan=False).encode(
-                    "utf-8", "surrogatepass"
-                )
-                unreadable = b"\xed\xa0" in payload or b"\xed\xbf" in payload  # a lone surrogate: invalid UTF-8
+                ascii_only = rng.random() < 0.5
+                payload = json.dumps(message, ensure_ascii=ascii_only, allow_nan=False).encode("utf-8", "surrogatepass")
+                unreadable = _lone_surrogate(message) and not ascii_only  # raw: invalid UTF-8, a parse error
                 if gen.too_deep or unreadable or len(payload) > limits["max_line_bytes"]:
                     owe(None)  # the line cannot be read: a parse error with id null
                 else:
@@ -367,7 +374,7 @@ def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dic
                 note = {"jsonrpc": "2.0", "method": rng.choice([*names, "$/cancelRequest", "nope"]),
                         "params": gen.any()}  # fmt: skip
                 if not isinstance(note["params"], dict | list):
-                    owe(None)  # params neither object nor array: an Invalid Request even without an id
+                    owe(None)  # a parse error, or params neither object nor array: answered even without an id
                 payload = json.dumps(note).encode()
             recent.append(payload[:300])
             del recent[:-5]

@@ -30,3 +30,23 @@ def test_a_short_schema_fuzz_run_is_clean(seed: int, tmp_path: Path) -> None:
         sys.setrecursionlimit(limit)
     assert figures["methods"] >= 80 and figures["requests"] > 300
     assert figures["clean"], {k: v for k, v in figures.items() if k != "skipped_methods"}
+
+
+def test_what_the_long_run_found_is_typed(tmp_path: Path) -> None:
+    """A lone surrogate in params (providers/get: UnicodeEncodeError in SQLite) and a 4,096-character theme path
+    (ENAMETOOLONG) were INTERNAL_ERROR."""
+    from tests.support.sidecar_proc import Sidecar
+
+    data = tmp_path / "data"
+    data.mkdir()
+    sc = Sidecar(data, dev=False)
+    try:
+        sc.initialize()
+        sc.send_bytes(b'{"jsonrpc":"2.0","id":1,"method":"providers/get","params":{"provider_id":"\\udfff"}}\n')
+        reply = sc.response(1)
+        assert reply["error"]["code"] == -32602, reply
+        assert reply["error"]["data"]["details"]["errors"][0]["loc"] == ["provider_id"]
+        reply = sc.call("themes/inspect", {"path": "A" * 4096})
+        assert reply["error"]["data"]["code"] == "THEME_PACKAGE_NOT_FOUND", reply
+    finally:
+        sc.close()

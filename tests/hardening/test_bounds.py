@@ -42,3 +42,13 @@ def test_a_huge_cursor_is_invalid_params(model: Any) -> None:
     with pytest.raises(ValidationError):
         model.model_validate({**base, "after_sequence": 10**30})
     assert model.model_validate({**base, "after_sequence": MAX_SEQUENCE}).after_sequence == MAX_SEQUENCE
+
+
+def test_a_lone_surrogate_in_params_is_invalid_params_not_an_internal_error() -> None:
+    """Found by the schema fuzz (issue 21): "\\udfff" in a provider id reached SQLite → INTERNAL_ERROR."""
+    from sidecar.ipc.dispatcher import _lone_surrogate
+
+    assert _lone_surrogate({"provider_id": "\udfff"}) == ["provider_id"]
+    assert _lone_surrogate({"a": [{"b": "x\ud800y"}]}) == ["a", 0, "b"]
+    assert _lone_surrogate({"k\udc00": 1}) == ["k\udc00"]
+    assert _lone_surrogate({"t": "\U0001f642 ok", "n": [1, None, {"x": "中文"}]}) is None

@@ -217,3 +217,9 @@ async def test_a_corrupt_state_file_is_an_error_and_never_overwritten(
     assert await _code(svc.install(inspection.package_id)) == "THEME_STATE_CORRUPT"
     assert (svc.root / "state.json").read_text("utf-8") == content
     assert not (svc.root / "ocean").exists()
+
+
+@pytest.mark.parametrize("path", ["A" * 4096, "a\x00b", "/nonexistent/theme.zip"])
+async def test_an_unusable_package_path_is_package_not_found(svc: ThemeService, path: str) -> None:
+    """Found by the schema fuzz (issue 21): a 4,096-character name was OSError ENAMETOOLONG → INTERNAL_ERROR."""
+    assert await _code(svc.inspect(path)) == "THEME_PACKAGE_NOT_FOUND"
