@@ -1066,6 +1066,9 @@ created_at: string
  * via the `definition` "sidecar__agent__models__RunEventsParams".
  */
 export interface RunEventsParams {
+/**
+ * events after this sequence (0: all)
+ */
 after_sequence?: number
 limit?: number
 run_id: string
@@ -1383,6 +1386,9 @@ status?: (string | null)
  * via the `definition` "sidecar__benchmarks__models__RunEventsParams".
  */
 export interface RunEventsParams1 {
+/**
+ * events after this sequence (0: all)
+ */
 after_sequence?: number
 limit?: number
 run_id: string
@@ -1619,6 +1625,9 @@ values: {
  */
 export interface SubscribeParams {
 resource_id: string
+/**
+ * events after this sequence (0: all)
+ */
 after_sequence?: number
 }
 /**
@@ -1822,6 +1831,9 @@ job_id: string
  * via the `definition` "RebuildEventsParams".
  */
 export interface RebuildEventsParams {
+/**
+ * events after this sequence (0: all)
+ */
 after_sequence?: number
 limit?: number
 job_id: string
@@ -2048,6 +2060,9 @@ speaker?: (string | null)
  */
 export interface TranscriptionEventsParams {
 job_id: string
+/**
+ * events after this sequence (0: all)
+ */
 after_sequence?: number
 limit?: number
 }
@@ -2534,6 +2549,10 @@ arguments?: {
 context?: {
 [k: string]: unknown
 }
+/**
+ * the user confirmed this run of the command's tool; a tool that requires permission (risk medium or above) without it is 403 PLUGIN_COMMAND_PERMISSION_REQUIRED
+ */
+approved?: boolean
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
@@ -2592,6 +2611,9 @@ enabled: boolean
  */
 export interface PluginEventsParams {
 plugin_id: string
+/**
+ * events after this sequence (0: all)
+ */
 after_sequence?: number
 limit?: number
 }

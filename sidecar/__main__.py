@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> None:
         from .cli.demo import main as demo_main
 
         sys.exit(demo_main(args[1:]))
+    if args[:1] == ["math-worker"]:  # TeX → SVG in a killable child (issue 21): the frozen binary's entry
+        from .render.mathworker import main as math_main
+
+        math_main()
+        sys.exit(0)
     if args[:1] == ["local-model"]:  # prepare the embedded model once (issue 15); loads only for this subcommand
         from .cli.local_model import main as local_main
 
@@ -43,6 +48,9 @@ def main(argv: list[str] | None = None) -> None:
         level=getattr(logging, settings.log_level, logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from .core.redact import redact_logs
+
+    redact_logs()  # every log line goes through the one redaction (issue 21)
     from .app import run
 
     code = run(settings)

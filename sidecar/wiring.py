@@ -102,13 +102,14 @@ async def open_knowledge(db: Database, data_dir: Path | str, **limits: Any) -> K
 def open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
     """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
     from .render.browser import BrowserPool
+    from .render.mathworker import MathWorker
     from .render.mermaid import MermaidRenderer
     from .render.renderers import FunctionPlotRenderer, MathRenderer
     from .render.types import Renderer
     from .system.capabilities import find_chromium
 
     browser = BrowserPool(find_chromium(settings), children=children)
-    renderers: list[Renderer] = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer()]
+    renderers: list[Renderer] = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer(MathWorker(children))]
     return RenderService(settings.data_dir, browser, renderers)
 
 

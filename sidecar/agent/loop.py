@@ -24,6 +24,7 @@ import anyio
 
 from sidecar.core.common import ErrorInfo
 from sidecar.core.errors import SidecarError
+from sidecar.core.redact import cut_credentials
 from sidecar.ir import (
     MetonaContext,
     MetonaGenerationParams,
@@ -39,7 +40,6 @@ from sidecar.ir import (
 from sidecar.providers.base import last_user_text
 from sidecar.providers.errors import ProviderError, phase2_code
 from sidecar.providers.mock import SUMMARY_REQUEST_SUFFIX
-from sidecar.trace.redact import cut_credentials
 
 from . import models as ev
 from .context import SUMMARISE_INSTRUCTIONS, ContextBuilder

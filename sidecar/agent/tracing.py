@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 
+from sidecar.core.redact import sanitize
 from sidecar.trace.eventlog import EventLog, EventWriter
-from sidecar.trace.redact import sanitize
 
 from .models import TEXT_DELTA, THINKING_DELTA
 

@@ -5,8 +5,10 @@ Isolation: the run's tools see a workspace folder of the case's own (fixtures wr
 store + retrieval index holding the dataset's corpus) and an empty memory store of the benchmark run — all under
 the run's work dir, removed afterwards. The traces go to the sidecar's event log and run table (session id = the
 benchmark run id), so every ``trace_run_id`` in a report stays readable with ``agent/runs/get``/``trace``.
-Permission requests are answered by the benchmark (``allow_once``, recorded in the trace as source
-``benchmark``): the case's ``allowed_tools`` is the user's consent. The scripted ``mock`` provider plays the case's
+Permission requests are answered by the benchmark (recorded in the trace as source ``benchmark``): ``allow_once``
+for a tool the case's ``allowed_tools`` names (the user's consent, given by importing the dataset), ``deny`` for
+any other tool and always for a high- or critical-risk plugin tool (an imported dataset must not make a plugin
+delete or send something with nobody asked, issue 21). The scripted ``mock`` provider plays the case's
 ``mock_script``; any other provider is the user's configured one. Fail-over is off, so a number is the named
 provider's.
 """
@@ -22,7 +24,7 @@ from typing import Any
 
 import anyio
 
-from sidecar.agent.models import AgentRunCreateParams
+from sidecar.agent.models import AgentRunCreateParams, PermissionDecision
 from sidecar.agent.permissions import PermissionBroker, PermissionRequest
 from sidecar.agent.service import AgentService
 from sidecar.core.common import ErrorInfo
@@ -39,12 +41,33 @@ MOCK_PROVIDER = "mock"
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-class BenchmarkBroker(PermissionBroker):
-    """Answers every permission request at once with ``allow_once`` (source ``benchmark``)."""
+UNPROMPTED_PLUGIN_RISKS = frozenset({"high", "critical"})
+"""Plugin tools of these risks are never run by a benchmark: they need a person's answer."""
 
-    def open(self, run_id: str, session_id: str, **kw: Any) -> PermissionRequest:
-        request = super().open(run_id, session_id, **kw)
-        request.answer("allow_once", "benchmark")
+
+class BenchmarkBroker(PermissionBroker):
+    """Answers every permission request at once (source ``benchmark``): ``allow_once`` for a tool in ``allowed``
+    unless it is a high- or critical-risk plugin tool, ``deny`` otherwise."""
+
+    def __init__(self, allowed: list[str] | None) -> None:
+        super().__init__()
+        self._allowed = frozenset(allowed or ())
+
+    def decide(self, tool_name: str, permission: str, risk_level: str) -> PermissionDecision:
+        if tool_name not in self._allowed:
+            return "deny"
+        if permission.startswith("plugin.") and risk_level.lower() in UNPROMPTED_PLUGIN_RISKS:
+            return "deny"
+        return "allow_once"
+
+    def open(
+        self, run_id: str, session_id: str, *, tool_call_id: str, tool_name: str, permission: str, risk_level: str
+    ) -> PermissionRequest:
+        request = super().open(
+            run_id, session_id, tool_call_id=tool_call_id, tool_name=tool_name, permission=permission,
+            risk_level=risk_level,
+        )  # fmt: skip
+        request.answer(self.decide(tool_name, permission, risk_level), "benchmark")
         return request
 
 
@@ -315,7 +338,7 @@ async def run_case(
     agent = AgentService(
         deps.events, providers, config, deps.registry, deps.task_group, memories=memories, services=services
     )
-    agent.broker = BenchmarkBroker()
+    agent.broker = BenchmarkBroker(case.allowed_tools)
     try:
         params = AgentRunCreateParams.model_validate(
             {

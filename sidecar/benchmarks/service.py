@@ -119,8 +119,8 @@ class BenchmarkService:
     async def start(self) -> None:
         """Migrate, register the job kinds, remove work dirs a crash left behind."""
         await self._rows.migrate()
-        self._jobs.register_kind(RAG_KIND, concurrency=1)
-        self._jobs.register_kind(AGENT_KIND, concurrency=1)
+        self._jobs.register_kind(RAG_KIND, concurrency=1, failure_code="BENCHMARK_RUN_FAILED")
+        self._jobs.register_kind(AGENT_KIND, concurrency=1, failure_code="BENCHMARK_RUN_FAILED")
         await anyio.to_thread.run_sync(functools.partial(shutil.rmtree, self._work, ignore_errors=True))
 
     # -- datasets --------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ Objects defined by the phase-2 seed (and objects neither seed defines) are snake
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,8 +56,15 @@ class PageParams(Params):
     offset: int = Field(0, ge=0, le=2**31 - 1)
 
 
+MAX_SEQUENCE = 2**63 - 1
+"""The largest event sequence: an SQLite INTEGER."""
+AfterSequence = Annotated[int, Field(ge=0, le=MAX_SEQUENCE, description="events after this sequence (0: all)")]
+"""The one bounded cursor type of every events method (issue 21): above an SQLite INTEGER is -32602, never
+an OverflowError deep in a query or a subscription pump that dies silently."""
+
+
 class CursorParams(Params):
-    after_sequence: int = Field(0, ge=0, le=2**63 - 1)  # an SQLite INTEGER
+    after_sequence: AfterSequence = 0
     limit: int = Field(200, ge=1, le=1000)
 
 

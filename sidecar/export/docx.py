@@ -16,7 +16,6 @@ most of a 50-page build): the markup is the same python-docx would make for ``ad
 from __future__ import annotations
 
 import builtins
-import functools
 import io
 import re
 from typing import Any
@@ -24,6 +23,7 @@ from xml.sax.saxutils import escape
 
 import anyio
 
+from . import highlight
 from .ast import Node
 from .html import code_style, diagram_alt
 from .models import ExportOptions, ExportResult
@@ -112,17 +112,6 @@ class _Para:
         return f"<w:p>{self.ppr}{body}</w:p>"
 
 
-@functools.lru_cache(maxsize=64)
-def _lexer(language: str | None) -> Any:
-    from pygments.lexers import TextLexer, get_lexer_by_name
-    from pygments.util import ClassNotFound
-
-    try:
-        return get_lexer_by_name(language, stripnl=False) if language else TextLexer(stripnl=False)
-    except ClassNotFound:
-        return TextLexer(stripnl=False)
-
-
 class DocxWriter:
     def __init__(self, prepared: Prepared, options: ExportOptions) -> None:
         from docx import Document
@@ -134,9 +123,7 @@ class DocxWriter:
         self.footnote_ids: dict[int, int] = {}
         self._style_ids: dict[str, str] = {}
         self._setup_styles()
-        from pygments.styles import get_style_by_name
-
-        self.code_style = get_style_by_name(code_style(options.code_theme) or "default")
+        self.code_style = highlight.style(code_style(options.code_theme) or "default")
         self._token_rpr: dict[Any, str] = {}
         self.out: list[str] = []  # the body's block-level markup, in order
         self._shape_id = self.doc.part.next_id  # the next picture id (python-docx: max id in the story + 1)
@@ -364,7 +351,7 @@ class DocxWriter:
         para = self.para(CODE_STYLE, num=num)
         items = para.items
         rprs = self._token_rpr
-        for ttype, value in lex(text.rstrip("\n"), _lexer(language)):
+        for ttype, value in lex(text.rstrip("\n"), highlight.lexer(language)):
             rpr = rprs.get(ttype)
             if rpr is None:
                 rpr = rprs[ttype] = self._token_style(ttype)

@@ -10,6 +10,7 @@ from html import escape
 
 import anyio
 
+from . import highlight
 from .ast import Node
 from .models import ExportOptions, ExportResult
 from .rawhtml import Vault, clean, removed_by_cleaning, unclosed_rawtext
@@ -44,10 +45,8 @@ article.metona-export { max-width: none; padding: 0; }
 
 def code_style(name: str) -> str | None:
     """The Pygments style for a ``code_theme`` option, or None if unknown."""
-    from pygments.styles import get_all_styles
-
     style = CODE_THEMES.get(name, name)
-    return style if style in set(get_all_styles()) else None
+    return style if style in highlight.style_names() else None
 
 
 def _lang(text: str) -> str:
@@ -62,9 +61,7 @@ class HtmlWriter:
         self.options = options
         self.print_mode = print_mode
         self.count = 0
-        from pygments.formatters import HtmlFormatter
-
-        self.formatter = HtmlFormatter(style=code_style(options.code_theme) or "default", nowrap=True)
+        self.formatter = highlight.html_formatter(style=code_style(options.code_theme) or "default", nowrap=True)
         doc = prepared.document
         raw = any(n.type == "html" for n in doc.walk()) or any(
             n.type == "html" for f in doc.footnotes for n in f.walk()
@@ -185,16 +182,10 @@ class HtmlWriter:
         return text
 
     def code(self, n: Node, language: str | None = None) -> str:
-        from pygments import highlight
-        from pygments.lexers import TextLexer, get_lexer_by_name
-        from pygments.util import ClassNotFound
+        from pygments import highlight as pygmentize
 
         lang = language or n.attributes.get("language") or ""
-        try:
-            lexer = get_lexer_by_name(lang, stripnl=False) if lang else TextLexer(stripnl=False)
-        except ClassNotFound:
-            lexer = TextLexer(stripnl=False)
-        code = highlight(n.text, lexer, self.formatter) if n.text else ""  # an empty block stays empty
+        code = pygmentize(n.text, highlight.lexer(lang), self.formatter) if n.text else ""  # an empty block stays empty
         cls = f' class="language-{escape(lang, quote=True)}"' if lang else ""
         return f'<pre class="highlight"><code{cls}>{code}</code></pre>\n'
 

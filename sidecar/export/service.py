@@ -28,7 +28,7 @@ import anyio
 import anyio.to_thread
 from pydantic import ValidationError
 
-from sidecar.core.common import OperationResponse, Page, PageInfo, iso, utc_now
+from sidecar.core.common import OperationResponse, Page, iso, utc_now
 from sidecar.core.errors import NotFoundError, SidecarError
 
 from .ast import Document, parse_markdown, xml_safe
@@ -140,7 +140,7 @@ class ExportService:
 
     async def start(self, task_group: TaskGroup | None = None) -> None:
         await self._jobs.migrate()
-        self._jobs.register_kind(KIND, concurrency=2)
+        self._jobs.register_kind(KIND, concurrency=2, failure_code="EXPORT_RENDER_FAILED")
         await anyio.to_thread.run_sync(lambda: self.root.mkdir(parents=True, exist_ok=True))
         await self.sweep()
         if task_group is not None:
@@ -312,21 +312,10 @@ class ExportService:
             raise ExportFormatUnsupported(
                 "Unsupported export format.", details={"format": fmt, "supported": list(FORMATS)}
             )
-        views: list[ExportJob] = []
-        start, total = 0, None
-        while total is None or start < total:  # every export job, filtered by format (params), newest first
-            page = await self._jobs.list(KIND, status, 500, start)
-            total = page.page.total
-            for job in page.items:
-                params = await self._jobs.params_of(job.job_id)
-                if fmt is None or params.get("format") == fmt:
-                    views.append(self._view(job, params))
-            start += 500
-            if not page.items:
-                break
-        return Page[ExportJob](
-            items=views[offset : offset + limit], page=PageInfo(total=len(views), limit=limit, offset=offset)
-        )
+        match = {"format": fmt} if fmt is not None else None
+        page, params = await self._jobs.list_with_params(KIND, status, limit, offset, params_match=match)
+        views = [self._view(job, p) for job, p in zip(page.items, params, strict=True)]
+        return Page[ExportJob](items=views, page=page.page)
 
     async def cancel(self, job_id: str) -> OperationResponse:
         return await self._jobs.cancel(job_id, kind=KIND, not_found_code=NOT_FOUND)

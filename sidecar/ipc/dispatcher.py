@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +113,28 @@ def validation_errors(exc: ValidationError) -> list[dict[str, Any]]:
     return [{"loc": list(e["loc"]), "type": e["type"], "msg": e["msg"]} for e in exc.errors()]
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _lone_surrogate(value: Any, path: tuple[Any, ...] = ()) -> list[Any] | None:
+    """Where a string (or key) of ``value`` holds a lone surrogate (``"\\ud800"`` is valid JSON, but no text: it
+    reached SQLite and file names as UnicodeEncodeError → INTERNAL_ERROR, found by the schema fuzz, issue 21)."""
+    stack = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return list(where)
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return [*where, key]
+                stack.append((item, (*where, key)))
+        elif isinstance(node, list):
+            stack.extend((item, (*where, i)) for i, item in enumerate(node))
+    return None
+
+
 def wrap_method(method: Method[Any, Any]) -> RawMethod:
     """Adapt a typed :class:`Method` to jsonrpcserver's calling convention (context first)."""
     # the same class as pydantic's, without pydantic's import cost; imported here, not with this module,
@@ -121,6 +144,8 @@ def wrap_method(method: Method[Any, Any]) -> RawMethod:
     async def entry(ctx: RequestContext, /, *args: Any, **kwargs: Any) -> Any:
         if args:
             return invalid_params([NOT_AN_OBJECT])
+        if not method.dev and (where := _lone_surrogate(kwargs)) is not None:
+            return invalid_params([{"loc": where, "type": "string_unicode", "msg": "a string holds a lone surrogate"}])
         try:
             params = method.params.model_validate(kwargs)
             return success(method.dump_result(await method.handler(ctx, params)))

@@ -11,7 +11,10 @@ job task writes exactly one terminal state with ``completed_at`` and its termina
 * runner returns ``dict | None`` → ``completed``, event ``Completed`` with the result (or ``{}``);
 * runner raises :class:`SidecarError` → ``failed`` with its code, message and details, event
   ``Failed {"error": ErrorInfo}``;
-* any other exception → ``failed`` with ``JOB_FAILED`` and a generic message (traceback to the log only);
+* any other exception → ``failed`` with the kind's ``failure_code`` (``register_kind``; e.g.
+  ``EXPORT_RENDER_FAILED``) and details naming the exception's type and an incident id that the log line with
+  the traceback carries too — never the exception's text, which may hold paths or keys; a kind without one is
+  ``JOB_FAILED`` with a generic message and no details;
 * cancelled (``cancel``, ``shutdown``, the task group) → ``cancelled``, event ``Cancelled``. Once a
   cancel was requested, an exception from the runner also counts as cancellation.
 
@@ -185,6 +188,7 @@ class JobContext:
 class _KindSpec:
     limiter: anyio.CapacityLimiter
     started_event: str | None = None
+    failure_code: str | None = None
 
 
 @dataclass
@@ -230,19 +234,23 @@ class JobManager:
         if not self._migrated:
             await self.migrate()
 
-    def register_kind(self, kind: str, concurrency: int = 1, *, started_event: str | None = None) -> None:
+    def register_kind(
+        self, kind: str, concurrency: int = 1, *, started_event: str | None = None, failure_code: str | None = None
+    ) -> None:
         """Declare a job kind and how many of its jobs may run at once (re-registering updates it).
 
-        ``started_event`` (optional) is appended when a job of this kind turns ``running``.
+        ``started_event`` (optional) is appended when a job of this kind turns ``running``; ``failure_code`` is
+        the domain's code for an unexpected exception (see the module doc).
         """
         if not kind or concurrency < 1:
             raise ValueError("kind must not be empty and concurrency must be >= 1")
         spec = self._kinds.get(kind)
         if spec is None:
-            self._kinds[kind] = _KindSpec(anyio.CapacityLimiter(concurrency), started_event)
+            self._kinds[kind] = _KindSpec(anyio.CapacityLimiter(concurrency), started_event, failure_code)
         else:
             spec.limiter.total_tokens = concurrency
             spec.started_event = started_event
+            spec.failure_code = failure_code
 
     @property
     def active_count(self) -> int:
@@ -334,8 +342,16 @@ class JobManager:
                 details = {}
             logger.info("job %s (%s) failed: %s", entry.job_id, entry.kind, err.code)
             return JobStatus.FAILED, None, ErrorInfo(code=err.code, message=err.message, details=details)
-        logger.error("job %s (%s) failed", entry.job_id, entry.kind, exc_info=exc)
-        return JobStatus.FAILED, None, ErrorInfo(code="JOB_FAILED", message=JOB_FAILED_MESSAGE)
+        spec = self._kinds.get(entry.kind)
+        if spec is None or spec.failure_code is None:
+            logger.error("job %s (%s) failed", entry.job_id, entry.kind, exc_info=exc)
+            return JobStatus.FAILED, None, ErrorInfo(code="JOB_FAILED", message=JOB_FAILED_MESSAGE)
+        incident = f"inc_{uuid.uuid4().hex[:12]}"
+        logger.error("job %s (%s) failed, incident %s", entry.job_id, entry.kind, incident, exc_info=exc)
+        kind_name = type(exc).__name__
+        message = f"The {entry.kind} job failed unexpectedly ({kind_name}; incident {incident} in the sidecar log)."
+        details = {"exception": kind_name, "incident": incident}
+        return JobStatus.FAILED, None, ErrorInfo(code=spec.failure_code, message=message, details=details)
 
     async def _mark_running(self, job_id: str, spec: _KindSpec) -> bool:
         now = now_iso()
@@ -447,6 +463,20 @@ class JobManager:
         offset: int = 0,
     ) -> Page[Job]:
         """Jobs, newest first, optionally of one kind and/or status (``processing`` means running)."""
+        page, _params = await self.list_with_params(kind, status, limit, offset)
+        return page
+
+    async def list_with_params(
+        self,
+        kind: str | None = None,
+        status: JobStatus | str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        params_match: Mapping[str, str] | None = None,
+    ) -> tuple[Page[Job], builtins.list[dict[str, Any]]]:
+        """:meth:`list` plus each job's params, in one query; ``params_match`` keeps the jobs whose params have
+        these top-level values (``{"format": "docx"}``), filtered in SQL (issue 21: not a query per job)."""
         if limit < 1 or offset < 0:
             raise BadRequestError("limit must be >= 1 and offset >= 0.")
         try:
@@ -461,18 +491,23 @@ class JobManager:
         if st is not None:
             where.append("status = ?")
             args.append(st.value)
+        for key, value in (params_match or {}).items():
+            if not key.isidentifier():
+                raise ValueError(f"not a params key: {key!r}")
+            where.append("json_extract(params, ?) = ?")
+            args += [f"$.{key}", value]
         clause = f" WHERE {' AND '.join(where)}" if where else ""
 
-        def work(conn: sqlite3.Connection) -> tuple[int, list[Job]]:
+        def work(conn: sqlite3.Connection) -> tuple[int, list[Job], list[dict[str, Any]]]:
             total = conn.execute(f"SELECT count(*) FROM jobs{clause}", args).fetchone()[0]
             rows = conn.execute(
                 f"SELECT * FROM jobs{clause} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 [*args, limit, offset],
             ).fetchall()
-            return int(total), [_job_from_row(r) for r in rows]
+            return int(total), [_job_from_row(r) for r in rows], [json.loads(r["params"]) for r in rows]
 
-        total, items = await self._db.read(work)
-        return Page[Job](items=items, page=PageInfo(total=total, limit=limit, offset=offset))
+        total, items, params = await self._db.read(work)
+        return Page[Job](items=items, page=PageInfo(total=total, limit=limit, offset=offset)), params
 
     async def events(
         self,

@@ -10,6 +10,12 @@ A server that exits or stops answering is noticed within :data:`DETECT_S` (its t
 calls fail with a readable ToolResult, status ``unhealthy``) and restarted with backoff; failures to start
 (missing command, initialize, capabilities, schemas) are ``error`` and are not retried until a restart is asked.
 Stopping closes the server's stdin, waits, then SIGTERM and SIGKILL to its whole process group.
+
+While a call is in flight a server may be too busy to answer a ping for as long as a call may take (the
+manifest's ``timeout_ms``): its silence counts only after that (issue 21: a synchronous tool that works 2 s is not
+a dead server). The ping runs beside the watch, so an exit is still noticed within a tick meanwhile. Only a
+transport that is really closed fails a call as ``PLUGIN_HOST_UNHEALTHY``; the server's own JSON-RPC error
+(-32000 included, the generic "server error") is ``MCP_TOOL_CALL_FAILED``.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from anyio.abc import Process, TaskGroup
 from sidecar.agent.tools.base import ToolError, ToolOutput
 from sidecar.core.common import now_iso
 from sidecar.core.errors import SidecarError
+from sidecar.core.redact import cut_credentials, sanitize
 
 from .models import HostManifest, HostState, PluginHostStatus
 from .tools import McpTool, check_tool, map_result, tool_description, tool_risk
@@ -49,7 +56,8 @@ TICK_S = 0.1
 PING_EVERY_S = 0.5
 PING_TIMEOUT_S = 1.0
 DETECT_S = 2.0
-"""A dead or silent server is noticed within this (exit polled every tick; ping every 0.5 s, 1 s to answer)."""
+"""A dead or silent server is noticed within this (exit polled every tick; ping every 0.5 s, 1 s to answer) —
+with no call in flight; during a call, a ping may take up to the call's time bound."""
 INITIALIZE_TIMEOUT_S = 15.0
 LIST_TIMEOUT_S = 15.0
 MAX_TOOL_PAGES = 100
@@ -113,6 +121,7 @@ class McpHost:
         self.restarts = 0
         self.pid: int | None = None
         self._session: Any = None
+        self._process: Process | None = None
         self._ring: StderrRing | None = None
         self._stdout: StdoutFilter | None = None
         self._calls: set[anyio.CancelScope] = set()
@@ -137,7 +146,7 @@ class McpHost:
             pid=self.pid,
             restarts=self.restarts,
             tools=list(self.tool_names),
-            stderr_tail=self._ring.text() if self._ring else "",
+            stderr_tail=self._redact(self._ring.text()) if self._ring else "",
             stdout_garbage_lines=self._stdout.garbage_lines if self._stdout else 0,
         )
 
@@ -283,7 +292,7 @@ class McpHost:
                 raise host_error(
                     "MCP_INITIALIZE_FAILED",
                     f"the server did not complete MCP initialize: {_reason(exc, process)}",
-                    stderr_tail=ring.text()[-2000:],
+                    stderr_tail=ring.text()[-2000:],  # redacted with the whole error in _set
                 ) from None
             if init.capabilities.tools is None:
                 raise host_error(
@@ -294,7 +303,7 @@ class McpHost:
                     ),
                 )
             await self._discover(session)
-            self._session = session
+            self._session, self._process = session, process
             self._list_changed = anyio.Event()
             self.last_seen_at = now_iso()
             ready_at = anyio.current_time()
@@ -303,7 +312,7 @@ class McpHost:
             try:
                 reason = await self._watch(session, process)
             finally:
-                self._session = None
+                self._session = self._process = None
                 self._unpublish(self.plugin_id)
                 self.tool_names = []
                 for scope in list(self._calls):
@@ -314,8 +323,14 @@ class McpHost:
         raise _Crashed(ready_at)
 
     async def _discover(self, session: Any) -> list[McpTool]:
-        """Every page of ``tools/list``, checked, converted and published at once."""
+        """Every page of ``tools/list``, checked, converted and published at once; nothing for a plugin whose
+        manifest does not declare the ``tools`` permission (§7.1: undeclared permission, no registration)."""
         from mcp_types import PaginatedRequestParams
+
+        if "tools" not in self.spec.manifest.permissions:
+            self._unpublish(self.plugin_id)
+            self.tool_names = []
+            return []
 
         found: list[Any] = []
         cursor: str | None = None
@@ -363,8 +378,23 @@ class McpHost:
             raise host_error("MCP_TOOL_SCHEMA_INVALID", exc.message) from None
         return tools
 
+    def _ping_allowance(self) -> float:
+        """How long a ping may go unanswered: 1 s, or while a call is in flight as long as a call may take."""
+        if self._calls:
+            return max(PING_TIMEOUT_S, self.spec.manifest.tools.timeout_ms / 1000)
+        return PING_TIMEOUT_S
+
     async def _watch(self, session: Any, process: Process) -> str | None:
         """Until stop (``None``) or the server is gone/silent (the reason)."""
+        ping = _Ping()
+        async with anyio.create_task_group() as tg:
+            try:
+                reason = await self._watch_loop(session, process, ping, tg)
+            finally:
+                tg.cancel_scope.cancel()
+        return reason
+
+    async def _watch_loop(self, session: Any, process: Process, ping: _Ping, tg: TaskGroup) -> str | None:
         next_ping = anyio.current_time() + PING_EVERY_S
         while True:
             with anyio.move_on_after(TICK_S):
@@ -376,18 +406,22 @@ class McpHost:
             if self._list_changed.is_set():
                 self._list_changed = anyio.Event()
                 await self._refresh(session)
-            if anyio.current_time() >= next_ping:
-                try:
-                    with anyio.fail_after(PING_TIMEOUT_S):
-                        await session.send_ping()
-                except TimeoutError:
-                    return f"the server did not answer a ping within {PING_TIMEOUT_S:g} s"
-                except Exception as exc:
-                    if process.returncode is not None:
-                        return f"the server exited (code {process.returncode})"
-                    return f"the connection to the server failed: {_reason(exc, process)}"
+            now = anyio.current_time()
+            if ping.failure is not None:
+                if process.returncode is not None:
+                    return f"the server exited (code {process.returncode})"
+                return f"the connection to the server failed: {_reason(ping.failure, process)}"
+            if ping.sent_at is not None:
+                allowance = self._ping_allowance()
+                if now - ping.sent_at > allowance:
+                    return f"the server did not answer a ping within {allowance:g} s"
+            elif ping.answered_at is not None:
                 self.last_seen_at = now_iso()
-                next_ping = anyio.current_time() + PING_EVERY_S
+                next_ping = ping.answered_at + PING_EVERY_S
+                ping.answered_at = None
+            elif now >= next_ping:
+                ping.sent_at = now
+                tg.start_soon(ping.send, session)
 
     async def _refresh(self, session: Any) -> None:
         """``notifications/tools/list_changed``: rediscover and republish at once (the old set stays on failure)."""
@@ -395,7 +429,7 @@ class McpHost:
             await self._discover(session)
         except SidecarError as exc:
             logger.warning("plugin %s: the changed tool list was refused: %s", self.plugin_id, exc.message)
-            self.error = _error_dict(exc)
+            self.error = self._clean(_error_dict(exc))
         else:
             self.error = None
         await self._notify()
@@ -444,20 +478,32 @@ class McpHost:
                     raise ToolError(
                         f"the tool's result is over the plugin's limit of {limit} bytes", "MCP_TOOL_RESULT_TOO_LARGE"
                     ) from None
-                if self._session is None or exc.code == CONNECTION_CLOSED:
+                if self._session is None or (exc.code == CONNECTION_CLOSED and self._transport_closed(session)):
                     raise ToolError("the plugin's server stopped during the call", "PLUGIN_HOST_UNHEALTHY") from None
-                raise ToolError(f"the server failed the call: {exc.message[:1000]}", "MCP_TOOL_CALL_FAILED") from None
+                raise ToolError(
+                    self._redact(f"the server failed the call: {exc.message[:1000]}"), "MCP_TOOL_CALL_FAILED"
+                ) from None
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
                 raise ToolError("the plugin's server stopped during the call", "PLUGIN_HOST_UNHEALTHY") from None
             except RuntimeError as exc:  # e.g. the SDK refusing an input-required result
                 raise ToolError(
-                    f"the server's answer cannot be used: {str(exc)[:300]}", "MCP_TOOL_CALL_FAILED"
+                    self._redact(f"the server's answer cannot be used: {str(exc)[:300]}"), "MCP_TOOL_CALL_FAILED"
                 ) from None
             finally:
                 self._calls.discard(scope)
         if scope.cancelled_caught:
             raise ToolError("the plugin's server stopped or stopped answering during the call", "PLUGIN_HOST_UNHEALTHY")
         return map_result(result, self.spec.manifest.tools.max_result_bytes)
+
+    def _transport_closed(self, session: Any) -> bool:
+        """Whether the connection to the server is really gone (its process exited, or the SDK saw EOF): -32000 is
+        both the SDK's connection-closed code and the generic "server error" many servers answer with."""
+        process = self._process
+        if process is not None and process.returncode is not None:
+            return True
+        dispatcher = getattr(session, "_dispatcher", None)
+        closed = getattr(dispatcher, "_closed", None)
+        return closed is True or closed is None  # an SDK without the flag: the old reading
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> str:
         session = self._session
@@ -469,13 +515,24 @@ class McpHost:
         except TimeoutError:
             raise host_error("MCP_TOOL_CALL_FAILED", f"prompt {name!r} did not answer in time", 504) from None
         except Exception as exc:
-            raise host_error("MCP_TOOL_CALL_FAILED", f"prompt {name!r} failed: {_reason(exc, None)}") from None
+            raise host_error(
+                "MCP_TOOL_CALL_FAILED", self._redact(f"prompt {name!r} failed: {_reason(exc, None)}")
+            ) from None
         texts = [m.content.text for m in result.messages if getattr(m.content, "type", "") == "text"]
-        return "\n".join(texts)
+        return self._redact("\n".join(texts))
 
     # --- status ------------------------------------------------------------------------------------------------
 
+    def _redact(self, text: str) -> str:
+        """What the server said (stderr, an error message, a prompt) without the plugin's secrets or credentials."""
+        return cut_credentials(text, self.spec.secrets)
+
+    def _clean(self, error: dict[str, Any] | None) -> dict[str, Any] | None:
+        """An error for the status and its persisted event: everything in it redacted (it may quote the server)."""
+        return None if error is None else sanitize(error, secrets=self.spec.secrets)
+
     async def _set(self, state: HostState, error: dict[str, Any] | None) -> None:
+        error = self._clean(error)
         changed = state != self.state or error != self.error
         self.state, self.error = state, error
         if state in ("stopped", "error"):
@@ -488,6 +545,23 @@ class McpHost:
             await self._on_status(self)
         except Exception:
             logger.exception("status listener of plugin %s failed", self.plugin_id)
+
+
+class _Ping:
+    """One outstanding ping at a time: when it was sent, when it was answered, or how it failed."""
+
+    def __init__(self) -> None:
+        self.sent_at: float | None = None
+        self.answered_at: float | None = None
+        self.failure: BaseException | None = None
+
+    async def send(self, session: Any) -> None:
+        try:
+            await session.send_ping()
+        except Exception as exc:
+            self.failure = exc
+            return
+        self.sent_at, self.answered_at = None, anyio.current_time()
 
 
 def _leaf(group: BaseExceptionGroup) -> BaseException | None:

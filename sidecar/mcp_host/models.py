@@ -7,6 +7,7 @@ imports the plugin service's folder.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,6 +62,9 @@ class HostManifest(Protocol):
 
     @property
     def tools(self) -> ToolsPolicy: ...
+
+    @property
+    def permissions(self) -> Sequence[str]: ...
 
 
 class PluginHostStatus(Phase2Model):

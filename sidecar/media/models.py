@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from sidecar.core.common import ErrorInfo, PageParams, Params, Phase2Model
+from sidecar.core.common import AfterSequence, ErrorInfo, PageParams, Params, Phase2Model
 from sidecar.jobs.models import JobProgress, JobStatus
 
 TRANSCRIPTION_KIND = "transcription"
@@ -188,7 +188,7 @@ class ListTranscriptionsParams(PageParams):
 
 class TranscriptionEventsParams(Params):
     job_id: str = Field(min_length=1, max_length=200)
-    after_sequence: int = Field(0, ge=0)
+    after_sequence: AfterSequence = 0
     limit: int = Field(200, ge=1, le=1000)
 
 

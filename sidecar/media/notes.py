@@ -63,3 +63,27 @@ def transcript_blocks(
             )
         )
     return out
+
+
+def pack_blocks(
+    blocks: Sequence[tuple[str, dict[str, Any]]], *, max_blocks: int, max_chars: int, max_citations: int
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The blocks as they go into a note: one per turn while they are at most ``max_blocks``; beyond that
+    (issue 21: a long diarized recording has more than 5,000 turns) consecutive turns share a block, one line and
+    one citation each, as evenly as ``max_chars`` and ``max_citations`` per block allow."""
+    per_block = max(1, -(-len(blocks) // max_blocks))  # ceil: turns per block
+    out: list[tuple[str, list[dict[str, Any]]]] = []
+    lines: list[str] = []
+    cites: list[dict[str, Any]] = []
+    size = 0
+    for text, citation in blocks:
+        full = len(lines) >= min(per_block, max_citations) or (lines and size + 1 + len(text) > max_chars)
+        if full:
+            out.append(("\n".join(lines), cites))
+            lines, cites, size = [], [], 0
+        lines.append(text)
+        cites.append(citation)
+        size += len(text) + (1 if size else 0)
+    if lines:
+        out.append(("\n".join(lines), cites))
+    return out

@@ -22,7 +22,7 @@ import anyio
 from sidecar.core.common import CursorPage, ErrorInfo, OperationResponse, Page, PageInfo
 from sidecar.jobs import JobContext, JobManager
 from sidecar.jobs.models import Job, JobStatus
-from sidecar.knowledge.models import BlockInput, Citation, CreateNoteParams, Note
+from sidecar.knowledge.models import MAX_BLOCK_CHARS, MAX_BLOCKS_PER_NOTE, BlockInput, Citation, CreateNoteParams, Note
 from sidecar.knowledge.service import KnowledgeService
 from sidecar.storage.sqlite import Database
 from sidecar.trace.models import StoredEvent
@@ -40,7 +40,7 @@ from .models import (
     TranscriptNoteParams,
     TranscriptSegment,
 )
-from .notes import transcript_blocks
+from .notes import pack_blocks, transcript_blocks
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class MediaService:
         self._tmp_dir = tmp_dir
         self._whisper_dir = whisper_model_dir
         self._diarization_dir = diarization_model_dir
-        jobs.register_kind(TRANSCRIPTION_KIND, concurrency)
+        jobs.register_kind(TRANSCRIPTION_KIND, concurrency, failure_code="TRANSCRIPTION_FAILED")
 
     async def migrate(self) -> None:
         await self._jobs.migrate()  # (idempotent) the tidy-up below reads the jobs table
@@ -451,14 +451,13 @@ class MediaService:
         if p.template_id is not None:
             raise errors.TemplateNotFound("Note template was not found.", details={"template_id": p.template_id})
         att = await self._knowledge.get_attachment(job.attachment_id)
-        blocks = [
-            BlockInput(text=text, citations=[Citation(**c)])
-            for text, c in transcript_blocks(
-                job.segments,
-                job.attachment_id,
-                include_timestamps=p.include_timestamps,
-                include_speakers=p.include_speakers,
-            )
-        ]
+        turns = transcript_blocks(
+            job.segments,
+            job.attachment_id,
+            include_timestamps=p.include_timestamps,
+            include_speakers=p.include_speakers,
+        )
+        packed = pack_blocks(turns, max_blocks=MAX_BLOCKS_PER_NOTE, max_chars=MAX_BLOCK_CHARS, max_citations=100)
+        blocks = [BlockInput(text=text, citations=[Citation(**c) for c in cites]) for text, cites in packed]
         title = p.title or f"Transcript: {att.filename}"
         return await self._knowledge.create_note(CreateNoteParams(title=title, folder=p.folder, blocks=blocks))

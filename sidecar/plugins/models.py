@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from sidecar.core.common import OperationResponse, Params, Phase2Model
+from sidecar.core.common import AfterSequence, OperationResponse, Params, Phase2Model
 from sidecar.mcp_host.models import (
     BackendSpec,
     HostState,
@@ -216,7 +216,7 @@ class PluginIdParams(Params):
 
 class PluginEventsParams(Params):
     plugin_id: str = Field(pattern=PLUGIN_ID_PATTERN)
-    after_sequence: int = Field(0, ge=0, le=2**63 - 1)  # an SQLite INTEGER
+    after_sequence: AfterSequence = 0
     limit: int = Field(200, ge=1, le=1000)
 
 
@@ -302,6 +302,11 @@ class CommandExecuteParams(Params):
     command_id: str = Field(min_length=3, max_length=200)
     arguments: dict[str, Any] = Field(default_factory=dict)
     context: dict[str, Any] = Field(default_factory=dict)
+    approved: bool = Field(
+        False,
+        description="the user confirmed this run of the command's tool; a tool that requires permission (risk "
+        "medium or above) without it is 403 PLUGIN_COMMAND_PERMISSION_REQUIRED",
+    )
 
 
 class CommandEffect(Phase2Model):

@@ -72,7 +72,7 @@ def methods(plugins: PluginService) -> list[Method[Any, Any]]:
         return CommandListResult(items=await plugins.commands(p.location, p.when))
 
     async def commands_execute(ctx: RequestContext, p: CommandExecuteParams) -> CommandExecuteResult:
-        return await plugins.execute(p.command_id, p.arguments, p.context)
+        return await plugins.execute(p.command_id, p.arguments, p.context, approved=p.approved)
 
     return [
         Method(

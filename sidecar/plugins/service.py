@@ -24,6 +24,7 @@ import anyio.to_thread
 from sidecar import __version__
 from sidecar.core.common import CursorPage, now_iso
 from sidecar.core.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError, SidecarError
+from sidecar.core.redact import cut_credentials, sanitize
 from sidecar.mcp_host.host import HostSpec, host_error
 from sidecar.mcp_host.service import McpBridge
 from sidecar.storage.secrets import SecretStore
@@ -441,7 +442,7 @@ class PluginService:
         )
 
     async def execute(
-        self, command_id: str, arguments: dict[str, Any], context: dict[str, Any]
+        self, command_id: str, arguments: dict[str, Any], context: dict[str, Any], *, approved: bool = False
     ) -> CommandExecuteResult:
         manifest, command = await self._command(command_id)
         trimmed = _trim_context(command, context)
@@ -463,15 +464,23 @@ class PluginService:
             raise host_error(
                 "MCP_TOOL_CALL_FAILED", f"the plugin's server has no tool {command.tool!r}", 502, tool=command.tool
             )
+        if tool.requires_permission and not approved:  # the agent's rule: a risky tool runs only when asked
+            raise ForbiddenError(
+                f"the command runs the {tool.risk_level} risk tool {command.tool!r}: the user must approve it",
+                code="PLUGIN_COMMAND_PERMISSION_REQUIRED",
+                details={"command_id": command_id, "tool": command.tool, "risk_level": str(tool.risk_level),
+                         "permission": tool.permission},
+            )  # fmt: skip
         try:
             args = tool.parse_args({**arguments, **trimmed})
             with anyio.fail_after(tool.timeout_ms / 1000):
                 output = await tool.run(args, None)  # type: ignore[arg-type]
         except ToolError as exc:
+            message = cut_credentials(exc.message[:2000], tool.trace_secrets())
             return CommandExecuteResult(
                 command_id=command_id,
                 status="failed",
-                effect=CommandEffect(type="notification", payload={"level": "error", "message": exc.message[:2000],
+                effect=CommandEffect(type="notification", payload={"level": "error", "message": message,
                                                                     "code": exc.code}),
             )  # fmt: skip
         except TimeoutError:
@@ -481,7 +490,10 @@ class PluginService:
                 effect=CommandEffect(type="notification", payload={"level": "error", "message": "timed out"}),
             )
         structured = output.result.get("structured_content") if isinstance(output.result, dict) else None
-        return _completed(command_id, command, output.summary, structured)
+        secrets = tool.trace_secrets()  # a server may echo its own secret: never on the wire
+        return _completed(
+            command_id, command, cut_credentials(output.summary, secrets), sanitize(structured, secrets=secrets)
+        )
 
 
 def _secret_name(plugin_id: str, key: str) -> str:

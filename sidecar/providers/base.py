@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
+from ..core.redact import cut_credentials
 from ..ir import MetonaErrorCode, MetonaMessage, MetonaModelInfo, MetonaRequest, MetonaResponse
 from ..ir.adapter import StreamEventCallback
 from . import _http
@@ -331,10 +332,7 @@ class BaseAdapter:
 
     def redact(self, text: str) -> str:
         """``text`` without the API key (a vendor or proxy may echo it back in an error message)."""
-        key = self.config.api_key
-        if key and len(key) >= 6 and key in text:
-            text = text.replace(key, "[redacted]")
-        return text
+        return cut_credentials(text, (self.config.api_key or "",))
 
     def error_details(self, data: Any, body: bytes) -> tuple[str, str | None]:
         """(message, vendor error code) from an error body."""

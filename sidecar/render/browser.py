@@ -9,6 +9,8 @@ closed on shutdown with no orphan.
   adopted by the sidecar's :class:`~sidecar.workers.supervisor.ChildSupervisor`, which SIGTERM/SIGKILLs its group on
   the way out if the graceful close did not finish. If the sidecar is SIGKILLed, the driver sees EOF on its
   stdin and the browser sees its pipe close: both exit.
+* Neither the driver nor Chromium sees a secret: both get :func:`~sidecar.core.childenv.scrubbed_environ`
+  (no master key, no provider keys) instead of the sidecar's whole environment.
 * Users lease a page: ``async with pool.page(profile) as page``. A profile's ``setup`` runs once per new page
   (e.g. loading the Mermaid bundle), so a leased page is warm. A page whose user failed (``discard()``) or timed
   out is closed, not reused; a browser that died is relaunched on the next lease.
@@ -27,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+
+from sidecar.core.childenv import scrubbed_environ
 
 if TYPE_CHECKING:
     from sidecar.workers.supervisor import ChildSupervisor
@@ -217,6 +221,7 @@ class BrowserPool:
     async def _launch(self) -> None:
         from playwright.async_api import async_playwright
 
+        scrub_driver_env()
         profile_dir = Path(tempfile.mkdtemp(prefix="metona-chromium-"))
         pw = await async_playwright().start()
         try:
@@ -231,6 +236,7 @@ class BrowserPool:
                 handle_sigint=False,
                 handle_sigterm=False,
                 handle_sighup=False,
+                env=dict[str, str | float | bool](scrubbed_environ()),
             )
             await context.route("**/*", self._route)
         except BaseException:
@@ -317,3 +323,20 @@ def _kill_group(pid: int) -> None:
             os.killpg(pgid, signal.SIGKILL)
         else:
             os.kill(pid, signal.SIGKILL)
+
+
+def scrub_driver_env() -> None:
+    """Start Playwright's driver (node) with :func:`scrubbed_environ`: Playwright builds the driver's environment
+    from the whole of ``os.environ`` (``_impl.transport.get_driver_env``) and has no option for it, so the
+    function it calls is wrapped once. Chromium's own environment is passed at launch (``env=``)."""
+    from playwright._impl import transport
+
+    current = transport.get_driver_env
+    if getattr(current, "scrubbed", False):
+        return
+
+    def driver_env() -> dict[str, str]:
+        return scrubbed_environ(current())
+
+    driver_env.scrubbed = True  # type: ignore[attr-defined]
+    transport.get_driver_env = driver_env

@@ -54,6 +54,10 @@ class MathParseFailed(BadRequestError):
     default_code = "MATH_PARSE_FAILED"
 
 
+class MathRenderTimeout(UpstreamTimeoutError):
+    default_code = "MATH_RENDER_FAILED"
+
+
 class RendererUnavailable(UnavailableError):
     default_code = "RENDERER_UNAVAILABLE"
 

@@ -66,13 +66,8 @@ def _unknown_commands(mathml: str) -> list[str]:
 def tex_to_svg(source: str, theme: str) -> tuple[str, list[str]]:
     import ziamath
 
-    mathml, warnings = tex_to_mathml(source)  # validates, and reports unknown commands once
+    mathml, warnings = check_svg_source(source)
     tex = split_delimiters(source)
-    if (depth := nesting_depth(tex.body)) > MAX_SVG_NESTING:
-        raise MathParseFailed(
-            f"The formula nests {depth} levels deep; SVG maths is limited to {MAX_SVG_NESTING} "
-            "(the MathML output has no such limit)."
-        )
     try:
         svg = ziamath.Latex(tex.body, color=TEXT_COLOR.get(theme, TEXT_COLOR["light"]), inline=tex.inline).svg()
     except Exception as exc:
@@ -81,6 +76,19 @@ def tex_to_svg(source: str, theme: str) -> tuple[str, list[str]]:
         warnings.append("MATH_GLYPHS_MISSING: the SVG maths font has no CJK glyphs; use the MathML output for CJK text")
     del mathml
     return svg, warnings
+
+
+def check_svg_source(source: str) -> tuple[str, list[str]]:
+    """The checks before SVG typesetting (TeX parses, nesting within :data:`MAX_SVG_NESTING`); the MathML and
+    its warnings."""
+    mathml, warnings = tex_to_mathml(source)  # validates, and reports unknown commands once
+    tex = split_delimiters(source)
+    if (depth := nesting_depth(tex.body)) > MAX_SVG_NESTING:
+        raise MathParseFailed(
+            f"The formula nests {depth} levels deep; SVG maths is limited to {MAX_SVG_NESTING} "
+            "(the MathML output has no such limit)."
+        )
+    return mathml, warnings
 
 
 def nesting_depth(body: str) -> int:

@@ -10,7 +10,8 @@ from .errors import (
     FunctionPlotRenderFailed,
     FunctionPlotRenderTimeout,
 )
-from .math import tex_to_mathml, tex_to_svg
+from .math import check_svg_source, tex_to_mathml
+from .mathworker import MathWorker
 from .models import StaticRenderRequest
 from .plot.grammar import UNSAFE
 from .plot.parse import parse_function_plot
@@ -68,8 +69,9 @@ def _math_version() -> str:
 class MathRenderer:
     kind = "math"
 
-    def __init__(self) -> None:
+    def __init__(self, worker: MathWorker | None = None) -> None:
         self.version = _math_version()
+        self.worker = worker if worker is not None else MathWorker()
 
     def unavailable_reason(self) -> str | None:
         import importlib.util
@@ -78,11 +80,9 @@ class MathRenderer:
         return f"python package(s) {', '.join(missing)} not installed" if missing else None
 
     async def render(self, request: StaticRenderRequest) -> Rendered:
-        return await anyio.to_thread.run_sync(self._render, request)
-
-    def _render(self, request: StaticRenderRequest) -> Rendered:
-        if request.format == "mathml":
-            mathml, warnings = tex_to_mathml(request.source)
+        if request.format == "mathml":  # linear time: a worker thread
+            mathml, warnings = await anyio.to_thread.run_sync(tex_to_mathml, request.source)
             return Rendered("application/mathml+xml", mathml, 0, 0, warnings)
-        svg, warnings = tex_to_svg(request.source, request.theme)
+        await anyio.to_thread.run_sync(check_svg_source, request.source)  # refused here at once, no child needed
+        svg, warnings = await self.worker.svg(request.source, request.theme)  # bounded in time, cancellable
         return Rendered("image/svg+xml", svg, 0, 0, warnings)

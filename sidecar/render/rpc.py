@@ -26,7 +26,7 @@ def methods(render: RenderService) -> list[Method[Any, Any]]:
         return await render.render(p)
 
     async def parse_plot(ctx: RequestContext, p: FunctionPlotParseParams) -> FunctionPlotParseResult:
-        return render.parse_function_plot(p.source)
+        return await render.parse_function_plot(p.source)
 
     async def stats(ctx: RequestContext, p: EmptyParams) -> RenderStats:
         return render.stats()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..core.common import now_iso
 from ..core.errors import SidecarError
+from ..core.redact import remember_secret
 from .sqlite import Database
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ def load_master_key(key_file: Path) -> bytes:
     """The 32-byte master key: from METONA_SECRET_KEY, else from ``key_file`` (created 0600 if absent)."""
     env = os.environ.get(KEY_ENV)
     if env:
+        remember_secret(env.strip())
         key = _decode_key(env)
         if key is None:
             raise SecretKeyError(f"{KEY_ENV} must be 32 bytes in hex or base64")
@@ -72,7 +74,9 @@ def load_master_key(key_file: Path) -> bytes:
 
 def _read_or_create(path: Path) -> bytes:
     if path.exists():
-        key = _decode_key(path.read_bytes().decode("ascii", "replace"))  # a corrupt file: the typed error below
+        raw = path.read_bytes().decode("ascii", "replace")
+        remember_secret(raw.strip())
+        key = _decode_key(raw)  # a corrupt file: the typed error below
         if key is None:
             raise SecretKeyError("the secret key file is not a 32-byte key in hex or base64")
         return key
@@ -113,6 +117,7 @@ class SecretStore:
     def put_in(self, conn: sqlite3.Connection, name: str, value: str) -> None:
         """Store ``name`` inside the caller's transaction (``Database.run``): a record and its secret commit
         together or not at all."""
+        remember_secret(value)
         nonce = os.urandom(_NONCE)
         ciphertext = self._aead.encrypt(nonce, value.encode("utf-8"), name.encode("utf-8"))
         now = now_iso()
@@ -138,13 +143,15 @@ class SecretStore:
         from cryptography.exceptions import InvalidTag
 
         try:
-            return self._aead.decrypt(row[0], row[1], name.encode("utf-8")).decode("utf-8")
+            value = self._aead.decrypt(row[0], row[1], name.encode("utf-8")).decode("utf-8")
         except InvalidTag:
             logger.error("secret %r cannot be decrypted (was the master key changed?)", name)
             raise SecretKeyError(
                 "a stored secret cannot be decrypted with the current master key; set it again",
                 details={"secret": name},
             ) from None
+        remember_secret(value)  # from now on cut out of every log line, error detail and child output
+        return value
 
     async def has(self, name: str) -> bool:
         row = await self._db.read(lambda conn: conn.execute("SELECT 1 FROM secrets WHERE name = ?", (name,)).fetchone())

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from sidecar.core.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError
+from sidecar.core.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError, SidecarError
+
+
+class ThemeStateCorrupt(SidecarError):
+    """``themes/state.json`` exists but cannot be read as the state (issue 21): every theme call fails with this
+    until it is repaired or removed by hand; it is never read as empty, which the next save would make final."""
+
+    status = 500
+    default_code = "THEME_STATE_CORRUPT"
 
 
 class ThemePackageNotFound(NotFoundError):

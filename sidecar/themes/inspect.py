@@ -97,8 +97,13 @@ class Package:
 # ------------------------------------------------------------------------------------------- reading
 def read_package(host_path: str) -> dict[str, bytes]:
     path = Path(host_path).expanduser()
-    if not path.exists():
-        raise ThemePackageNotFound("The theme package does not exist.", details={"path": str(path)})
+    try:
+        path.stat()  # exists() hides why: a name too long or a NUL (found by the schema fuzz) raised out of here
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a usable path"
+        raise ThemePackageNotFound(
+            f"The theme package does not exist ({reason}).", details={"path": str(path)[:500]}
+        ) from None
     if path.is_dir():
         files = _read_folder(path)
     elif path.is_file() and zipfile.is_zipfile(path):

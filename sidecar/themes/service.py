@@ -28,6 +28,7 @@ from .errors import (
     ThemeNotFound,
     ThemePackageIncompatible,
     ThemePackageNotFound,
+    ThemeStateCorrupt,
 )
 from .inspect import SEMVER, image_kind, inspect_files, read_package
 from .models import InstalledTheme, ThemeManifest, ThemePackageInspection
@@ -210,8 +211,15 @@ class ThemeService:
             state = json.loads(self._state_path.read_text("utf-8"))
         except FileNotFoundError:
             state = {}
-        except (OSError, ValueError):
-            state = {}
+        except (OSError, ValueError) as exc:
+            raise _corrupt(f"cannot be read: {type(exc).__name__}") from None
+        if not isinstance(state, dict) or not isinstance(state.get("installed", {}), dict):
+            raise _corrupt("is not a state object")
+        if any(
+            not isinstance(v, dict) or not isinstance(v.get("manifest"), dict)
+            for v in state.get("installed", {}).values()
+        ):
+            raise _corrupt("has an installed theme without its manifest")
         state.setdefault("installed", {})
         state.setdefault("enabled", DEFAULT_THEME)
         if state["enabled"] not in BUILTIN and state["enabled"] not in state["installed"]:
@@ -252,3 +260,10 @@ class ThemeService:
             enabled=state["enabled"] == theme_id,
             installed_at=installed_at,
         )
+
+
+def _corrupt(why: str) -> ThemeStateCorrupt:
+    return ThemeStateCorrupt(
+        f"The themes state file {why}; it is left as it is (repair or remove themes/state.json).",
+        details={"file": "themes/state.json", "reason": why},
+    )

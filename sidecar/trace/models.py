@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from sidecar.core.common import Params, Phase2Model
+from sidecar.core.common import AfterSequence, Params, Phase2Model
 
 TERMINAL_EVENTS: frozenset[str] = frozenset(
     {"Completed", "Failed", "Cancelled", "RunCompleted", "RunFailed", "RunCancelled"}
@@ -56,7 +56,7 @@ class EventNotificationParams(Phase2Model):
 
 class SubscribeParams(Params):
     resource_id: str = Field(min_length=1, max_length=256)
-    after_sequence: int = Field(0, ge=0)
+    after_sequence: AfterSequence = 0
 
 
 class SubscribeResult(Phase2Model):

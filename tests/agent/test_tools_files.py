@@ -204,7 +204,7 @@ async def test_write_failure_leaves_old_content(ws: Path, monkeypatch: pytest.Mo
     target = ws / "f.txt"
     target.write_text("keep me")
 
-    def broken_replace(src: Any, dst: Any) -> None:
+    def broken_replace(src: Any, dst: Any, **dir_fds: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
@@ -467,3 +467,57 @@ async def test_cancelling_a_read_returns_at_once(ws: Path, monkeypatch: pytest.M
     with anyio.move_on_after(0.1):
         await run("read_file", {"path": "f.txt"}, ws)
     assert time.monotonic() - started < 1.0
+
+
+# --- issue 21: the check and the use are one walk -----------------------------------------------------------------
+
+
+def _swap_after_check(monkeypatch: pytest.MonkeyPatch, folder: Path, target: Path) -> None:
+    """After the path was checked, ``folder`` is replaced by a symlink to ``target`` (the race, made certain)."""
+    original = files_module._locate
+
+    def locate(path: str, roots: Any) -> Any:
+        where = original(path, roots)
+        if not folder.is_symlink():
+            for child in folder.iterdir():
+                child.unlink()
+            folder.rmdir()
+            folder.symlink_to(target, target_is_directory=True)
+        return where
+
+    monkeypatch.setattr(files_module, "_locate", locate)
+
+
+@pytest.mark.anyio
+async def test_a_parent_swapped_for_a_symlink_after_the_check_is_not_followed_by_read(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (ws / "sub").mkdir()
+    (ws / "sub" / "secret.txt").write_text("harmless\n")
+    _swap_after_check(monkeypatch, ws / "sub", ws.parent / "outside")
+    result = await run("read_file", {"path": "sub/secret.txt"}, ws)
+    assert result.error_code == "PATH_OUTSIDE_WORKSPACE", result
+    assert "top secret" not in str(result.result.model_dump())
+
+
+@pytest.mark.anyio
+async def test_a_parent_swapped_for_a_symlink_after_the_check_is_not_followed_by_write(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for mode in ("create", "overwrite", "append"):
+        (ws / "sub").unlink(missing_ok=True)
+        (ws / "sub").mkdir()
+        _swap_after_check(monkeypatch, ws / "sub", ws.parent / "outside")
+        result = await run("write_file", {"path": "sub/secret.txt", "content": "pwned", "mode": mode}, ws)
+        assert result.error_code == "PATH_OUTSIDE_WORKSPACE", (mode, result)
+        assert (ws.parent / "outside" / "secret.txt").read_text() == "top secret\n"
+        assert listing(ws.parent / "outside") == ["secret.txt"]
+
+
+@pytest.mark.anyio
+async def test_read_and_search_refuse_a_hard_link_to_a_file_outside(ws: Path) -> None:
+    os.link(ws.parent / "outside" / "secret.txt", ws / "linked.txt")
+    result = await run("read_file", {"path": "linked.txt"}, ws)
+    assert result.error_code == "HARD_LINKED", result
+    found = await run("search_files", {"query": "top secret"}, ws)
+    assert found.error_code is None and found.result.result["matches"] == []

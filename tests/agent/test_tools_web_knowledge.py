@@ -154,6 +154,35 @@ async def test_http_get_refuses_a_redirect_from_public_to_local(
 
 
 @pytest.mark.anyio
+async def test_http_get_connects_to_the_address_it_checked(stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DNS rebinding (issue 21): the check's answer is "public", the connection's own lookup would say loopback.
+    The connection must go to the checked address (127.0.0.2, where nothing listens), never to the stub."""
+    import anyio._core._sockets as anyio_sockets
+
+    public = web._is_public_ip
+    monkeypatch.setattr(web, "_is_public_ip", lambda ip: ip == "127.0.0.2" or public(ip))
+    monkeypatch.setattr(web, "_host_addresses", _fake_lookup({"rebind.test": ["127.0.0.2"]}, web._host_addresses))
+    real_getaddrinfo = anyio_sockets.getaddrinfo
+
+    async def rebound(host: Any, *args: Any, **kwargs: Any) -> Any:  # the second answer: the local stub
+        return await real_getaddrinfo("127.0.0.1" if host == "rebind.test" else host, *args, **kwargs)
+
+    monkeypatch.setattr(anyio_sockets, "getaddrinfo", rebound)
+    port = stub.url.rsplit(":", 1)[1]
+    stub.answer("/admin", Answer(headers={"content-type": "text/plain"}, chunks=[b"token=abc"]))
+    result = await run("http_get", {"url": f"http://rebind.test:{port}/admin"})
+    assert result.error_code == "HTTP_ERROR", result
+    assert stub.seen == []
+
+
+def _fake_lookup(answers: dict[str, list[str]], real: Any) -> Any:
+    async def lookup(host: str) -> list[str]:
+        return answers[host] if host in answers else await real(host)
+
+    return lookup
+
+
+@pytest.mark.anyio
 async def test_http_get_local_url_may_redirect_within_local_space(stub: StubServer) -> None:
     port = stub.url.rsplit(":", 1)[1]
     stub.answer("/r", Answer(status=302, headers={"location": f"http://localhost:{port}/admin"}))

@@ -4,6 +4,7 @@ invalid manifests, development-mode gating; settings, secrets and commands; no p
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -161,6 +162,9 @@ COMMANDS = [
     {"command_id": "key-check", "title": "Key", "tool": "env", "locations": ["command_palette"],
      "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
      "effect": "notification"},
+    {"command_id": "key-digest", "title": "Key digest", "tool": "digest", "locations": ["command_palette"],
+     "parameters": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+     "effect": "notification"},
     {"command_id": "summarize", "title": "Summarize", "prompt": "summarize", "context": ["selection"]},
 ]  # fmt: skip
 
@@ -169,11 +173,12 @@ COMMANDS = [
 def configured(sc: Sidecar, home: Path) -> dict[str, Any]:
     folder = make_plugin(home / "pkgs", "conf", contributes={"settings": SETTINGS, "commands": COMMANDS})
     info = install(sc, folder)["result"]
-    assert info["host"]["status"] == "ready" and info["commands_count"] == 3
+    assert info["host"]["status"] == "ready" and info["commands_count"] == 4
     return info
 
 
 def run_command(sc: Sidecar, command_id: str, **params: Any) -> dict[str, Any]:
+    params.setdefault("approved", True)  # the user confirmed (the tools of these commands need permission)
     return sc.call("plugin-contributions/commands/execute", {"command_id": command_id, **params}, timeout=20)
 
 
@@ -209,11 +214,13 @@ def test_settings_and_secrets(sc: Sidecar, configured: dict[str, Any]) -> None:
 
     deadline = time.monotonic() + 20
     while True:  # the restart after the secret change is asynchronous
-        ran = run_command(sc, "conf.key-check", arguments={"name": "FIXTURE_API_KEY"})
-        if "result" in ran and ran["result"]["effect"]["payload"].get("message") == canary:
+        ran = run_command(sc, "conf.key-digest", arguments={"name": "FIXTURE_API_KEY"})
+        if "result" in ran and ran["result"]["effect"]["payload"].get("message") == _sha(canary):
             break
         assert time.monotonic() < deadline, ran
         time.sleep(0.1)
+    echoed = run_command(sc, "conf.key-check", arguments={"name": "FIXTURE_API_KEY"})["result"]
+    assert echoed["effect"]["payload"]["message"] == "[redacted]", "a server echoing its secret: cut (§7.6)"
     assert sc.result("plugins/settings/get", {"plugin_id": "conf"})["secrets"] == {"api_key": {"configured": True}}
     assert canary not in json.dumps(sc.result("plugins/settings/get", {"plugin_id": "conf"}))
     gone = sc.result("plugins/settings/secret/delete", {"plugin_id": "conf", "key": "api_key"})
@@ -223,13 +230,17 @@ def test_settings_and_secrets(sc: Sidecar, configured: dict[str, Any]) -> None:
     assert canary.encode() not in db
 
 
+def _sha(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
 def set_secret_and_wait(sc: Sidecar, secret: str) -> None:
     """Set the ``conf`` plugin's secret and wait until its restarted server has it."""
     sc.result("plugins/settings/secret/set", {"plugin_id": "conf", "key": "api_key", "secret": secret})
     deadline = time.monotonic() + 20
     while True:
-        ran = run_command(sc, "conf.key-check", arguments={"name": "FIXTURE_API_KEY"})
-        if "result" in ran and ran["result"]["effect"]["payload"].get("message") == secret:
+        ran = run_command(sc, "conf.key-digest", arguments={"name": "FIXTURE_API_KEY"})
+        if "result" in ran and ran["result"]["effect"]["payload"].get("message") == _sha(secret):
             return
         assert time.monotonic() < deadline, ran
         time.sleep(0.1)
@@ -283,7 +294,7 @@ def test_commands_list_and_execute(sc: Sidecar, configured: dict[str, Any]) -> N
     off = sc.result("plugin-contributions/commands/list", {"location": "context_menu", "when": []})["items"]
     assert off[0]["enabled"] is False
     on = sc.result("plugin-contributions/commands/list", {"when": ["editor.has_selection"]})["items"]
-    assert len(on) == 3 and all(c["enabled"] for c in on)
+    assert len(on) == 4 and all(c["enabled"] for c in on)
 
     done = run_command(sc, "conf.shout-selection", context={"selection": "hello", "note_id": "note_1"})["result"]
     effect = {"type": "notification", "payload": {"level": "success", "message": "HELLO"}}  # note_id was trimmed
@@ -397,3 +408,23 @@ def test_the_servers_go_when_the_parent_dies(home: Path) -> None:
         if parent.poll() is None:
             parent.kill()
         side.close()
+
+
+def test_a_risky_command_tool_needs_the_users_approval(sc: Sidecar, configured: dict[str, Any]) -> None:
+    """Issue 21: a command's tool goes through the permission rule of its risk (medium and above: ask)."""
+    wait_status(sc, "conf", {"ready"})
+    asked = run_command(sc, "conf.shout-selection", context={"selection": "hello"}, approved=False)["error"]
+    assert asked["code"] == 403 and asked["data"]["code"] == "PLUGIN_COMMAND_PERMISSION_REQUIRED", asked
+    assert asked["data"]["details"]["risk_level"] == "medium" and asked["data"]["details"]["tool"] == "upper"
+    done = run_command(sc, "conf.shout-selection", context={"selection": "hello"})["result"]
+    assert done["status"] == "completed" and done["effect"]["payload"]["message"] == "HELLO"
+
+
+def test_a_plugin_without_the_tools_permission_registers_no_tool(sc: Sidecar, home: Path) -> None:
+    """§7.1: a tool whose permission the manifest does not declare is not registered."""
+    info = install(sc, make_plugin(home / "pkgs", "promptonly", permissions=["prompts"]))["result"]
+    assert info["host"]["status"] == "ready" and info["host"]["tools_count"] == 0, info
+    assert not any(t["name"].startswith("promptonly.") for t in sc.result("tools/list")["items"])
+    host = sc.result("plugins/host/get", {"plugin_id": "promptonly"})
+    assert host["tools"] == [] and host["tools_count"] == 0
+    sc.result("plugins/uninstall", {"plugin_id": "promptonly"})

@@ -519,3 +519,29 @@ async def test_job_events_flow_through_a_subscription(env_factory: EnvFactory) -
         ]
         assert sent[3]["data"]["data"]["percent"] == 100.0
         assert sent[-1]["data"]["data"] == {"done": True}
+
+
+async def test_an_unexpected_exception_of_a_kind_with_a_code_is_typed_and_traceable(
+    env_factory: EnvFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 21: a bare JOB_FAILED told the user nothing; the kind's code, the exception's type and an incident id
+    that the log's traceback line carries too — still never the exception's text."""
+    secret = "token=sk-SECRET at /home/alice/private"
+
+    async def runner(ctx: JobContext) -> None:
+        raise ImportError(secret)
+
+    async with env_factory() as env:
+        env.jobs.register_kind("export", failure_code="EXPORT_RENDER_FAILED")
+        with caplog.at_level(logging.ERROR, logger="sidecar.jobs.manager"):
+            job = await env.jobs.submit("export", {}, runner)
+            with anyio.fail_after(5):
+                done = await env.jobs.wait(job.job_id)
+        assert done.error is not None and done.error.code == "EXPORT_RENDER_FAILED"
+        incident = done.error.details["incident"]
+        assert done.error.details == {"exception": "ImportError", "incident": incident}
+        assert incident in done.error.message and "ImportError" in done.error.message
+        page = await env.jobs.events(job.job_id)
+        everything = done.model_dump_json() + page.model_dump_json()
+        assert "SECRET" not in everything and "alice" not in everything
+        assert any(incident in r.getMessage() and r.exc_info for r in caplog.records)

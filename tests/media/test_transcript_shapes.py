@@ -121,3 +121,30 @@ def test_decode_reports_a_file_without_audio_and_a_truncated_one(tmp_path: Path)
     with pytest.raises(audio.AudioError) as info:
         audio.decode_to_file(cut, tmp_path / "cut.f32")
     assert info.value.code == "TRANSCRIPTION_FAILED" and info.value.reason == "AUDIO_TRUNCATED"
+
+
+def test_more_than_5000_speaker_turns_still_make_a_valid_note() -> None:
+    """Issue 21: one block per turn, and a long diarized recording (12,001 turns) was VALIDATION_ERROR."""
+    from sidecar.knowledge.models import MAX_BLOCK_CHARS, MAX_BLOCKS_PER_NOTE, BlockInput, Citation, CreateNoteParams
+    from sidecar.media.notes import pack_blocks
+
+    segments = [
+        TranscriptSegment(
+            segment_id=f"s{i}",
+            speaker=f"SPEAKER_0{i % 2}",
+            start_time=i * 2.0,
+            end_time=i * 2.0 + 1.5,
+            text=f"turn {i}",
+        )
+        for i in range(12_001)
+    ]
+    turns = transcript_blocks(segments, "att_1")
+    assert len(turns) == 12_001
+    packed = pack_blocks(turns, max_blocks=MAX_BLOCKS_PER_NOTE, max_chars=MAX_BLOCK_CHARS, max_citations=100)
+    assert len(packed) <= MAX_BLOCKS_PER_NOTE
+    blocks = [BlockInput(text=text, citations=[Citation(**c) for c in cites]) for text, cites in packed]
+    CreateNoteParams(title="long", blocks=blocks)  # valid: the request the app makes
+    assert [c["start_time"] for _, cites in packed for c in cites] == [t[1]["start_time"] for t in turns]
+    assert packed[0][0].splitlines()[0] == turns[0][0]  # each turn keeps its own line and citation
+    few = pack_blocks(turns[:10], max_blocks=MAX_BLOCKS_PER_NOTE, max_chars=MAX_BLOCK_CHARS, max_citations=100)
+    assert few == [(text, [c]) for text, c in turns[:10]], "under the limit: one block per turn, as before"

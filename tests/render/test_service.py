@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,6 +92,10 @@ async def test_the_source_hash_is_checked(tmp_path: Path) -> None:
     with pytest.raises(SidecarError) as info:
         await svc.render(StaticRenderRequest(kind="mermaid", source=source, source_hash=source_hash("other")))
     assert (info.value.status, info.value.code) == (400, "EXPORT_OPTIONS_INVALID")
+    for given, text in (("中文", source), ("é" * 64, source)):  # found by the fuzz: INTERNAL_ERROR
+        with pytest.raises(SidecarError) as info:
+            await svc.render(StaticRenderRequest(kind="mermaid", source=text, source_hash=given))
+        assert info.value.code == "EXPORT_OPTIONS_INVALID"
 
 
 async def test_a_kind_without_renderer_is_unavailable(tmp_path: Path) -> None:
@@ -157,3 +162,21 @@ def test_fit_svg(attrs: str, width, height, want) -> None:
 
 def test_source_hash_is_sha256_hex() -> None:
     assert source_hash("图") == hashlib.sha256("图".encode()).hexdigest()
+
+
+async def test_function_plot_parsing_runs_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21: render/function_plot/parse parsed on the event loop (256 KiB: ~0.6 s with every request waiting)."""
+    import threading
+
+    from sidecar.render import service as service_module
+
+    seen: list[str] = []
+    real = service_module.parse_function_plot
+
+    def spy(source: str) -> Any:
+        seen.append(threading.current_thread().name)
+        return real(source)
+
+    monkeypatch.setattr(service_module, "parse_function_plot", spy)
+    result = await _service(tmp_path).parse_function_plot("expressions: [sin(x)]\n")
+    assert result.plot is not None and seen and seen[0] != threading.main_thread().name

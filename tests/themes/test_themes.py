@@ -201,3 +201,25 @@ async def test_preview_is_served_by_handle_with_its_content_mime(svc: ThemeServi
     data, mime = await svc.preview(inspection.package_id)
     assert mime == "image/png" and data.startswith(b"\x89PNG")
     assert await _code(svc.preview("theme_package_nope")) == "THEME_PACKAGE_NOT_FOUND"
+
+
+@pytest.mark.parametrize("content", ['{"installed": {"ocean": ', "[]", '{"installed": []}', '{"installed": {"a": 1}}'])
+async def test_a_corrupt_state_file_is_an_error_and_never_overwritten(
+    svc: ThemeService, tmp_path: Path, content: str
+) -> None:
+    """Issue 21: it was read as empty, and the next save forgot every installed theme."""
+    await svc.start()
+    svc.root.mkdir(parents=True, exist_ok=True)
+    (svc.root / "state.json").write_text(content, "utf-8")
+    assert await _code(svc.list()) == "THEME_STATE_CORRUPT"
+    assert await _code(svc.enable("dark")) == "THEME_STATE_CORRUPT"
+    inspection = await svc.inspect(str(write_zip(tmp_path / "ocean.zip", good_files())))
+    assert await _code(svc.install(inspection.package_id)) == "THEME_STATE_CORRUPT"
+    assert (svc.root / "state.json").read_text("utf-8") == content
+    assert not (svc.root / "ocean").exists()
+
+
+@pytest.mark.parametrize("path", ["A" * 4096, "a\x00b", "/nonexistent/theme.zip"])
+async def test_an_unusable_package_path_is_package_not_found(svc: ThemeService, path: str) -> None:
+    """Found by the schema fuzz (issue 21): a 4,096-character name was OSError ENAMETOOLONG → INTERNAL_ERROR."""
+    assert await _code(svc.inspect(path)) == "THEME_PACKAGE_NOT_FOUND"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from sidecar.workers.env import without_secrets, worker_env
+from sidecar.core.childenv import scrubbed_environ as without_secrets
+from sidecar.workers.env import worker_env
 
 
 def test_the_worker_gets_no_secrets() -> None:

@@ -5,8 +5,11 @@ checked against the roots, so neither ``../`` nor a link pointing outside escape
 resolving the path included, run in a worker thread, never on the event loop; read, list and search abandon
 that thread when the call times out or the run is cancelled (a write is waited for, so its result is known).
 
-Files are opened through :func:`_open_regular` (non-blocking, no final symlink, checked with ``fstat``):
-anything but a regular file (a FIFO, socket or device) is refused with ``NOT_A_FILE`` instead of blocking, and
+The check and the use are one walk (issue 21): a file is opened, and a file written, relative to its folder's
+descriptor, which :func:`_beneath` opens from the resolved root one component at a time with ``O_NOFOLLOW`` — a
+folder swapped for a symlink after the check is refused (``PATH_OUTSIDE_WORKSPACE``), never followed out. Files
+are opened through :func:`_open_regular` (non-blocking, no final symlink, checked with ``fstat``): anything but a
+regular file (a FIFO, socket or device) is refused with ``NOT_A_FILE`` instead of blocking, and reading or
 appending to a file with more than one hard link (``HARD_LINKED``) is refused, since the other name may lie
 outside the workspace. ``search_files`` skips such files. An ``OSError`` becomes a ``ToolError`` whose code
 names the errno (``NOT_A_DIRECTORY``, ``SYMLINK_LOOP``, ``PERMISSION_DENIED_BY_OS``, ``NAME_TOO_LONG``,
@@ -15,6 +18,7 @@ names the errno (``NOT_A_DIRECTORY``, ``SYMLINK_LOOP``, ``PERMISSION_DENIED_BY_O
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import os
@@ -166,15 +170,85 @@ def _os_error(exc: OSError, shown: str) -> ToolError:
     return ToolError(f"{shown}: {why}", code)
 
 
-def _open_regular(real: Path | str, flags: int, *, append: bool = False) -> int:
-    """An fd for the regular file ``real``, opened without blocking and without following a final symlink.
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_BY_DIR_FD = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
+"""POSIX: descriptor-relative opens. Elsewhere (Windows: no dir_fd) the checked path is opened as it is."""
+
+
+@dataclass
+class _Beneath:
+    """A checked path's folder, held open: ``dir_fd`` (None without descriptor-relative opens) and the name."""
+
+    dir_fd: int | None
+    name: str
+    path: Path
+
+    def close(self) -> None:
+        if self.dir_fd is not None:
+            os.close(self.dir_fd)
+            self.dir_fd = None
+
+
+def _beneath(real: Path | str, real_roots: Sequence[str], *, create_dirs: bool = False) -> _Beneath:
+    """Open the folder of the resolved ``real`` from the root that holds it, one component at a time, never
+    following a symlink (``create_dirs``: missing folders are made on the way). The caller closes it."""
+    real = Path(real)
+    if not _BY_DIR_FD:
+        if create_dirs:
+            real.parent.mkdir(parents=True, exist_ok=True)
+        return _Beneath(None, real.name, real)
+    root = next((r for r in real_roots if _within(str(real), [r])), None)
+    if root is None:
+        raise ToolError(f"{real.name} is outside the workspace", "PATH_OUTSIDE_WORKSPACE")
+    parts = Path(os.path.relpath(real, root)).parts
+    if not parts or parts == (".",):
+        raise ToolError(f"{real.name} is a directory", "IS_A_DIRECTORY")
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create_dirs:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(part, fd):  # swapped since the check
+                    raise ToolError(
+                        f"{real.name}: a folder on its path changed while it was opened (a symlink appeared)",
+                        "PATH_OUTSIDE_WORKSPACE",
+                    ) from None
+                raise
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return _Beneath(fd, parts[-1], real)
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _open_regular(
+    real: Path | str, flags: int, *, append: bool = False, single_link: bool = False, dir_fd: int | None = None
+) -> int:
+    """An fd for the regular file ``real`` (a name in ``dir_fd`` when given), opened without blocking and
+    without following a final symlink.
 
     Anything but a regular file is refused (``NOT_A_FILE``; a directory: ``IS_A_DIRECTORY``), and with
-    ``append`` a file with several hard links too (``HARD_LINKED``). The caller owns (closes) the fd.
+    ``append`` or ``single_link`` a file with several hard links too (``HARD_LINKED``). The caller owns (closes)
+    the fd.
     """
     name = os.path.basename(real)
     try:
-        fd = os.open(real, flags | _OPEN_FLAGS, 0o666)
+        fd = os.open(real, flags | _OPEN_FLAGS, 0o666, dir_fd=dir_fd)
     except FileNotFoundError:
         raise ToolError(f"no such file: {name}", "NOT_FOUND") from None
     except IsADirectoryError:
@@ -194,6 +268,10 @@ def _open_regular(real: Path | str, flags: int, *, append: bool = False) -> int:
                 f"{name} has {st.st_nlink} hard links; appending would also change the other names "
                 "(use mode 'overwrite' to replace it)",
                 "HARD_LINKED",
+            )
+        if single_link and st.st_nlink > 1:
+            raise ToolError(
+                f"{name} has {st.st_nlink} hard links; another name may lie outside the workspace", "HARD_LINKED"
             )
     except BaseException:
         os.close(fd)
@@ -231,7 +309,7 @@ class ReadFile(_FileTool):
     timeout_ms = 15_000
 
     async def run(self, args: ReadFileParams, ctx: ToolContext) -> ToolOutput:
-        where, (data, size_truncated) = await _in_thread(args.path, ctx, lambda w, _stop: _read_head(w.real))
+        where, (data, size_truncated) = await _in_thread(args.path, ctx, lambda w, _stop: _read_head(w))
         text = _decode_text(data, args.path)
         lines = _split_lines(text)
         total = len(lines)
@@ -259,16 +337,28 @@ class ReadFile(_FileTool):
         return ToolOutput(result=result, summary=f"{header}\n{result['content']}")
 
 
-def _read_head(real: Path) -> tuple[bytes, bool]:
+def _read_head(where: _Where) -> tuple[bytes, bool]:
+    real = where.real
     if real.is_dir():
         raise ToolError(f"{real.name} is a directory (use list_directory)", "IS_A_DIRECTORY")
-    with os.fdopen(_open_regular(real, os.O_RDONLY), "rb") as fh:
-        data = fh.read(MAX_READ_BYTES + 1)
+    data = _read_regular(real, where.roots, MAX_READ_BYTES + 1)
     if len(data) <= MAX_READ_BYTES:
         return data, False
     data = data[:MAX_READ_BYTES]
     cut = data.rfind(b"\n")  # never end inside a multi-byte character
     return (data[: cut + 1] if cut >= 0 else data), True
+
+
+def _read_regular(real: Path | str, real_roots: Sequence[str], limit: int) -> bytes:
+    """Up to ``limit`` bytes of the regular, singly-linked file ``real``, opened beneath its root."""
+    folder = _beneath(real, real_roots)
+    try:
+        fd = _open_regular(folder.name if folder.dir_fd is not None else real, os.O_RDONLY, single_link=True,
+                           dir_fd=folder.dir_fd)  # fmt: skip
+    finally:
+        folder.close()
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit)
 
 
 def _decode_text(data: bytes, path: str) -> str:
@@ -320,7 +410,7 @@ class WriteFile(_FileTool):
         if len(data) > MAX_WRITE_BYTES:
             raise ToolError(f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}", "CONTENT_TOO_LARGE")
         where, created = await _in_thread(
-            args.path, ctx, lambda w, _stop: _write(w.real, data, args.mode), abandon=False
+            args.path, ctx, lambda w, _stop: _write(w.real, w.roots, data, args.mode), abandon=False
         )
         shown = where.shown
         action = "appended to" if args.mode == "append" else "created" if created else "overwrote"
@@ -328,75 +418,85 @@ class WriteFile(_FileTool):
         return ToolOutput(result=result, summary=f"{action} {shown} ({len(data)} bytes written)")
 
 
-def _write(real: Path, data: bytes, mode: str) -> bool:
-    """Write ``data``; True when the file did not exist before."""
+def _write(real: Path, real_roots: Sequence[str], data: bytes, mode: str) -> bool:
+    """Write ``data`` (every call relative to the folder's descriptor); True when the file did not exist before."""
+    folder = _beneath(real, real_roots, create_dirs=True)
     try:
-        st: os.stat_result | None = os.stat(real)
+        return _write_in(folder, data, mode)
+    finally:
+        folder.close()
+
+
+def _write_in(folder: _Beneath, data: bytes, mode: str) -> bool:
+    d, name = folder.dir_fd, folder.name
+    target = name if d is not None else folder.path
+    try:
+        st: os.stat_result | None = os.stat(target, dir_fd=d, follow_symlinks=False)
     except FileNotFoundError:
         st = None
     if st is not None and stat.S_ISDIR(st.st_mode):
-        raise ToolError(f"{real.name} is a directory", "IS_A_DIRECTORY")
+        raise ToolError(f"{name} is a directory", "IS_A_DIRECTORY")
     if st is not None and not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{real.name} is not a regular file", "NOT_A_FILE")
+        raise ToolError(f"{name} is not a regular file", "NOT_A_FILE")
     existed = st is not None
     if mode == "create" and existed:
-        raise ToolError(f"{real.name} already exists (use mode 'overwrite' or 'append')", "FILE_EXISTS")
-    real.parent.mkdir(parents=True, exist_ok=True)
+        raise ToolError(f"{name} already exists (use mode 'overwrite' or 'append')", "FILE_EXISTS")
     if mode == "append":
-        fd = _open_regular(real, os.O_WRONLY | os.O_APPEND | os.O_CREAT, append=True)
+        fd = _open_regular(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, append=True, dir_fd=d)
         with os.fdopen(fd, "ab") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         return not existed
-    _atomic_write(real, data, no_clobber=mode == "create")
+    _atomic_write(folder, data, st, no_clobber=mode == "create")
     return not existed
 
 
-def _atomic_write(real: Path, data: bytes, *, no_clobber: bool) -> None:
+def _atomic_write(folder: _Beneath, data: bytes, st: os.stat_result | None, *, no_clobber: bool) -> None:
     """Temp file in the same folder, fsync, then rename over (or hard-link for ``no_clobber``)."""
-    tmp = real.with_name(f".{uuid.uuid4().hex[:16]}.tmp")  # short: a 255-byte file name still works
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    d = folder.dir_fd
+    tmp_name = f".{uuid.uuid4().hex[:16]}.tmp"  # short: a 255-byte file name still works
+    tmp = tmp_name if d is not None else str(folder.path.with_name(tmp_name))
+    target = folder.name if d is not None else str(folder.path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(tmp, flags, 0o666, dir_fd=d)
     try:
         with os.fdopen(fd, "wb") as fh:
+            if st is not None:
+                os.fchmod(fh.fileno(), stat.S_IMODE(st.st_mode)) if hasattr(os, "fchmod") else None
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if real.exists():
-            os.chmod(tmp, stat.S_IMODE(real.stat().st_mode))
         if no_clobber:
-            _link_no_clobber(tmp, real)
+            _link_no_clobber(tmp, target, d)
         else:
-            os.replace(tmp, real)
+            os.replace(tmp, target, src_dir_fd=d, dst_dir_fd=d)
     finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(real.parent)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=d)
+    _fsync_dir(d)
 
 
-def _link_no_clobber(tmp: Path, real: Path) -> None:
+def _link_no_clobber(tmp: str, target: str, d: int | None) -> None:
+    name = os.path.basename(target)
     try:
-        os.link(tmp, real)  # fails if the target appeared meanwhile
+        os.link(tmp, target, src_dir_fd=d, dst_dir_fd=d, follow_symlinks=False)  # fails if it appeared meanwhile
     except FileExistsError:
-        raise ToolError(f"{real.name} already exists (use mode 'overwrite' or 'append')", "FILE_EXISTS") from None
+        raise ToolError(f"{name} already exists (use mode 'overwrite' or 'append')", "FILE_EXISTS") from None
     except OSError:  # no hard links on this file system
-        if real.exists():
-            raise ToolError(f"{real.name} already exists", "FILE_EXISTS") from None
-        os.replace(tmp, real)
+        try:
+            os.stat(target, dir_fd=d, follow_symlinks=False)
+        except FileNotFoundError:
+            os.replace(tmp, target, src_dir_fd=d, dst_dir_fd=d)
+            return
+        raise ToolError(f"{name} already exists", "FILE_EXISTS") from None
 
 
-def _fsync_dir(folder: Path) -> None:
-    if os.name != "posix":
+def _fsync_dir(dir_fd: int | None) -> None:
+    if os.name != "posix" or dir_fd is None:
         return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.fsync(dir_fd)
 
 
 # --- list_directory --------------------------------------------------------------------------------------------
@@ -546,7 +646,7 @@ def _search(
         scanned += 1
         if needle in (name if args.case_sensitive else name.lower()):
             matches.append({"path": rel, "kind": "name"})
-        for line_no, line in _text_lines(full):
+        for line_no, line in _text_lines(full, roots):
             if len(matches) >= args.max_results:
                 return matches, True, scanned
             hay = line if args.case_sensitive else line.lower()
@@ -578,15 +678,14 @@ def _walk_files(
             yield full, Path(os.path.relpath(os.path.join(folder, name), base)).as_posix(), name
 
 
-def _text_lines(full: str) -> Iterator[tuple[int, str]]:
-    """The lines of the regular UTF-8 text file ``full``; nothing for anything else (FIFOs, devices, binary,
-    too large, unreadable)."""
+def _text_lines(full: str, real_roots: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """The lines of the regular, singly-linked UTF-8 text file ``full`` (opened beneath its root); nothing for
+    anything else (FIFOs, devices, binary, too large, unreadable, hard-linked)."""
     try:
         st = os.stat(full)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SEARCH_FILE_BYTES:
             return
-        with os.fdopen(_open_regular(full, os.O_RDONLY), "rb") as fh:
-            data = fh.read(MAX_SEARCH_FILE_BYTES + 1)
+        data = _read_regular(full, real_roots, MAX_SEARCH_FILE_BYTES + 1)
     except (OSError, ToolError):
         return
     if b"\x00" in data:

@@ -6,8 +6,10 @@ No cookies and no credentials ever leave: a fresh client per call with a cookie 
 Redirects are followed by hand (at most :data:`MAX_REDIRECTS`), each hop's scheme checked again. When the URL the
 user approved names a public host, no hop may lead to a loopback, private, link-local, unique-local or
 unspecified address (``REDIRECT_NOT_ALLOWED``): an approved public URL must not become a way into the local
-network. (The check resolves the host itself; a DNS answer that changes between the check and the connection
-is not caught.) A URL that is itself local stays allowed, redirects within local space included.
+network. Each hop's host is resolved once, checked, and the connection goes to the checked address (a network
+backend that connects to the pinned address, TLS still verified for the name): a DNS answer that changes between
+the check and the connection (DNS rebinding) is never used. A URL that is itself local stays allowed, redirects
+within local space included.
 
 The body is read raw and decompressed here (gzip, deflate, identity), never beyond ``max_bytes`` of output, so a
 compression bomb costs no memory; a body in another content-encoding is returned undecoded, as binary.
@@ -62,6 +64,7 @@ class HttpGet(Tool):
         _check_url(args.url)
         jar = CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
         timeout = httpx.Timeout(15.0, connect=10.0)
+        pins = _PinnedBackend()
         try:
             async with httpx.AsyncClient(
                 follow_redirects=False,
@@ -69,9 +72,10 @@ class HttpGet(Tool):
                 cookies=jar,
                 timeout=timeout,
                 headers={"user-agent": USER_AGENT, "accept": "*/*", "accept-encoding": "gzip, deflate"},
+                transport=pins.transport(),
             ) as client:
                 request = client.build_request("GET", args.url)
-                origin_public: bool | None = None  # worked out at the first redirect
+                origin_public = await pins.resolve(request.url.host)
                 for hop in range(MAX_REDIRECTS + 1):
                     response = await client.send(request, stream=True)
                     try:
@@ -91,9 +95,7 @@ class HttpGet(Tool):
                     target = str(request.url)
                     if request.url.scheme not in ("http", "https"):
                         raise ToolError("a redirect led to a URL that is not http/https", "URL_SCHEME_NOT_ALLOWED")
-                    if origin_public is None:
-                        origin_public = await _is_public_host(urlsplit(args.url.strip()).hostname or "")
-                    if origin_public and not await _is_public_host(request.url.host):
+                    if not await pins.resolve(request.url.host) and origin_public:
                         raise ToolError(
                             f"a redirect from a public address to a local/private one was refused: {target[:300]}",
                             "REDIRECT_NOT_ALLOWED",
@@ -160,10 +162,60 @@ async def _host_addresses(host: str) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-async def _is_public_host(host: str) -> bool:
-    """True when every address of ``host`` is public. A host that does not resolve counts as not public."""
-    addresses = await _host_addresses(host)
-    return bool(addresses) and all(_is_public_ip(a) for a in addresses)
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+class _PinnedBackend:
+    """httpcore's network backend, except that a host name connects to the address :meth:`resolve` checked for
+    it (pinned) instead of being resolved again; an IP literal connects as it is."""
+
+    def __init__(self) -> None:
+        import httpcore
+
+        self._delegate = httpcore.AnyIOBackend()
+        self._pins: dict[str, str] = {}
+
+    async def resolve(self, host: str) -> bool:
+        """Resolve ``host`` once and pin its first address; whether every address is public."""
+        addresses = await _host_addresses(host)
+        if not addresses:
+            raise ToolError(f"the host {host[:200]!r} could not be resolved", "HTTP_ERROR")
+        if not _is_ip_literal(host):
+            self._pins[host.lower()] = addresses[0]
+        return all(_is_public_ip(a) for a in addresses)
+
+    def transport(self) -> Any:
+        import httpx
+
+        transport = httpx.AsyncHTTPTransport(trust_env=False)
+        pool = transport._pool
+        if not hasattr(pool, "_network_backend"):  # httpcore changed: fail loudly rather than connect unpinned
+            raise ToolError("the HTTP client cannot pin addresses", "HTTP_ERROR")
+        pool._network_backend = self  # type: ignore[assignment]  # duck-typed: httpcore's backend methods
+        return transport
+
+    async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        import httpcore
+
+        if not _is_ip_literal(host):
+            pinned = self._pins.get(host.lower())
+            if pinned is None:
+                raise httpcore.ConnectError(f"{host} was not checked before the connection")
+            host = pinned
+        return await self._delegate.connect_tcp(host, port, *args, **kwargs)
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+        import httpcore
+
+        raise httpcore.ConnectError("unix sockets are not used by http_get")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._delegate.sleep(seconds)
 
 
 # --- the body ----------------------------------------------------------------------------------------------------

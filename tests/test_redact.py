@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from sidecar.trace.redact import REDACTED, clean_text, is_secret_key, sanitize
+from sidecar.core.redact import REDACTED, clean_text, is_secret_key, sanitize
 
 KEY = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX0123456789"
 

@@ -8,14 +8,21 @@
 * strings that look like credentials (``Bearer …``/``Basic …`` values, ``sk-…``/``sk-ant-…`` keys, the user and
   password of a URL, ``?key=``/``?token=`` URL parameters) are cut out, and ``data:`` URIs and long base64 runs
   (an attachment's or image's body) are replaced by a short marker saying what was removed;
-* every known secret value passed in ``secrets`` (a run's provider key) is cut out wherever it appears;
+* every known secret value passed in ``secrets`` (a run's provider key) is cut out wherever it appears, and so is
+  every value :func:`remember_secret` was told about (the master key, every secret the store decrypted or stored);
 * strings longer than ``max_chars`` are cut, with the original length noted.
+
+:func:`cut_credentials` is the one text redaction of the process (issue 21): whatever a child printed (a plugin
+server's stderr tail), an error detail that leaves the process (a response, a persisted event) and every log record
+(:class:`RedactingFilter`) goes through it.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -51,9 +58,22 @@ def _bearer(match: re.Match[str]) -> str:
     return match.group(0)
 
 
+_known: frozenset[str] = frozenset()
+_known_lock = threading.Lock()
+
+
+def remember_secret(value: str | None) -> None:
+    """Cut ``value`` (6+ characters) out of every later redaction of this process, wherever it appears."""
+    global _known
+    if value and len(value) >= 6 and value not in _known:
+        with _known_lock:
+            _known = _known | {value}
+
+
 def cut_secrets(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every known secret value (6+ characters) replaced by ``[redacted]``."""
-    for secret in secrets:
+    """``text`` with every known secret value (6+ characters) replaced by ``[redacted]``: those passed in
+    ``secrets`` and those :func:`remember_secret` was told about."""
+    for secret in (*secrets, *_known):
         if secret and len(secret) >= 6 and secret in text:
             text = text.replace(secret, REDACTED)
     return text
@@ -112,3 +132,31 @@ def _walk(value: Any, secrets: tuple[str, ...], max_chars: int | None) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None  # JSON has no NaN/Infinity: one such value must not make a whole batch unwritable
     return value
+
+
+class RedactingFilter(logging.Filter):
+    """A handler filter: the record's message (arguments merged in) and its traceback text pass through
+    :func:`cut_credentials` before any formatter sees them."""
+
+    _formatter = logging.Formatter()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: let the handler report it as it always does
+            return True
+        record.msg, record.args = cut_credentials(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = cut_credentials(record.exc_text)
+        if record.stack_info:
+            record.stack_info = cut_credentials(record.stack_info)
+        return True
+
+
+def redact_logs(logger: logging.Logger | None = None) -> None:
+    """Put a :class:`RedactingFilter` on every handler of ``logger`` (the root logger by default)."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
