@@ -99,8 +99,9 @@ async def open_knowledge(db: Database, data_dir: Path | str, **limits: Any) -> K
     return knowledge
 
 
-def open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
-    """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths."""
+def open_render(settings: Settings, children: ChildSupervisor, tg: TaskGroup) -> RenderService:
+    """Static rendering: one warm browser per sidecar (shared with exporters), Mermaid, plots, maths (its worker
+    child's channel runs in ``tg``)."""
     from .render.browser import BrowserPool
     from .render.mathworker import MathWorker
     from .render.mermaid import MermaidRenderer
@@ -109,7 +110,11 @@ def open_render(settings: Settings, children: ChildSupervisor) -> RenderService:
     from .system.capabilities import find_chromium
 
     browser = BrowserPool(find_chromium(settings), children=children)
-    renderers: list[Renderer] = [MermaidRenderer(browser), FunctionPlotRenderer(), MathRenderer(MathWorker(children))]
+    renderers: list[Renderer] = [
+        MermaidRenderer(browser),
+        FunctionPlotRenderer(),
+        MathRenderer(MathWorker(children, tg)),
+    ]
     return RenderService(settings.data_dir, browser, renderers)
 
 
@@ -215,7 +220,7 @@ async def open_services(
         ),
     )
     await benchmarks.start()
-    render = open_render(settings, children)  # Chromium starts on the first Mermaid render, not here
+    render = open_render(settings, children, tg)  # Chromium starts on the first Mermaid render, not here
     themes = ThemeService(settings.data_dir, settings.app_version)
     await themes.start()
     # plugins: one MCP host per installed plugin, its tools in the agent's registry as <plugin_id>.<tool>
@@ -286,7 +291,7 @@ async def open_export_tool(settings: Settings, work: Path, stack: AsyncExitStack
         notes_db = await Database.open(settings.data_dir)
         stack.push_async_callback(notes_db.close)
         knowledge = await open_knowledge(notes_db, settings.data_dir)
-    render = open_render(replace(settings, data_dir=work), ChildSupervisor())
+    render = open_render(replace(settings, data_dir=work), ChildSupervisor(), tg)
     stack.push_async_callback(render.close)
     themes = ThemeService(settings.data_dir, settings.app_version)
     exports = ExportService(work, storage.jobs, render=render, knowledge=knowledge, themes=themes)

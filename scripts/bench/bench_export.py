@@ -138,7 +138,7 @@ async def main(rounds: int, sections: int) -> dict[str, object]:
         await log.migrate()
         async with anyio.create_task_group() as tg:
             jobs = JobManager(db, log, tg)
-            render = open_render(Settings(data_dir=work), ChildSupervisor())
+            render = open_render(Settings(data_dir=work), ChildSupervisor(), tg)
             themes = ThemeService(work, "1.0.0")
             svc = ExportService(work, jobs, render=render, knowledge=None, themes=themes)
             await svc.start()

@@ -58,6 +58,13 @@ class MathRenderTimeout(UpstreamTimeoutError):
     default_code = "MATH_RENDER_FAILED"
 
 
+class MathWorkerFailed(SidecarError):
+    """The math worker could not start, broke its protocol or died (not the formula's fault)."""
+
+    status = 500
+    default_code = "MATH_RENDER_FAILED"
+
+
 class RendererUnavailable(UnavailableError):
     default_code = "RENDERER_UNAVAILABLE"
 

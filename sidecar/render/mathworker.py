@@ -1,38 +1,38 @@
-"""TeX → SVG in a child process that can be timed out and killed (issue 21).
+"""TeX → SVG in a child process that can be timed out and killed (issue 21), over the one worker channel.
 
 ziamath's layout is pure Python and grows exponentially with nesting: the depth limit (``math.MAX_SVG_NESTING``)
 refuses one deep formula at once, but 20 sibling groups 10 deep (1,441 characters) still took 11 s, on a worker
 thread nothing can stop — a few of them exhausted the thread pool. Here each SVG is typeset by one long-lived
-child (``python -m sidecar.render.mathworker``, or ``<binary> math-worker``), one formula at a time over JSON
-lines. A formula that takes longer than :data:`MATH_SVG_TIMEOUT_S` is ``MATH_RENDER_FAILED`` (504) and a
+child (``python -m sidecar.render.mathworker``, or ``<binary> math-worker``) speaking the worker protocol
+(:mod:`sidecar.workers.protocol`): one ``svg`` request at a time, answered with a ``result`` or an ``error``
+(``MATH_PARSE_FAILED``). The sidecar's side is a :class:`~sidecar.workers.channel.WorkerChannel`. A formula that
+takes longer than :data:`MATH_SVG_TIMEOUT_S` (the child's start included) is ``MATH_RENDER_FAILED`` (504) and a
 cancelled request (the caller gave up, an export was cancelled) ends the same way: the child's process group is
-killed and the next formula starts a new one. The child gets :func:`~sidecar.core.childenv.scrubbed_environ`
-and leaves when the sidecar does (stdin EOF, or its parent changes after a SIGKILL).
+killed and the next formula starts a new one. A child that cannot start, breaks the protocol or dies is
+``MATH_RENDER_FAILED`` (500). The child gets :func:`~sidecar.workers.env.worker_env` and leaves when the sidecar
+does (stdin EOF, or its parent changes after a SIGKILL).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
 import os
-import signal
-import subprocess
 import sys
-from typing import Any
+from typing import TextIO
 
 import anyio
-from anyio.abc import Process
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import TaskGroup
 
-from sidecar.core.childenv import scrubbed_environ
+from sidecar.workers.channel import WorkerChannel, WorkerFault
+from sidecar.workers.env import worker_env
+from sidecar.workers.protocol import Error, Request, WorkerOutput, read_requests
+from sidecar.workers.supervisor import ChildSupervisor
 
-from .errors import MathParseFailed, MathRenderTimeout
-
-logger = logging.getLogger(__name__)
+from .errors import MathParseFailed, MathRenderTimeout, MathWorkerFailed
 
 MATH_SVG_TIMEOUT_S = 10.0
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
+WORKER_NAME = "math worker"
+OP_SVG = "svg"
+PARSE_FAILED = MathParseFailed.default_code
 
 
 def worker_argv() -> list[str]:
@@ -41,26 +41,53 @@ def worker_argv() -> list[str]:
     return [sys.executable, "-m", "sidecar.render.mathworker"]
 
 
+def _fault(fault: WorkerFault) -> Exception:
+    return MathWorkerFailed(
+        f"The formula could not be typeset as SVG: {fault.message}.",
+        details={"reason": fault.reason, "exit_code": fault.exit_code},
+    )
+
+
+def _error(error: Error) -> Exception:
+    return MathParseFailed(error.message or "The TeX could not be typeset.")
+
+
 class MathWorker:
     """The sidecar's side: one child, one formula at a time, killed on timeout or cancel and started again."""
 
-    def __init__(self, children: Any = None, *, timeout_s: float = MATH_SVG_TIMEOUT_S) -> None:
+    def __init__(
+        self, children: ChildSupervisor, task_group: TaskGroup, *, timeout_s: float = MATH_SVG_TIMEOUT_S
+    ) -> None:
         self.timeout_s = timeout_s
-        self._children = children
+        self._channel = WorkerChannel(
+            children,
+            task_group,
+            name=WORKER_NAME,
+            argv=worker_argv(),
+            env=lambda: worker_env(os.environ),
+            on_fault=_fault,
+            on_error=_error,
+            hello_timeout_s=timeout_s,
+            stop_grace_s=0.0,  # no grace: a runaway layout would only use it up
+        )
         self._lock = anyio.Lock()
-        self._process: Process | None = None
-        self._stdout: BufferedByteReceiveStream | None = None
-        self.started = 0
 
     @property
     def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+        return self._channel.pid
+
+    @property
+    def started(self) -> int:
+        """Children started so far."""
+        return self._channel.starts
 
     async def svg(self, source: str, theme: str) -> tuple[str, list[str]]:
         async with self._lock:
             try:
                 with anyio.fail_after(self.timeout_s):
-                    answer = await self._ask({"source": source, "theme": theme})
+                    data = await self._channel.request(OP_SVG, {"source": source, "theme": theme})
+            except MathParseFailed:  # the child answered: it stays for the next formula
+                raise
             except TimeoutError:
                 await self._kill()
                 raise MathRenderTimeout(
@@ -70,81 +97,50 @@ class MathWorker:
             except BaseException:  # cancelled, or the child broke: the formula may still be running there
                 await self._kill()
                 raise
-        if "error" in answer:
-            raise MathParseFailed(str(answer["error"].get("message", "The TeX could not be typeset.")))
-        return str(answer["svg"]), [str(w) for w in answer.get("warnings", [])]
-
-    async def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        process, stdout = await self._ensure()
-        assert process.stdin is not None
-        await process.stdin.send((json.dumps(request) + "\n").encode("utf-8"))
-        line = await stdout.receive_until(b"\n", MAX_ANSWER_BYTES)
-        return json.loads(line)
-
-    async def _ensure(self) -> tuple[Process, BufferedByteReceiveStream]:
-        if self._process is not None and self._process.returncode is None and self._stdout is not None:
-            return self._process, self._stdout
-        await self._kill()
-        env = scrubbed_environ()
-        env["PYTHONUNBUFFERED"] = "1"
-        pipe = subprocess.PIPE
-        if self._children is not None:
-            process = await self._children.spawn(worker_argv(), name="math-worker", env=env, stdin=pipe, stdout=pipe)
-        else:
-            process = await anyio.open_process(
-                worker_argv(), env=env, start_new_session=True, stdin=pipe, stdout=pipe, stderr=None
-            )
-        assert process.stdout is not None
-        self._process, self._stdout = process, BufferedByteReceiveStream(process.stdout)
-        self.started += 1
-        return process, self._stdout
+        return str(data["svg"]), [str(w) for w in data.get("warnings", [])]
 
     async def _kill(self) -> None:
-        process, self._process, self._stdout = self._process, None, None
-        if process is None:
-            return
+        """Kill the child's process group now; the next formula starts a new child."""
         with anyio.CancelScope(shield=True):
-            if self._children is not None:
-                await self._children.stop(process.pid, grace_s=0.0)
-            else:
-                with contextlib.suppress(OSError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                with anyio.move_on_after(2):
-                    await process.wait()
-            with contextlib.suppress(Exception):
-                await process.aclose()
+            await self._channel.stop()
 
     async def aclose(self) -> None:
-        async with self._lock:
-            await self._kill()
+        await self._channel.aclose()
 
 
-def main() -> None:
-    """The child: one JSON request per stdin line, one answer per stdout line, until EOF."""
-    from sidecar.workers.io import claim_stdout, exit_with_parent
+# ---- the child ---------------------------------------------------------------------------------------------------
 
-    proto = claim_stdout()
-    exit_with_parent(lambda: os._exit(3))
+
+def serve(stdin: TextIO, out: WorkerOutput) -> None:
+    """Say hello once the typesetter is imported, then answer one ``svg`` request at a time until EOF."""
     from sidecar.core.errors import SidecarError
 
     from .math import tex_to_svg
 
-    for line in sys.stdin:
+    out.hello("math", os.getpid())
+    for message in read_requests(stdin):
+        if not isinstance(message, Request):
+            continue  # a cancelled formula is stopped by a kill of this process
+        if message.op != OP_SVG:
+            out.error(message.id, PARSE_FAILED, "unknown worker op")
+            continue
+        params = message.params
         try:
-            request = json.loads(line)
-            svg, warnings = tex_to_svg(str(request["source"]), str(request.get("theme", "light")))
-            answer: dict[str, Any] = {"svg": svg, "warnings": warnings}
+            svg, warnings = tex_to_svg(str(params["source"]), str(params.get("theme", "light")))
         except SidecarError as exc:
-            answer = {"error": {"code": exc.code, "message": exc.message}}
+            out.error(message.id, exc.code, exc.message)
         except Exception as exc:
-            answer = {
-                "error": {
-                    "code": "MATH_PARSE_FAILED",
-                    "message": f"The TeX could not be typeset ({type(exc).__name__}).",
-                }
-            }
-        proto.write(json.dumps(answer) + "\n")
-        proto.flush()
+            out.error(message.id, PARSE_FAILED, f"The TeX could not be typeset ({type(exc).__name__}).")
+        else:
+            out.result(message.id, {"svg": svg, "warnings": warnings})
+
+
+def main() -> None:
+    from sidecar.workers.io import claim_stdout, exit_with_parent
+
+    proto = claim_stdout()
+    exit_with_parent(lambda: os._exit(3))
+    serve(sys.stdin, WorkerOutput(proto))
 
 
 if __name__ == "__main__":

@@ -69,9 +69,12 @@ def _math_version() -> str:
 class MathRenderer:
     kind = "math"
 
-    def __init__(self, worker: MathWorker | None = None) -> None:
+    def __init__(self, worker: MathWorker) -> None:
         self.version = _math_version()
-        self.worker = worker if worker is not None else MathWorker()
+        self.worker = worker
+
+    async def aclose(self) -> None:
+        await self.worker.aclose()
 
     def unavailable_reason(self) -> str | None:
         import importlib.util

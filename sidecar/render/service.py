@@ -102,7 +102,12 @@ class RenderService:
         )
 
     async def close(self) -> None:
+        """The warm browser, then a renderer's own child (the math worker)."""
         await self.browser.close()
+        for renderer in self.renderers.values():
+            aclose = getattr(renderer, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 # part of every cache key: an image cleaned by an older sanitiser is never served again after a sanitiser fix.

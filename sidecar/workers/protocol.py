@@ -1,4 +1,4 @@
-"""The one JSON-lines protocol between the sidecar and a worker child (transcription, local model).
+"""The one JSON-lines protocol between the sidecar and a worker child (transcription, local model, maths SVG).
 
 Both sides import these models: the parent (:mod:`sidecar.workers.channel`) and the worker (through
 :class:`WorkerOutput` and :func:`read_requests`). Only pydantic and the standard library are imported here, so a

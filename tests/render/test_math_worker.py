@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import anyio
 import pytest
 
 from sidecar.core.errors import SidecarError
-from sidecar.render.mathworker import MathWorker
+from tests.support.math_worker import math_worker
 
 pytestmark = pytest.mark.anyio
 
@@ -25,8 +26,7 @@ def _alive(pid: int) -> bool:
 
 
 async def test_a_formula_over_the_time_bound_is_a_timeout_and_its_child_is_killed() -> None:
-    worker = MathWorker(timeout_s=1.5)
-    try:
+    async with math_worker(timeout_s=1.5) as worker:
         svg, _ = await worker.svg(r"\frac{a}{b}", "light")  # warm: the child is up and answers
         assert svg.startswith("<svg")
         pid = worker.pid
@@ -37,13 +37,10 @@ async def test_a_formula_over_the_time_bound_is_a_timeout_and_its_child_is_kille
         assert worker.pid is None and not _alive(pid)
         again, _ = await worker.svg("x^2", "dark")  # a new child for the next formula
         assert again.startswith("<svg") and worker.started == 2
-    finally:
-        await worker.aclose()
 
 
 async def test_a_cancelled_render_kills_its_child() -> None:
-    worker = MathWorker(timeout_s=60)
-    try:
+    async with math_worker(timeout_s=60) as worker:
         await worker.svg("x", "light")
         pid = worker.pid
         assert pid is not None
@@ -53,18 +50,38 @@ async def test_a_cancelled_render_kills_its_child() -> None:
                 await anyio.wait_all_tasks_blocked()  # the request is written; the child is typesetting
                 scope.cancel()
         assert worker.pid is None and not _alive(pid)
-    finally:
-        await worker.aclose()
 
 
 async def test_a_bad_formula_is_a_parse_error_and_keeps_the_child() -> None:
-    worker = MathWorker()
-    try:
+    async with math_worker() as worker:
         await worker.svg("x", "light")
         pid = worker.pid
         with pytest.raises(SidecarError) as info:
             await worker.svg(r"\frac{1}{", "light")
         assert info.value.code == "MATH_PARSE_FAILED" and worker.pid == pid and pid is not None and _alive(pid)
         assert os.getpid() != pid
-    finally:
-        await worker.aclose()
+
+
+async def test_a_child_that_dies_mid_formula_is_a_render_failure_and_the_next_formula_gets_a_new_one() -> None:
+    async with math_worker(timeout_s=60) as worker:
+        await worker.svg("x", "light")
+        pid = worker.pid
+        assert pid is not None
+
+        failures: list[SidecarError] = []
+
+        async def render() -> None:
+            try:
+                await worker.svg(HEAVY, "light")
+            except SidecarError as exc:
+                failures.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(render)
+            await anyio.wait_all_tasks_blocked()  # the request is written; the child is typesetting
+            os.kill(pid, signal.SIGKILL)
+        [error] = failures
+        assert (error.code, error.status) == ("MATH_RENDER_FAILED", 500)
+        assert error.details["reason"] == "WORKER_DIED" and error.details["exit_code"] == -signal.SIGKILL
+        again, _ = await worker.svg("x^2", "dark")
+        assert again.startswith("<svg") and worker.started == 2 and worker.pid != pid

@@ -18,6 +18,7 @@ from sidecar.render.renderers import FunctionPlotRenderer, MathRenderer
 from sidecar.render.service import RenderService, source_hash
 from sidecar.render.svgsize import fit_svg
 from sidecar.render.types import Rendered
+from tests.support.math_worker import math_worker
 from tests.support.render_check import assert_safe_svg
 
 pytestmark = pytest.mark.anyio
@@ -106,7 +107,11 @@ async def test_a_kind_without_renderer_is_unavailable(tmp_path: Path) -> None:
 
 
 async def test_function_plot_and_math_through_the_service(tmp_path: Path) -> None:
-    svc = _service(tmp_path, FunctionPlotRenderer(), MathRenderer())
+    async with math_worker() as worker:
+        await _plot_and_math(_service(tmp_path, FunctionPlotRenderer(), MathRenderer(worker)))
+
+
+async def _plot_and_math(svc: RenderService) -> None:
     plot = await svc.render_source("function_plot", "expressions: [sin(x)]\n", width=300, height=200)
     assert (plot.width, plot.height, plot.warnings) == (300, 200, [])
     svg = await svc.render_source("math", "$$\\frac{a}{b}$$", theme="dark")
