@@ -266,17 +266,24 @@ export class MetonaClient extends EventEmitter {
     });
     this.proc = proc;
     this.partial = [];
+    let reaped = false;
     this.maxLineBytes = DEFAULT_MAX_LINE_BYTES;
     proc.stdin?.on("error", () => {}); // EPIPE when it died: its exit is handled below
-    proc.stdout?.on("data", (chunk: Buffer) => this.onStdout(chunk));
+    proc.stdout?.on("data", (chunk: Buffer) => {
+      if (!reaped) this.onStdout(chunk); // a killed process's last lines are not answers
+    });
     if (proc.stderr) createInterface({ input: proc.stderr, crlfDelay: Infinity }).on("line", this.log);
-    let reaped = false;
     const onGone = (exitCode: number | null, signal: string | null): void => {
       if (reaped) return;
       reaped = true;
       this.onProcessGone(proc, exitCode, signal);
     };
-    proc.on("exit", () => killGroup(proc)); // whatever is left of the group (the binary's child) goes too
+    proc.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
+      killGroup(proc); // whatever is left of the group (the binary's child) goes too
+      // killed: gone now, although the one-file binary's child may still write until the group kill lands;
+      // a normal exit waits for "close", so the answers it wrote before leaving are still read
+      if (signal !== null) onGone(code, signal);
+    });
     proc.on("close", (code: number | null, signal: NodeJS.Signals | null) => onGone(code, signal));
     proc.on("error", (error: Error) => {
       this.log(`spawn ${command}: ${error.message}`);
