@@ -9,6 +9,7 @@ from .presets import ANTHROPIC, LOCAL, MOCK, OLLAMA, OPENAI
 
 
 def adapter_class(protocol: str) -> type[BaseAdapter]:
+    """The adapter of a keyed or keyless vendor protocol (``local`` needs its runtime: :func:`build_adapter`)."""
     if protocol == OPENAI:
         from .openai_compat import OpenAICompatAdapter
 
@@ -25,10 +26,6 @@ def adapter_class(protocol: str) -> type[BaseAdapter]:
         from .mock import MockAdapter
 
         return MockAdapter
-    if protocol == LOCAL:
-        from .local import LocalAdapter
-
-        return LocalAdapter
     raise ValueError(f"unknown protocol {protocol!r}")
 
 
