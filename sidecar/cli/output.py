@@ -22,7 +22,7 @@ def start_cli(level: int = logging.WARNING) -> None:
     secrets. Logs go to stderr at ``level``. Calling it twice changes nothing."""
     remember_environment_secrets(os.environ)
     if not isinstance(sys.stderr, RedactingStream):
-        sys.stderr = RedactingStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = RedactingStream(sys.stderr)
     logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
     redact_logs()
 

@@ -27,7 +27,7 @@ import os
 import stat
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -591,7 +591,7 @@ def _open_listed(real: Path, real_roots: Sequence[str]) -> int | Path:
         raise ToolError(f"{real.name} is not a folder (use read_file)", "NOT_A_DIRECTORY") from None
 
 
-def _walk_entries(base: int | Path, recursive: bool) -> Iterator[tuple[str, os.DirEntry[str]]]:
+def _walk_entries(base: int | Path, recursive: bool) -> Generator[tuple[str, os.DirEntry[str]], None, None]:
     """(path relative to ``base``, entry) breadth first, sorted by name per folder. ``base`` is a folder fd
     (taken over: closed when the walk ends) whose subfolders are opened from it by :func:`_walk_down`, or a
     path (no descriptor-relative opens). A subfolder that cannot be opened (gone, or swapped for a symlink) is
