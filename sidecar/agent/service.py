@@ -151,7 +151,7 @@ class AgentService:
         adapter = await self._providers.adapter(provider_id)  # PROVIDER_NOT_FOUND
         model = adapter.resolve_model_or_none(p.model)
         if not model:
-            raise BadRequestError(
+            raise NotFoundError(
                 f"no model given and provider {provider_id!r} has no default_model",
                 code="MODEL_NOT_FOUND",
                 details={"provider_id": provider_id},
@@ -321,7 +321,7 @@ class AgentService:
         known = set(self.registry.names())
         unknown = sorted(set().union(*sets) - known) if sets else []
         if unknown:
-            raise BadRequestError(
+            raise NotFoundError(
                 f"unknown tool(s): {', '.join(unknown)}",
                 code="TOOL_NOT_FOUND",
                 details={"unknown": unknown, "known": sorted(known)},

@@ -9,7 +9,6 @@ This is a human command, not the stdio server: stdout carries the table only. Ex
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from contextlib import AsyncExitStack
@@ -20,7 +19,7 @@ import anyio
 
 from sidecar.core.errors import SidecarError
 
-from .output import bar, write_error
+from .output import bar, start_cli, write_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -150,8 +149,8 @@ async def _run(ns: argparse.Namespace, settings: Any) -> int:
 
 
 def main(argv: list[str]) -> int:
+    start_cli()
     ns = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sidecar.core.settings import Settings
 

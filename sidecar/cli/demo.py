@@ -634,6 +634,9 @@ def print_summary(summary: dict[str, Any], steps: list[Step], out: Path, total: 
 
 
 def main(argv: list[str]) -> int:
+    from .output import start_cli
+
+    start_cli()
     ns = _parser().parse_args(argv)
     out: Path = ns.output.resolve()
     out.mkdir(parents=True, exist_ok=True)

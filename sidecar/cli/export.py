@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import logging
 import os
 import shutil
 import sys
@@ -25,7 +24,7 @@ import anyio
 
 from sidecar.core.errors import SidecarError
 
-from .output import bar, write_error
+from .output import bar, start_cli, write_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -142,8 +141,8 @@ async def _save(service: Any, job_id: str, target: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
+    start_cli()
     ns = _parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from sidecar.core.settings import default_data_dir
 
     env_dir = os.environ.get("METONA_DATA_DIR")

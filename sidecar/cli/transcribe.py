@@ -18,7 +18,7 @@ import anyio
 
 from sidecar.media.formats import FORMATS
 
-from .output import bar
+from .output import bar, start_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,6 +98,7 @@ async def _run(ns: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    start_cli()
     ns = _parser().parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

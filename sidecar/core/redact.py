@@ -13,8 +13,9 @@
 * strings longer than ``max_chars`` are cut, with the original length noted.
 
 :func:`cut_credentials` is the one text redaction of the process (issue 21): whatever a child printed (a plugin
-server's stderr tail), an error detail that leaves the process (a response, a persisted event) and every log record
-(:class:`RedactingFilter`) goes through it.
+server's stderr tail), an error detail that leaves the process (a response, a persisted event), every log record
+(:class:`RedactingFilter`) and everything a human CLI writes on stderr (:class:`RedactingStream`, installed with the
+filter by ``sidecar.cli.output.start_cli``) goes through it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
 
 from pydantic_core import to_jsonable_python
 
@@ -68,6 +69,14 @@ def remember_secret(value: str | None) -> None:
     if value and len(value) >= 6 and value not in _known:
         with _known_lock:
             _known = _known | {value}
+
+
+def remember_environment_secrets(environ: Mapping[str, str]) -> None:
+    """:func:`remember_secret` every value of ``environ`` whose variable names a credential (``OPENAI_API_KEY``,
+    ``METONA_SECRET_KEY``, ``GITHUB_TOKEN``, ...; not ``METONA_SECRET_KEY_FILE``, a path)."""
+    for name, value in environ.items():
+        if is_secret_key(name):
+            remember_secret(value.strip())
 
 
 def cut_secrets(text: str, secrets: Iterable[str]) -> str:
@@ -160,3 +169,18 @@ def redact_logs(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
+
+
+class RedactingStream:
+    """A text stream (a CLI's ``sys.stderr``) whose every ``write`` goes through :func:`cut_credentials` first; the
+    rest is the wrapped stream's. A credential split across two writes is not recognised: write whole lines."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.wrapped = stream
+
+    def write(self, text: str) -> int:
+        self.wrapped.write(cut_credentials(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.wrapped, name)

@@ -3,7 +3,8 @@
 The worker reports a failed job with one of these codes (and a stable ``details.reason``); :func:`from_worker`
 turns it back into the typed error. A worker that cannot start is ``TRANSCRIPTION_FAILED`` with 503 (reason
 ``WORKER_START_FAILED``); one that dies, or breaks the protocol, mid-job is ``TRANSCRIPTION_FAILED`` with 500.
-A job that is not found is the generic ``RESOURCE_NOT_FOUND``.
+A job that is not found (or is another kind of job) is ``TRANSCRIPTION_JOB_NOT_FOUND`` (the not-found rule of
+ipc_schema/README.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ TRANSCRIPTION_FAILED = "TRANSCRIPTION_FAILED"
 TRANSCRIPTION_MODEL_UNAVAILABLE = "TRANSCRIPTION_MODEL_UNAVAILABLE"
 UNSUPPORTED_AUDIO_FORMAT = "UNSUPPORTED_AUDIO_FORMAT"
 TRANSCRIPTION_CANCELLED = "TRANSCRIPTION_CANCELLED"
-JOB_NOT_FOUND = "RESOURCE_NOT_FOUND"
+JOB_NOT_FOUND = "TRANSCRIPTION_JOB_NOT_FOUND"
 DIARIZATION_UNAVAILABLE = "DIARIZATION_UNAVAILABLE"
 """A warning of a completed job (speakers not labelled), never an error."""
 

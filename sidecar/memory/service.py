@@ -60,6 +60,14 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+MEMORY_NOT_FOUND = "MEMORY_NOT_FOUND"
+"""An unknown memory id (the not-found rule of ipc_schema/README.md)."""
+
+
+def _not_found(memory_id: str) -> NotFoundError:
+    return NotFoundError("No memory with this id.", code=MEMORY_NOT_FOUND, details={"memory_id": memory_id})
+
+
 DAY_MS = 86_400_000
 WORKING_DEFAULT_TTL_MS = DAY_MS
 RECENCY_HALF_LIFE_MS = 30 * DAY_MS
@@ -274,7 +282,9 @@ class MemoryService:
         found = {r["id"] for r in await self._run(lambda: table.get_many(wanted))}
         missing = [i for i in wanted if i not in found]
         if missing:
-            raise NotFoundError("A memory to supersede does not exist.", details={"memory_ids": missing})
+            raise NotFoundError(
+                "A memory to supersede does not exist.", code=MEMORY_NOT_FOUND, details={"memory_ids": missing}
+            )
         return [supersede.Decision(i, "explicit", 1.0) for i in wanted]
 
     async def _detect(
@@ -298,7 +308,7 @@ class MemoryService:
             table = await self._open()
             row = await self._run(table.get, memory_id)
         if row is None:
-            raise NotFoundError("No memory with this id.", details={"memory_id": memory_id})
+            raise _not_found(memory_id)
         return self._record(row, self._clock())
 
     async def search(self, p: MemorySearchParams) -> MemorySearchResult:
@@ -378,7 +388,7 @@ class MemoryService:
         async with self._lock:
             table = await self._open()
             if await self._run(table.get, p.memory_id) is None:
-                raise NotFoundError("No memory with this id.", details={"memory_id": p.memory_id})
+                raise _not_found(p.memory_id)
             restored: list[Row] = []
             if p.restore_superseded:
                 restored = await self._run(

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sidecar.core.errors import BadRequestError, PayloadTooLargeError
+from sidecar.core.errors import BadRequestError, NotFoundError, PayloadTooLargeError
 
 from .models import PluginManifest
 
@@ -42,7 +42,9 @@ def stage(source: Path, staging: Path) -> Path:
     elif source.exists():
         raise invalid("the package must be a folder or a .zip file", path=str(source))
     else:
-        raise BadRequestError("the package path does not exist", code="PLUGIN_PACKAGE_NOT_FOUND", details={})
+        raise NotFoundError(
+            "the package path does not exist", code="PLUGIN_PACKAGE_NOT_FOUND", details={"path": str(source)}
+        )
     if (staging / MANIFEST).is_file():
         return staging
     entries = list(staging.iterdir())

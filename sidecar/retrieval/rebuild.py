@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from .vectors import VectorCache
 
 REBUILD_KIND = "index-rebuild"
+REBUILD_FAILED = "INDEX_REBUILD_FAILED"
+"""500: the rebuild broke unexpectedly (``details {exception, incident}``, see :mod:`sidecar.jobs.manager`)."""
 REBUILD_BATCH = 256
 
 
@@ -44,7 +46,7 @@ class Rebuilder:
 
     def register(self) -> None:
         if self._jobs is not None:
-            self._jobs.register_kind(REBUILD_KIND, concurrency=1)
+            self._jobs.register_kind(REBUILD_KIND, concurrency=1, failure_code=REBUILD_FAILED)
 
     async def rebuild(self, scope: RebuildScope = "vectors") -> Job:
         """Submit the ``index-rebuild`` job (one at a time: 409 INDEX_REBUILD_IN_PROGRESS)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
 import threading
 import time
@@ -479,9 +480,7 @@ def _swap_after_check(monkeypatch: pytest.MonkeyPatch, folder: Path, target: Pat
     def locate(path: str, roots: Any) -> Any:
         where = original(path, roots)
         if not folder.is_symlink():
-            for child in folder.iterdir():
-                child.unlink()
-            folder.rmdir()
+            shutil.rmtree(folder)
             folder.symlink_to(target, target_is_directory=True)
         return where
 
@@ -521,3 +520,59 @@ async def test_read_and_search_refuse_a_hard_link_to_a_file_outside(ws: Path) ->
     assert result.error_code == "HARD_LINKED", result
     found = await run("search_files", {"query": "top secret"}, ws)
     assert found.error_code is None and found.result.result["matches"] == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("listed", ["sub", "sub/deeper"])
+async def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_listed_through(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    """The listed folder itself, or a parent of it, becomes a link out of the workspace after the check."""
+    (tmp_path / "outside" / "deeper").mkdir()
+    (tmp_path / "outside" / "deeper" / "also-secret.txt").write_text("top secret\n")
+    (ws / "sub" / "deeper").mkdir(parents=True)
+    _swap_after_check(monkeypatch, ws / "sub", tmp_path / "outside")
+    for recursive in (False, True):
+        result = await run("list_directory", {"path": listed, "recursive": recursive}, ws)
+        assert result.error_code == "PATH_OUTSIDE_WORKSPACE", result
+        assert "secret" not in str(result.result.model_dump())
+
+
+def test_the_component_walk_refuses_a_symlinked_component(ws: Path, tmp_path: Path) -> None:
+    """The walk itself, given resolved paths whose components were made symlinks beforehand (no race needed)."""
+    (tmp_path / "outside" / "deeper").mkdir()
+    (ws / "real" / "deeper").mkdir(parents=True)
+    (ws / "sub").symlink_to(tmp_path / "outside", target_is_directory=True)
+    (ws / "real" / "link").symlink_to(ws / "real" / "deeper", target_is_directory=True)  # inside, still refused
+    for folder in (ws / "sub", ws / "sub" / "deeper", ws / "real" / "link"):
+        with pytest.raises(ToolError) as info:
+            os.close(files_module._open_folder(folder, [str(ws)]))
+        assert info.value.code == "PATH_OUTSIDE_WORKSPACE", folder
+    with pytest.raises(ToolError) as info:
+        files_module._beneath(ws / "sub" / "deeper" / "f.txt", [str(ws)]).close()
+    assert info.value.code == "PATH_OUTSIDE_WORKSPACE"
+    fd = files_module._open_folder(ws / "real" / "deeper", [str(ws)])
+    try:
+        assert os.path.samestat(os.fstat(fd), os.stat(ws / "real" / "deeper"))
+    finally:
+        os.close(fd)
+    with pytest.raises(FileNotFoundError):
+        files_module._open_folder(ws / "missing", [str(ws)])
+
+
+@pytest.mark.anyio
+async def test_list_directory_reports_a_missing_folder_and_a_file(ws: Path) -> None:
+    (ws / "f.txt").write_text("x")
+    assert (await run("list_directory", {"path": "nope"}, ws)).error_code == "NOT_FOUND"
+    assert (await run("list_directory", {"path": "f.txt"}, ws)).error_code == "NOT_A_DIRECTORY"
+    (ws / "d" / "e").mkdir(parents=True)
+    (ws / "d" / "e" / "g.txt").write_text("yy")
+    (ws / "d" / "ln").symlink_to(ws / "d" / "e", target_is_directory=True)
+    listed = await run("list_directory", {"path": ".", "recursive": True}, ws)
+    assert listed.result.result["entries"] == [
+        {"path": "d", "type": "dir"},
+        {"path": "f.txt", "type": "file", "size": 1},
+        {"path": "d/e", "type": "dir"},
+        {"path": "d/ln", "type": "symlink"},
+        {"path": "d/e/g.txt", "type": "file", "size": 2},
+    ]

@@ -163,7 +163,7 @@ def test_create_rejects_bad_params_with_field_paths(sc: Sidecar) -> None:
         assert [e["loc"][0] for e in reply["error"]["data"]["details"]["errors"]] == [field]
     assert error_of(sc.call("agent/runs/create", [pid])) == (-32602, "VALIDATION_ERROR")
     reply = sc.call("agent/runs/create", {"provider_id": pid, "request": good, "allowed_tools": ["nope"]})
-    assert error_of(reply) == (400, "TOOL_NOT_FOUND")
+    assert error_of(reply) == (404, "TOOL_NOT_FOUND")
     assert error_of(sc.call("agent/runs/create", {"provider_id": "no-such", "request": good}))[1] == (
         "PROVIDER_NOT_FOUND"
     )

@@ -61,7 +61,7 @@ def test_memory_over_stdio_survives_kill_and_restart(ready: Sidecar, data_dir: P
 
     # errors: unknown id, bad params
     missing = ready.call("memory/get", {"memory_id": "mem_nope"})
-    assert missing["error"]["code"] == 404 and missing["error"]["data"]["code"] == "RESOURCE_NOT_FOUND"
+    assert missing["error"]["code"] == 404 and missing["error"]["data"]["code"] == "MEMORY_NOT_FOUND"
     bad_type = ready.call("memory/add", {"content": "x", "type": "procedural"})
     assert bad_type["error"]["code"] == -32602 and bad_type["error"]["data"]["code"] == "VALIDATION_ERROR"
     typo = ready.call("memory/search", {"query": "x", "topk": 3})

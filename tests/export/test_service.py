@@ -255,3 +255,28 @@ async def test_severe_loss_fails_the_export(env) -> None:
     assert os.listdir(data / "exports") == []
     kept = await _run(svc, "html", only_html)  # safe raw HTML is kept in HTML
     assert kept.status == "completed" and not kept.warnings
+
+
+async def test_list_reads_one_page_whatever_the_number_of_jobs(env) -> None:
+    """Issue 21: exports/list read every export job ever made, in pages of 500, with one params query per job."""
+    svc, _, jobs = env
+    real = await _run(svc, "html")
+    params = await jobs.params_of(real.job_id)
+
+    async def fails(ctx: Any) -> None:
+        raise NotFoundError("gone", code="EXPORT_SOURCE_NOT_FOUND")
+
+    for i in range(60):
+        await jobs.wait((await jobs.submit("export", {**params, "format": "docx" if i % 2 else "html"}, fails)).job_id)
+    statements: list[str] = []
+    conn = jobs._db._conn
+    conn.set_trace_callback(lambda sql: statements.append(sql) if sql.lstrip().upper().startswith("SELECT") else None)
+    try:
+        page = await svc.list(fmt="html", limit=5)
+        counted = len(statements)
+        everything = await svc.list(limit=5, offset=55)
+    finally:
+        conn.set_trace_callback(None)
+    assert page.page.total == 31 and len(page.items) == 5 and {j.format for j in page.items} == {"html"}
+    assert everything.page.total == 61 and len(everything.items) == 5
+    assert counted <= 3 and len(statements) <= 6, statements

@@ -69,7 +69,7 @@ async def test_add_then_get_round_trip(hashed: MemoryService) -> None:
 async def test_get_unknown_is_not_found(hashed: MemoryService) -> None:
     with pytest.raises(NotFoundError) as exc:
         await hashed.get("mem_nope")
-    assert exc.value.status == 404 and exc.value.code == "RESOURCE_NOT_FOUND"
+    assert exc.value.status == 404 and exc.value.code == "MEMORY_NOT_FOUND"
 
 
 async def test_expiry_rules(hashed: MemoryService, clock: Clock) -> None:

@@ -224,3 +224,28 @@ async def test_an_embedder_switch_in_the_middle_of_a_search_never_mixes_models(e
     hits = (await env.retrieval.search("光合作用", "vector")).items
     assert switched and hits[0].block_id == note.blocks[0].block_id
     assert await _code(env.retrieval.search("光合作用", "vector")) == (409, "INDEX_MODEL_MISMATCH")
+
+
+async def test_an_unexpected_rebuild_failure_is_typed_with_an_incident(
+    env: Env, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 21: it ended as the generic JOB_FAILED with empty details, so the user learnt nothing."""
+    await env.knowledge.create_note(CreateNoteParams(title="a", content="kappa one"))
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("disk on fire at /home/someone/private")
+
+    monkeypatch.setattr(env.retrieval._state.store, "create", broken)
+    job = await env.retrieval.rebuild("all")
+    done = await env.jobs.wait(job.job_id)
+    assert done.status is JobStatus.FAILED and done.error is not None
+    assert done.error.code == "INDEX_REBUILD_FAILED"
+    incident = done.error.details["incident"]
+    assert done.error.details == {"exception": "RuntimeError", "incident": incident}
+    assert incident in done.error.message and "private" not in done.error.message
+    assert any(incident in r.getMessage() and r.exc_info for r in caplog.records)
+    failed = (await env.jobs.events(job.job_id)).items[-1]
+    assert failed.event == "Failed" and failed.data["error"]["code"] == "INDEX_REBUILD_FAILED"
+    monkeypatch.undo()
+    again = await env.jobs.wait((await env.retrieval.rebuild("all")).job_id)  # not left "in progress"
+    assert again.status is JobStatus.COMPLETED, again.error

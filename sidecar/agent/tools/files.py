@@ -7,7 +7,9 @@ that thread when the call times out or the run is cancelled (a write is waited f
 
 The check and the use are one walk (issue 21): a file is opened, and a file written, relative to its folder's
 descriptor, which :func:`_beneath` opens from the resolved root one component at a time with ``O_NOFOLLOW`` — a
-folder swapped for a symlink after the check is refused (``PATH_OUTSIDE_WORKSPACE``), never followed out. Files
+folder swapped for a symlink after the check is refused (``PATH_OUTSIDE_WORKSPACE``), never followed out. A
+folder is listed through its own descriptor, opened by the same walk (:func:`_open_folder`), and its subfolders
+through theirs, opened from it. Files
 are opened through :func:`_open_regular` (non-blocking, no final symlink, checked with ``fstat``): anything but a
 regular file (a FIFO, socket or device) is refused with ``NOT_A_FILE`` instead of blocking, and reading or
 appending to a file with more than one hard link (``HARD_LINKED``) is refused, since the other name may lie
@@ -25,7 +27,7 @@ import os
 import stat
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -197,15 +199,36 @@ def _beneath(real: Path | str, real_roots: Sequence[str], *, create_dirs: bool =
         if create_dirs:
             real.parent.mkdir(parents=True, exist_ok=True)
         return _Beneath(None, real.name, real)
+    root, parts = _under_root(real, real_roots)
+    if not parts:
+        raise ToolError(f"{real.name} is a directory", "IS_A_DIRECTORY")
+    fd = _walk_down(os.open(root, _DIR_FLAGS), parts[:-1], real.name, create_dirs=create_dirs)
+    return _Beneath(fd, parts[-1], real)
+
+
+def _open_folder(real: Path, real_roots: Sequence[str]) -> int:
+    """An fd of the resolved folder ``real`` itself, opened like :func:`_beneath` opens a file's folder (every
+    component, the last one included, with ``O_NOFOLLOW | O_DIRECTORY``). POSIX only; the caller closes it."""
+    root, parts = _under_root(real, real_roots)
+    return _walk_down(os.open(root, _DIR_FLAGS), parts, real.name)
+
+
+def _under_root(real: Path, real_roots: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """The resolved root holding ``real`` and the components of ``real`` below it (none for the root itself)."""
     root = next((r for r in real_roots if _within(str(real), [r])), None)
     if root is None:
         raise ToolError(f"{real.name} is outside the workspace", "PATH_OUTSIDE_WORKSPACE")
     parts = Path(os.path.relpath(real, root)).parts
-    if not parts or parts == (".",):
-        raise ToolError(f"{real.name} is a directory", "IS_A_DIRECTORY")
-    fd = os.open(root, _DIR_FLAGS)
+    return root, () if parts == (".",) else parts
+
+
+def _walk_down(fd: int, parts: Sequence[str], shown: str, *, create_dirs: bool = False) -> int:
+    """From the folder fd ``fd`` (taken over: closed on the way), open ``parts`` one folder at a time with
+    ``O_NOFOLLOW | O_DIRECTORY``; the fd of the last one. A component that is a symlink is refused
+    (``PATH_OUTSIDE_WORKSPACE``: it was checked as a folder, so it was swapped since); ``create_dirs`` makes
+    missing folders on the way. The caller closes the fd returned."""
     try:
-        for part in parts[:-1]:
+        for part in parts:
             try:
                 nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
@@ -217,7 +240,7 @@ def _beneath(real: Path | str, real_roots: Sequence[str], *, create_dirs: bool =
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(part, fd):  # swapped since the check
                     raise ToolError(
-                        f"{real.name}: a folder on its path changed while it was opened (a symlink appeared)",
+                        f"{shown}: a folder on its path changed while it was opened (a symlink appeared)",
                         "PATH_OUTSIDE_WORKSPACE",
                     ) from None
                 raise
@@ -226,7 +249,7 @@ def _beneath(real: Path | str, real_roots: Sequence[str], *, create_dirs: bool =
     except BaseException:
         os.close(fd)
         raise
-    return _Beneath(fd, parts[-1], real)
+    return fd
 
 
 def _is_link(name: str, dir_fd: int) -> bool:
@@ -518,7 +541,7 @@ class ListDirectory(_FileTool):
 
     async def run(self, args: ListDirectoryParams, ctx: ToolContext) -> ToolOutput:
         where, (entries, truncated) = await _in_thread(
-            args.path, ctx, lambda w, stop: _list(w.real, args.recursive, args.max_entries, stop)
+            args.path, ctx, lambda w, stop: _list(w.real, w.roots, args.recursive, args.max_entries, stop)
         )
         shown = where.shown
         lines = [_entry_line(e) for e in entries]
@@ -537,34 +560,68 @@ def _entry_line(entry: dict[str, Any]) -> str:
     return f"{entry['path']}  ({entry['type']})"
 
 
-def _list(real: Path, recursive: bool, limit: int, stop: threading.Event) -> tuple[list[dict[str, Any]], bool]:
-    if not real.exists():
-        raise ToolError(f"no such folder: {real.name}", "NOT_FOUND")
-    if not real.is_dir():
-        raise ToolError(f"{real.name} is not a folder (use read_file)", "NOT_A_DIRECTORY")
+def _list(
+    real: Path, real_roots: Sequence[str], recursive: bool, limit: int, stop: threading.Event
+) -> tuple[list[dict[str, Any]], bool]:
+    """The entries of the resolved folder ``real``, listed through its descriptor (:func:`_open_folder`) and its
+    subfolders' (opened from it the same way), so a folder swapped for a symlink is never listed through."""
     entries: list[dict[str, Any]] = []
-    for rel, entry in _walk_entries(real, recursive):
-        if stop.is_set():
-            break
-        if len(entries) >= limit:
-            return entries, True
-        entries.append(_describe(rel, entry))
+    with contextlib.closing(_walk_entries(_open_listed(real, real_roots), recursive)) as walk:
+        for rel, entry in walk:
+            if stop.is_set():
+                break
+            if len(entries) >= limit:
+                return entries, True
+            entries.append(_describe(rel, entry))  # while its folder's fd is open (DirEntry stats through it)
     return entries, False
 
 
-def _walk_entries(base: Path, recursive: bool) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    pending = [base]
-    while pending:
-        folder = pending.pop(0)
-        try:
-            with os.scandir(folder) as it:
-                items = sorted(it, key=lambda e: e.name.lower())
-        except OSError:
-            continue
-        for entry in items:
-            yield Path(os.path.relpath(entry.path, base)).as_posix(), entry
-            if recursive and entry.is_dir(follow_symlinks=False) and not _skip_dir(entry.name):
-                pending.append(Path(entry.path))
+def _open_listed(real: Path, real_roots: Sequence[str]) -> int | Path:
+    """The folder to list: its fd (POSIX), else the checked path; typed errors for a missing folder or a file."""
+    try:
+        if not _BY_DIR_FD:
+            if not real.is_dir():
+                os.stat(real)  # FileNotFoundError when missing
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory")
+            return real
+        return _open_folder(real, real_roots)
+    except FileNotFoundError:
+        raise ToolError(f"no such folder: {real.name}", "NOT_FOUND") from None
+    except NotADirectoryError:
+        raise ToolError(f"{real.name} is not a folder (use read_file)", "NOT_A_DIRECTORY") from None
+
+
+def _walk_entries(base: int | Path, recursive: bool) -> Generator[tuple[str, os.DirEntry[str]], None, None]:
+    """(path relative to ``base``, entry) breadth first, sorted by name per folder. ``base`` is a folder fd
+    (taken over: closed when the walk ends) whose subfolders are opened from it by :func:`_walk_down`, or a
+    path (no descriptor-relative opens). A subfolder that cannot be opened (gone, or swapped for a symlink) is
+    skipped."""
+    pending: list[tuple[str, ...]] = [()]
+    try:
+        while pending:
+            parts = pending.pop(0)
+            try:
+                folder: int | Path = (
+                    base.joinpath(*parts) if isinstance(base, Path) else _walk_down(os.dup(base), parts, "")
+                )
+            except (OSError, ToolError):
+                continue
+            try:
+                with os.scandir(folder) as it:
+                    items = sorted(it, key=lambda e: e.name.lower())
+            except OSError:
+                items = []
+            try:
+                for entry in items:
+                    yield "/".join((*parts, entry.name)), entry
+                    if recursive and entry.is_dir(follow_symlinks=False) and not _skip_dir(entry.name):
+                        pending.append((*parts, entry.name))
+            finally:
+                if isinstance(folder, int):
+                    os.close(folder)
+    finally:
+        if isinstance(base, int):
+            os.close(base)
 
 
 def _describe(rel: str, entry: os.DirEntry[str]) -> dict[str, Any]:
