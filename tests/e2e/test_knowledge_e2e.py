@@ -141,7 +141,8 @@ def test_kill_9_during_indexing_leaves_a_usable_index(data_dir: Path) -> None:
     blocks = [{"text": f"块 {i} 的内容 token{i} alpha"} for i in range(5000)]
     sc = Sidecar(data_dir)
     sc.initialize()
-    sc.result("index/configure", {"embedder": {"kind": "hash-v1"}})
+    # the first call of a fresh sidecar opens the stores (LanceDB, the embedder registry): 14 s at load 10
+    sc.result("index/configure", {"embedder": {"kind": "hash-v1"}}, timeout=SLOW)
     sc.result("notes/create", {"title": "small", "content": "先写入的一段 first"}, timeout=SLOW)
     rids = [sc.request("notes/create", {"title": f"big {n}", "blocks": blocks}) for n in range(2)]
     # observe indexing in progress: some of the big notes' blocks indexed, others not yet
