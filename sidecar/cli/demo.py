@@ -727,7 +727,10 @@ def _headline(step: Step) -> str:
 def print_summary(summary: dict[str, Any], steps: list[Step], out: Path, total: float, stdout: TextIO) -> None:
     provider = summary["provider"]
     stdout.write(f"\nMetona demo — {'every step ok' if summary['ok'] else 'FAILED'} in {total:.1f} s\n")
-    stdout.write(f"provider: {provider['id']} ({provider['kind']}, {provider['model']})\n")
+    if provider["id"] is None:
+        stdout.write("provider: none configured (the agent step did not run)\n")
+    else:
+        stdout.write(f"provider: {provider['id']} ({provider['kind']}, {provider['model']})\n")
     for s in steps:
         stdout.write(f"  {s.name:<10} {s.status:<7} {s.seconds:6.1f} s  {_headline(s)}\n")
     agent = next(s for s in steps if s.name == "agent")
