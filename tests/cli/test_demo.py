@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import re
+import threading
 import wave
 import zipfile
 from pathlib import Path
@@ -27,6 +28,7 @@ from sidecar.cli.demo import (
     key_variable,
     mock_provider,
     prepare_agent,
+    render,
     run_steps,
     sidecar_command,
     time_server,
@@ -351,3 +353,37 @@ def test_the_timeline_and_the_index_show_the_cited_passage() -> None:
     assert "Friday &lt;b&gt;" in index and "attachment att_1 0.0–7.2 s SPEAKER_00" in index
     summary["steps"][0]["details"] = {"answer": "Friday", "citation": None, "cited_note_ids": ["note_other"]}
     assert "cites no passage of the transcript note" in media.index_page(summary, {})
+
+
+def test_the_summary_note_is_written_only_after_the_agents_run(tmp_path: Path) -> None:
+    """Written during the run it would join the agent's knowledge search (its hits would depend on timing)."""
+    calls: list[str] = []
+    drawn = threading.Event()
+
+    class Client:
+        def call(self, method: str, params: Any = None, timeout: float = 60.0) -> Any:
+            calls.append(method)
+            if method == "render/static":
+                if calls.count("render/static") == 2:
+                    drawn.set()
+                return {"content": "<svg/>", "width": 10.0, "height": 10.0}
+            return {"note_id": "note_s", "blocks": []}
+
+    d = Demo(argparse.Namespace(quiet=True), tmp_path, Client(), {"data_dir": str(tmp_path)})  # type: ignore[arg-type]
+    blocks = [{"text": "[00:00–00:07] SPEAKER_00: Hi.", "citations": [
+        {"source_audio": "att_1", "start_time": 0.0, "end_time": 7.0, "speaker": "SPEAKER_00"}]}]  # fmt: skip
+    d.found.update(blocks=blocks, note_title="Launch", note_id="note_t")
+    d.finished = {"agent": threading.Event()}
+
+    def run() -> None:
+        d.step = Step("render", (), render)
+        render(d)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert drawn.wait(timeout=30)  # the diagram and the plot are drawn while the agent runs
+    thread.join(timeout=0.5)  # then it waits for the agent's end: a correct render never gets past it here
+    assert thread.is_alive() and calls == ["render/static", "render/static"]
+    d.finished["agent"].set()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and calls[-1] == "notes/create"
