@@ -760,14 +760,14 @@ def print_summary(
 def main(argv: list[str]) -> int:
     ns = _parser().parse_args(argv)
     out: Path = ns.output.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="metona-demo-"))
-    (root / "data").mkdir()
     try:
         cmd = sidecar_command(ns.binary)
     except WireError as exc:
-        sys.stderr.write(f"demo: {exc.message}\n")
+        sys.stderr.write(f"demo: {exc.code}: {exc.message}\n")
         return 2
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="metona-demo-"))
+    (root / "data").mkdir()
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     steps = [Step(name, needs, fn, PREPARE.get(name)) for name, needs, fn in STEPS]
     client = WireClient(cmd, _env(root, ns.binary), root / "sidecar-stderr.log")

@@ -387,3 +387,13 @@ def test_the_summary_note_is_written_only_after_the_agents_run(tmp_path: Path) -
     d.finished["agent"].set()
     thread.join(timeout=30)
     assert not thread.is_alive() and calls[-1] == "notes/create"
+
+
+def test_a_binary_that_is_not_there_exits_2_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sidecar.cli.demo import main
+
+    out = tmp_path / "out"
+    assert main(["-o", str(out), "--binary", str(tmp_path / "no-such-binary"), "--quiet"]) == 2
+    assert "SIDECAR_BINARY_NOT_FOUND" in capsys.readouterr().err and not out.exists()
