@@ -770,7 +770,8 @@ def main(argv: list[str]) -> int:
     (root / "data").mkdir()
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     steps = [Step(name, needs, fn, PREPARE.get(name)) for name, needs, fn in STEPS]
-    client = WireClient(cmd, _env(root, ns.binary), root / "sidecar-stderr.log")
+    binary = cmd[0] if len(cmd) == 1 else None  # --binary, or the one-file binary this demo runs in
+    client = WireClient(cmd, _env(root, binary), root / "sidecar-stderr.log")
     provider: dict[str, Any] = {"id": None, "model": None, "kind": None}
     code = 0
     try:
