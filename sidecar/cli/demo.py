@@ -21,6 +21,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -36,13 +37,25 @@ from .wire_client import WireClient, WireError
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 """The source checkout the package runs from (where scripts/setup put the reference servers and the model)."""
-TIME_SERVER = CHECKOUT / "tools" / "mcp-ref" / ".venv" / "bin" / "mcp-server-time"
-PREPARED_MODEL = CHECKOUT / ".cache" / "local-model"
+TIME_SERVER = Path("tools") / "mcp-ref" / ".venv" / "bin" / "mcp-server-time"
+"""In a checkout: the reference server in its own venv (its own interpreter, not the sidecar's: scripts/setup)."""
+PREPARED_MODEL = Path(".cache") / "local-model"
 PLUGIN_ID = "time"
 TIME_TOOL = f"{PLUGIN_ID}.get_current_time"
+SEARCH_TOOL = "knowledge_search"
+"""The agent's search over the notes index: its hits come back as the trace's ``Citation`` events."""
 TRANSCRIPT_TITLE = "Product launch meeting"
 SEARCH_QUERY = "when is the product launch date"
 QUESTION = "When is the product launch, and what is the current time in UTC?"
+AGENT_CALLS = [
+    {"name": SEARCH_TOOL, "arguments": {"query": "product launch date"}},
+    {"name": TIME_TOOL, "arguments": {"timezone": "UTC"}},
+]
+"""The two calls the agent is asked to make in its first reply (the local provider asks for the answer after one
+round of tool results, so both must come in that round)."""
+KEY_VARIABLE = "METONA_LIVE_{}_API_KEY"
+"""``--provider PRESET``'s key: the README's per-vendor variable (e.g. ``METONA_LIVE_DEEPSEEK_API_KEY``), handed to
+the sidecar only in ``providers/create`` (write-only, stored encrypted), never in its environment."""
 TRANSCRIBE_TIMEOUT_S = 600.0
 AGENT_TIMEOUT_S = 600.0
 """Generous: the first use of the local model on a machine without the prepared model converts it (35–55 s)."""
@@ -82,6 +95,8 @@ class Demo:
         self.provider: dict[str, Any] = {"id": None, "model": None, "kind": None}
         self.labels: dict[str, str] = {}
         self._local = threading.local()  # the step each thread runs
+        self.finished: dict[str, threading.Event] = {}
+        """Set when a step has ended (ok, failed or skipped): ``run_steps`` fills it."""
 
     @property
     def step(self) -> Step:
@@ -239,11 +254,13 @@ def search(d: Demo) -> None:
 
 
 def plugin(d: Demo) -> None:
-    server = TIME_SERVER if TIME_SERVER.exists() else shutil.which("mcp-server-time")
+    roots = checkouts(d.ns.binary)
+    server = time_server(roots)
     if server is None:
+        where = ", ".join(str(r / TIME_SERVER) for r in roots)
         raise StepFailed(
             "PLUGIN_SERVER_NOT_FOUND",
-            f"the reference MCP server mcp-server-time is not installed ({TIME_SERVER}; scripts/setup step 8)",
+            f"the reference MCP server mcp-server-time is not installed ({where} or PATH; scripts/setup step 8)",
         )
     manifest = {
         "id": PLUGIN_ID,
@@ -278,9 +295,18 @@ def prepare_agent(d: Demo) -> None:
     the embedded model, which is loaded now with a one-token answer so that its load overlaps the other steps' work.
     The scripted mock (neither can run) is configured in the step, once the passage it recites is known."""
     if d.ns.provider:
+        presets = {p["preset"]: p for p in d.call("providers/presets")["items"]}
+        preset = presets.get(d.ns.provider)
+        if preset is None:
+            raise StepFailed("PROVIDER_PRESET_UNKNOWN", f"--provider {d.ns.provider}: no such preset",
+                             {"presets": sorted(presets)})  # fmt: skip
         params: dict[str, Any] = {"preset": d.ns.provider, "provider_id": f"demo-{d.ns.provider}"}
-        if os.environ.get("METONA_DEMO_API_KEY"):
-            params["api_key"] = os.environ["METONA_DEMO_API_KEY"]
+        variable = key_variable(d.ns.provider)
+        if os.environ.get(variable):
+            params["api_key"] = os.environ[variable]
+        elif preset.get("requires_api_key"):
+            raise StepFailed("PROVIDER_KEY_MISSING", f"--provider {d.ns.provider} needs its API key in {variable}",
+                             {"variable": variable})  # fmt: skip
         made = d.call("providers/create", params)
         d.provider = {"id": made["provider_id"], "model": made.get("default_model"), "kind": "configured"}
         return
@@ -297,14 +323,18 @@ def prepare_agent(d: Demo) -> None:
 
 def mock_provider(d: Demo, passage: str, label: str) -> dict[str, Any]:
     d.say(f"the embedded model cannot run here ({d.found.get('local_unavailable')}): using the scripted mock provider")
-    turns = [
-        {"tool_calls": [{"id": "c1", "name": TIME_TOOL, "args": {"timezone": "UTC"}}]},
-        {"text": f"According to the meeting note {label}: {passage}"},
-    ]
+    calls = [{"id": f"c{i}", "name": c["name"], "args": c["arguments"]} for i, c in enumerate(AGENT_CALLS, start=1)]
+    turns = [{"tool_calls": calls}, {"text": f"According to the meeting note {label}: {passage}"}]
     made = d.call(
         "providers/create", {"preset": "mock", "provider_id": "demo-mock", "options": {"script": {"turns": turns}}}
     )
     return {"id": made["provider_id"], "model": made.get("default_model"), "kind": "mock"}
+
+
+ROLE = (
+    f"You answer questions about the user's meeting notes. Use {SEARCH_TOOL} to find the passage in the notes "
+    f"and {TIME_TOOL} for the current time."
+)
 
 
 def _request(text: str, max_tokens: int = 120) -> dict[str, Any]:
@@ -316,40 +346,52 @@ def _request(text: str, max_tokens: int = 120) -> dict[str, Any]:
             "timestamp": 0,
             "agentVersion": "demo",
         },
-        "systemPrompt": {
-            "roleDefinition": "You answer questions about the user's meeting notes. Cite the excerpt you use.",
-            "outputConstraints": "",
-            "safetyGuidelines": "",
-        },
+        "systemPrompt": {"roleDefinition": ROLE, "outputConstraints": "", "safetyGuidelines": ""},
         "messages": [{"role": "user", "content": text, "timestamp": 0}],
         "params": {"stream": False, "maxTokens": max_tokens, "temperature": 0},
     }
 
 
+def agent_question() -> str:
+    """The question and the two calls to make first, written the way the model writes a call (Qwen's tags).
+
+    Measured on the embedded model (f32, greedy: the same prompt gives the same reply; 11 runs of five wordings):
+    asked in words to call both tools ("call both tools now, in one reply", "make two tool calls: 1. … 2. …",
+    "write two <tool_call> blocks …") it calls knowledge_search only, then has to answer without the time (and
+    invents one); naming the time tool first, it calls only that one. With the calls spelled out it makes both in
+    its first reply. With the local provider's ``tool_followup: "free"`` it loops instead (search, time, search, …
+    until ``max_iterations``)."""
+    calls = "".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>\n" for c in AGENT_CALLS)
+    return f"{QUESTION}\nReply with these two tool calls, then you get their results:\n{calls}".rstrip("\n")
+
+
+def transcript_citation(events: list[dict[str, Any]], note_id: str) -> dict[str, Any] | None:
+    """The trace's first ``Citation`` of the transcript note, flattened with its audio source, or None."""
+    for e in events:
+        data = e.get("data") or {}
+        if e["event"] != "Citation" or data.get("note_id") != note_id:
+            continue
+        audio: dict[str, Any] = next((c for c in data.get("citations") or [] if c.get("source_audio")), {})
+        cited = {k: data.get(k) for k in ("note_id", "note_title", "block_id", "text", "tool_call_id")}
+        cited.update({k: audio.get(k) for k in ("source_audio", "start_time", "end_time", "speaker")})
+        return cited
+    return None
+
+
 def agent(d: Demo) -> None:
     cite, hit = d.found["citation"], d.found["hit"]
     span = f"{cite['start_time']:.1f}–{cite['end_time']:.1f} s"
-    source = f"(note {d.found['note_id']}, {cite.get('speaker')}, {span})"
     passage = media.TURN_PREFIX.sub("", hit["text"]).strip()
     if d.provider["id"] is None:
-        d.provider = mock_provider(d, passage, f"[N1] {source}")
+        d.provider = mock_provider(d, passage, f"(note {d.found['note_id']}, {cite.get('speaker')}, {span})")
     warm = f", loaded beside the other steps in {d.found['warmup_s']:.1f} s" if "warmup_s" in d.found else ""
     d.say(f"provider {d.provider['id']} ({d.provider['kind']}, {d.provider['model']}){warm}")
-    # Robust by structure: the note's passage (from the search step) is in the question with its tag [N1], only the
-    # plugin's tool is offered, and the question names it exactly and asks plainly for the call — a 0.5B model makes
-    # one call per run and then answers. Measured on the embedded model (f32): asked to *start* its answer with the
-    # citation it skips the tool call; told "get_current_time" without the plugin's prefix it once wrote that name
-    # (not an offered tool); with the exact name it called the tool in every run, but copied the [N1] tag into its
-    # answer only now and then. The summary says which happened (citation_found), never more.
-    text = (
-        f'Meeting note excerpt {source}:\n"{passage} [N1]"\n\n'
-        f"Question: {QUESTION}\n"
-        f"First call the {TIME_TOOL} tool with timezone UTC. Then answer from the excerpt, keeping its [N1] tag."
-    )
+    # As the app asks: the run is offered only the notes search and the plugin's tool; the citation is structural
+    # (the search tool's hits become the trace's Citation events), never a mark the model has to copy.
     params = {
         "provider_id": d.provider["id"],
-        "request": _request(text),
-        "allowed_tools": [TIME_TOOL],
+        "request": _request(agent_question()),
+        "allowed_tools": [SEARCH_TOOL, TIME_TOOL],
         "max_iterations": 3,
     }
     run = d.call("agent/runs/create", params)
@@ -381,16 +423,22 @@ def agent(d: Demo) -> None:
     calls = [e["data"] for e in events if e["event"] == "ToolCall"]
     results = {e["data"]["tool_call_id"]: e["data"] for e in events if e["event"] == "ToolResult"}
     tools_called = [c["tool_name"] for c in calls]
-    plugin_ok = any(c["tool_name"] == TIME_TOOL and results.get(c["tool_call_id"], {}).get("success") for c in calls)
+
+    def succeeded(tool: str) -> bool:
+        return any(c["tool_name"] == tool and results.get(c["tool_call_id"], {}).get("success") for c in calls)
+
     answer = final.get("output") or ""
-    marks = [m for m in ("[N1]", d.found["note_id"], TRANSCRIPT_TITLE) if m.lower() in answer.lower()]
+    cited_ids = sorted({e["data"].get("note_id") for e in events if e["event"] == "Citation"} - {None})
+    cited = transcript_citation(events, d.found["note_id"])
     summary = final.get("summary") or {}
     d.step.details.update(
         answer=answer,
         tools_called=tools_called,
-        plugin_tool_succeeded=plugin_ok,
-        citation_found=bool(marks),
-        citation_marks=marks,
+        search_tool_succeeded=succeeded(SEARCH_TOOL),
+        plugin_tool_succeeded=succeeded(TIME_TOOL),
+        cited_note_ids=cited_ids,
+        citation_found=cited is not None,
+        citation=cited,
         status=final["status"],
         error=final.get("error"),
         model_calls=summary.get("model_calls"),
@@ -399,19 +447,27 @@ def agent(d: Demo) -> None:
         permission_decisions=decisions,
         warmup_s=d.found.get("warmup_s"),
         trace_events=len(events),
-        passage_given_in_question=True,
     )
     d.found["answer"] = answer
     d.say(
         f"trace: {len(events)} events, {summary.get('model_calls')} model calls, tools {tools_called}, "
         f"{len(decisions)} permission decisions, {summary.get('token_usage')} tokens"
     )
-    d.say(f"answer: {answer[:160]!r}; cites the note: {'yes' if marks else 'no'}")
+    d.say(f"answer: {answer[:160]!r}")
+    if cited is not None:
+        d.say(f"cites the transcript note: {media.cited_passage(cited)}")
     if final["status"] != "completed":
         raise StepFailed("AGENT_RUN_NOT_COMPLETED", f"the run ended {final['status']}", {"error": final.get("error")})
-    if not plugin_ok:
+    if not succeeded(TIME_TOOL):
         raise StepFailed(
             "AGENT_TOOL_NOT_CALLED", f"the trace has no successful {TIME_TOOL} call", {"tools": tools_called}
+        )
+    if cited is None:
+        raise StepFailed(
+            "AGENT_NOTE_NOT_CITED",
+            f"the trace has no Citation of the transcript note {d.found['note_id']} (no successful {SEARCH_TOOL} "
+            "call that found it)",
+            {"tools": tools_called, "cited_note_ids": cited_ids},
         )
 
 
@@ -426,6 +482,13 @@ def render(d: Demo) -> None:
         )
         d.write(name, got["content"], f"{kind.replace('_', ' ')} (SVG)")
         d.say(f"{kind}: {got['width']:.0f}×{got['height']:.0f} SVG, {len(got['content']):,} bytes")
+    # Written once the agent's run has ended (whatever its outcome): the summary repeats the turns, and written
+    # during the run it would join the agent's knowledge search as its timing falls, pushing the transcript's
+    # blocks down or out of the hits (seen: 4 of 5 hits were the summary's, the transcript's first by 0.02).
+    if "agent" in d.finished:
+        waiting = time.perf_counter()
+        d.finished["agent"].wait()
+        d.step.details["waited_for_agent_s"] = round(time.perf_counter() - waiting, 2)
     made = d.call("notes/create", {"title": f"Summary: {d.found['note_title']}", "folder": "Meetings",
                                    "content": markdown})  # fmt: skip
     d.write("summary-note.md", markdown, "summary note (Markdown)")
@@ -505,22 +568,72 @@ PREPARE: dict[str, Callable[[Demo], None]] = {"agent": prepare_agent}
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="metona-sidecar demo", description=__doc__.split("\n\n")[0])
     p.add_argument("-o", "--output", type=Path, default=Path("demo-out"), help="output folder (default: demo-out)")
-    p.add_argument("--binary", help="run this sidecar executable instead of `python -m sidecar`")
-    p.add_argument("--provider", help="the agent's provider: a preset to configure (key from METONA_DEMO_API_KEY)")
+    p.add_argument("--binary", metavar="PATH", help="run this sidecar executable instead of `python -m sidecar`")
+    p.add_argument(
+        "--provider",
+        metavar="PRESET",
+        help="the agent's provider: a preset to configure (its key from METONA_LIVE_<PRESET>_API_KEY, e.g. "
+        "METONA_LIVE_DEEPSEEK_API_KEY, sent only in providers/create)",
+    )
     p.add_argument("--audio", help="transcribe this audio file instead of the espeak-ng meeting")
     p.add_argument("--keep", action="store_true", help="keep the sidecar's data directory for inspection")
     p.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
     return p
 
 
-def _env(root: Path) -> dict[str, str]:
-    env = dict(os.environ)
+def key_variable(preset: str) -> str:
+    """The variable ``--provider PRESET`` reads its key from (``METONA_LIVE_DEEPSEEK_API_KEY`` for deepseek)."""
+    return KEY_VARIABLE.format(re.sub(r"[^A-Z0-9]", "_", preset.upper()))
+
+
+def checkouts(binary: str | None) -> list[Path]:
+    """The source checkouts whose setup (reference servers, prepared model) the demo may use, nearest first: the
+    one this package runs from, then the one a binary was built in (``<checkout>/dist/metona-sidecar``); when the
+    demo runs inside the one-file binary, only the latter (its package lives in a temporary unpack folder)."""
+    found = [] if getattr(sys, "frozen", False) else [CHECKOUT]
+    for exe in (binary, sys.executable if getattr(sys, "frozen", False) else None):
+        if exe:
+            found.append(Path(exe).resolve().parent.parent)
+    return list(dict.fromkeys(found))
+
+
+def time_server(roots: list[Path]) -> str | None:
+    """``mcp-server-time``: a checkout's ``tools/mcp-ref/.venv`` (scripts/setup step 8), else on PATH. It runs on
+    its own venv's interpreter (its shebang), whichever sidecar (package or binary) starts it."""
+    for root in roots:
+        if (root / TIME_SERVER).is_file():
+            return str(root / TIME_SERVER)
+    return shutil.which("mcp-server-time")
+
+
+PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV")
+"""Left out of a binary's environment: they point into the demo's own interpreter and checkout."""
+
+
+def _env(root: Path, binary: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not re.fullmatch(KEY_VARIABLE.format(".+"), k)}  # key: wire only
+    if binary:
+        env = {k: v for k, v in env.items() if k not in PYTHON_VARIABLES}
     env["METONA_DATA_DIR"] = str(root / "data")
     env["METONA_SECRET_KEY_FILE"] = str(root / "master.key")  # never the user's real key
     env.setdefault("METONA_LOCAL_PRECISION", "f32")  # greedy output the same on CPUs with and without bf16
-    if "METONA_LOCAL_MODEL_DIR" not in env and PREPARED_MODEL.is_dir():  # scripts/setup prepared it here
-        env["METONA_LOCAL_MODEL_DIR"] = str(PREPARED_MODEL)
+    prepared = next((r / PREPARED_MODEL for r in checkouts(binary) if (r / PREPARED_MODEL).is_dir()), None)
+    if "METONA_LOCAL_MODEL_DIR" not in env and prepared is not None:  # scripts/setup prepared it there
+        env["METONA_LOCAL_MODEL_DIR"] = str(prepared)
     return env
+
+
+def sidecar_command(binary: str | None) -> list[str]:
+    """How the app starts the sidecar: ``--binary PATH`` (the packaged one-file executable), the binary the demo
+    itself runs in, else ``python -m sidecar`` on this interpreter."""
+    if binary:
+        path = Path(binary).expanduser().resolve()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise WireError("SIDECAR_BINARY_NOT_FOUND", f"--binary {binary} is not an executable file")
+        return [str(path)]
+    if getattr(sys, "frozen", False):  # the one-file binary running its own demo: it is the sidecar too
+        return [sys.executable]
+    return [sys.executable, "-m", "sidecar"]
 
 
 def run_steps(demo: Demo, steps: list[Step], err: TextIO) -> None:
@@ -529,6 +642,7 @@ def run_steps(demo: Demo, steps: list[Step], err: TextIO) -> None:
     or was skipped is skipped."""
     by_name = {s.name: s for s in steps}
     done = {s.name: threading.Event() for s in steps}
+    demo.finished = done
     lock = threading.Lock()
 
     def line(text: str) -> None:
@@ -620,10 +734,20 @@ def _headline(step: Step) -> str:
     }.get(step.name, "")
 
 
-def print_summary(summary: dict[str, Any], steps: list[Step], out: Path, total: float, stdout: TextIO) -> None:
+def load_note(before: float, after: float) -> str:
+    """The machine's 1-minute load average at the start and the end, beside its CPU count (times depend on it)."""
+    return f"load average {before:.1f} → {after:.1f} on {os.cpu_count()} CPUs"
+
+
+def print_summary(
+    summary: dict[str, Any], steps: list[Step], out: Path, total: float, load: str, stdout: TextIO
+) -> None:
     provider = summary["provider"]
-    stdout.write(f"\nMetona demo — {'every step ok' if summary['ok'] else 'FAILED'} in {total:.1f} s\n")
-    stdout.write(f"provider: {provider['id']} ({provider['kind']}, {provider['model']})\n")
+    stdout.write(f"\nMetona demo — {'every step ok' if summary['ok'] else 'FAILED'} in {total:.1f} s ({load})\n")
+    if provider["id"] is None:
+        stdout.write("provider: none configured (the agent step did not run)\n")
+    else:
+        stdout.write(f"provider: {provider['id']} ({provider['kind']}, {provider['model']})\n")
     for s in steps:
         stdout.write(f"  {s.name:<10} {s.status:<7} {s.seconds:6.1f} s  {_headline(s)}\n")
     agent = next(s for s in steps if s.name == "agent")
@@ -639,18 +763,18 @@ def main(argv: list[str]) -> int:
     start_cli()
     ns = _parser().parse_args(argv)
     out: Path = ns.output.resolve()
+    try:
+        cmd = sidecar_command(ns.binary)
+    except WireError as exc:
+        sys.stderr.write(f"demo: {exc.code}: {exc.message}\n")
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="metona-demo-"))
     (root / "data").mkdir()
-    if ns.binary:
-        cmd = [ns.binary]
-    elif getattr(sys, "frozen", False):  # the one-file binary running its own demo: it is the sidecar too
-        cmd = [sys.executable]
-    else:
-        cmd = [sys.executable, "-m", "sidecar"]
-    started = time.perf_counter()
+    started, load_before = time.perf_counter(), os.getloadavg()[0]
     steps = [Step(name, needs, fn, PREPARE.get(name)) for name, needs, fn in STEPS]
-    client = WireClient(cmd, _env(root), root / "sidecar-stderr.log")
+    binary = cmd[0] if len(cmd) == 1 else None  # --binary, or the one-file binary this demo runs in
+    client = WireClient(cmd, _env(root, binary), root / "sidecar-stderr.log")
     provider: dict[str, Any] = {"id": None, "model": None, "kind": None}
     code = 0
     try:
@@ -687,7 +811,7 @@ def main(argv: list[str]) -> int:
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "index.html").write_text(media.index_page(summary, labels), encoding="utf-8")
     total = time.perf_counter() - started
-    print_summary(summary, steps, out, total, sys.stdout)
+    print_summary(summary, steps, out, total, load_note(load_before, os.getloadavg()[0]), sys.stdout)
     if client.bad_lines:
         sys.stderr.write(f"demo: the sidecar wrote {client.bad_lines} non-JSON line(s) on its stdout\n")
     if exit_code != 0:

@@ -185,17 +185,40 @@ def theme_package(path: Path) -> Path:
     return path
 
 
+def cited_passage(cited: dict[str, Any]) -> str:
+    """One line for a cited passage: ``note <id> block <id>, attachment <id> 3.0–7.2 s SPEAKER_00: "text"``."""
+    where = f"note {cited.get('note_id')} block {cited.get('block_id')}"
+    if cited.get("source_audio"):
+        where += f", attachment {cited['source_audio']}"
+        if cited.get("start_time") is not None:
+            where += f" {cited['start_time']:.1f}–{cited.get('end_time') or cited['start_time']:.1f} s"
+        if cited.get("speaker"):
+            where += f" {cited['speaker']}"
+    text = TURN_PREFIX.sub("", " ".join(str(cited.get("text") or "").split()))
+    return f"{where}: {text!r}"
+
+
+def _citation_gist(data: dict[str, Any]) -> str:
+    """A Citation event's row: the cited passage once per audio source it carries (or once without one)."""
+    sources = [c for c in data.get("citations") or [] if c.get("source_audio")] or [{}]
+    return "\n".join(cited_passage({**data, **c}) for c in sources)
+
+
 def trace_timeline(run: dict[str, Any], events: list[dict[str, Any]]) -> str:
-    """The agent run's trace as one self-contained HTML timeline (time since the first event, event, its gist)."""
+    """The agent run's trace as one self-contained HTML timeline (time since the first event, event, its gist);
+    a ``Citation`` row shows the cited passage with its attachment, seconds and speaker."""
     t0 = _ms(events[0]["timestamp"]) if events else 0
     rows = []
     for e in events:
         data = e.get("data") or {}
-        keys = ("tool_name", "args", "success", "summary", "finish_reason", "decision")
-        gist = {k: data[k] for k in keys if k in data}
-        if "usage" in data:
-            gist["usage"] = data["usage"]
-        text = json.dumps(gist, ensure_ascii=False)[:400]
+        if e["event"] == "Citation":
+            text = _citation_gist(data)
+        else:
+            keys = ("tool_name", "args", "success", "summary", "finish_reason", "decision")
+            gist = {k: data[k] for k in keys if k in data}
+            if "usage" in data:
+                gist["usage"] = data["usage"]
+            text = json.dumps(gist, ensure_ascii=False)[:400]
         rows.append(
             f"<tr><td>{e['sequence']}</td><td>{_ms(e['timestamp']) - t0:+.0f} ms</td>"
             f"<td><b>{html.escape(e['event'])}</b></td><td><code>{html.escape(text)}</code></td></tr>"
@@ -234,8 +257,25 @@ def index_page(summary: dict[str, Any], labels: dict[str, str]) -> str:
         f"<h1>{html.escape(title)}</h1><p>provider {html.escape(str(provider.get('id')))} "
         f"({html.escape(str(provider.get('kind')))}, {html.escape(str(provider.get('model')))}) · "
         f'<a href="summary.json">summary.json</a> · <a href="sidecar-stderr.log">the sidecar\'s log</a></p>'
-        "<table><tr><th>step</th><th>status</th><th>time</th><th>outputs</th></tr>" + "".join(rows) + "</table>",
+        "<table><tr><th>step</th><th>status</th><th>time</th><th>outputs</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + _answer(summary),
     )
+
+
+def _answer(summary: dict[str, Any]) -> str:
+    """The agent's answer and the transcript passage its trace cites (attachment, seconds, speaker)."""
+    details: dict[str, Any] = next((s["details"] for s in summary["steps"] if s["name"] == "agent"), {})
+    if not details.get("answer"):
+        return ""
+    cited = details.get("citation")
+    if cited:
+        source = f"<p>cited (the trace's Citation event): {html.escape(cited_passage(cited))}</p>"
+    else:
+        others = html.escape(str(details.get("cited_note_ids")))
+        source = f"<p>the trace cites no passage of the transcript note (notes cited: {others})</p>"
+    return f"<h2>The agent's answer</h2><blockquote>{html.escape(details['answer'])}</blockquote>{source}"
 
 
 def _page(title: str, body: str) -> str:

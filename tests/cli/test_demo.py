@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import re
+import threading
 import wave
 import zipfile
 from pathlib import Path
@@ -13,7 +15,25 @@ from typing import Any
 import pytest
 
 from sidecar.cli import demo_media as media
-from sidecar.cli.demo import STEPS, Demo, Step, StepFailed, mock_provider, prepare_agent, run_steps
+from sidecar.cli.demo import (
+    AGENT_CALLS,
+    STEPS,
+    TIME_SERVER,
+    Demo,
+    Step,
+    StepFailed,
+    _env,
+    agent_question,
+    checkouts,
+    key_variable,
+    mock_provider,
+    prepare_agent,
+    render,
+    run_steps,
+    sidecar_command,
+    time_server,
+    transcript_citation,
+)
 from sidecar.cli.wire_client import WireError
 
 
@@ -176,6 +196,13 @@ class FakeClient:
             return {"provider_id": pid, "default_model": f"{params['preset']}-model"}
         if method == "chat/send":
             return {"content": "OK"}
+        if method == "providers/presets":
+            return {
+                "items": [
+                    {"preset": "deepseek", "requires_api_key": True},
+                    {"preset": "ollama", "requires_api_key": False},
+                ]
+            }
         raise AssertionError(method)
 
 
@@ -197,13 +224,40 @@ def test_prepare_agent_loads_the_embedded_model(tmp_path: Path) -> None:
 
 
 def test_prepare_agent_configures_a_named_preset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("METONA_DEMO_API_KEY", "sk-demo")
+    monkeypatch.setenv("METONA_LIVE_DEEPSEEK_API_KEY", "sk-demo")
     d, client = _agent_demo(tmp_path, {"available": True}, provider="deepseek")
     prepare_agent(d)
     assert d.provider == {"id": "demo-deepseek", "model": "deepseek-model", "kind": "configured"}
     assert client.calls == [
-        ("providers/create", {"preset": "deepseek", "provider_id": "demo-deepseek", "api_key": "sk-demo"})
+        ("providers/presets", None),
+        ("providers/create", {"preset": "deepseek", "provider_id": "demo-deepseek", "api_key": "sk-demo"}),
     ]
+    # the key reaches the sidecar only in that request: never in its environment
+    assert "METONA_LIVE_DEEPSEEK_API_KEY" not in _env(tmp_path)
+
+
+def test_a_preset_that_needs_a_key_without_one_is_a_typed_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("METONA_LIVE_DEEPSEEK_API_KEY", raising=False)
+    d, client = _agent_demo(tmp_path, {"available": True}, provider="deepseek")
+    with pytest.raises(StepFailed) as failed:
+        prepare_agent(d)
+    assert failed.value.error["code"] == "PROVIDER_KEY_MISSING"
+    assert failed.value.error["details"] == {"variable": "METONA_LIVE_DEEPSEEK_API_KEY"}
+    assert [m for m, _ in client.calls] == ["providers/presets"]  # nothing configured
+    d, client = _agent_demo(tmp_path, {"available": True}, provider="nope")
+    with pytest.raises(StepFailed, match="no such preset") as failed:
+        prepare_agent(d)
+    assert failed.value.error["code"] == "PROVIDER_PRESET_UNKNOWN"
+
+
+def test_a_preset_without_a_key_is_configured_without_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("METONA_LIVE_OLLAMA_API_KEY", raising=False)
+    d, client = _agent_demo(tmp_path, {"available": True}, provider="ollama")
+    prepare_agent(d)
+    assert client.calls[-1] == ("providers/create", {"preset": "ollama", "provider_id": "demo-ollama"})
+    assert key_variable("agnes-anthropic") == "METONA_LIVE_AGNES_ANTHROPIC_API_KEY"
 
 
 def test_without_the_local_model_the_scripted_mock_says_so(tmp_path: Path) -> None:
@@ -215,5 +269,131 @@ def test_without_the_local_model_the_scripted_mock_says_so(tmp_path: Path) -> No
     ((method, params),) = client.calls
     assert method == "providers/create" and params["preset"] == "mock"
     turns = params["options"]["script"]["turns"]
-    assert turns[0]["tool_calls"][0]["name"] == "time.get_current_time"
+    assert [c["name"] for c in turns[0]["tool_calls"]] == ["knowledge_search", "time.get_current_time"]
     assert turns[1]["text"] == "According to the meeting note [N1] (note n1): The launch is on Friday."
+
+
+def test_binary_command_env_and_the_checkout_it_was_built_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkout = tmp_path / "clone"
+    binary = checkout / "dist" / "metona-sidecar"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    with pytest.raises(WireError) as missing:
+        sidecar_command(str(binary))  # not executable
+    assert missing.value.code == "SIDECAR_BINARY_NOT_FOUND"
+    binary.chmod(0o755)
+    assert sidecar_command(str(binary)) == [str(binary.resolve())]
+    assert sidecar_command(None)[1:] == ["-m", "sidecar"]
+    # the reference server and the prepared model of the checkout the binary was built in, after this package's own
+    assert checkouts(str(binary))[-1] == checkout.resolve()
+    server = checkout / TIME_SERVER
+    server.parent.mkdir(parents=True)
+    server.write_text("#!/bin/sh\n")
+    assert time_server([tmp_path / "elsewhere", checkout]) == str(server)
+    (checkout / ".cache" / "local-model").mkdir(parents=True)
+    monkeypatch.setenv("PYTHONPATH", "/src")
+    monkeypatch.setenv("VIRTUAL_ENV", "/venv")
+    monkeypatch.setattr("sidecar.cli.demo.CHECKOUT", tmp_path / "no-checkout")
+    monkeypatch.delenv("METONA_LOCAL_MODEL_DIR", raising=False)
+    env = _env(tmp_path, str(binary))
+    assert "PYTHONPATH" not in env and "VIRTUAL_ENV" not in env  # the binary never imports the demo's checkout
+    assert env["METONA_LOCAL_MODEL_DIR"] == str(checkout.resolve() / ".cache" / "local-model")
+    assert env["METONA_DATA_DIR"] == str(tmp_path / "data")
+    assert _env(tmp_path)["PYTHONPATH"] == "/src"  # python -m sidecar runs from the demo's own tree
+
+
+def test_the_question_spells_out_both_calls_as_the_model_writes_them() -> None:
+    text = agent_question()
+    calls = [json.loads(c) for c in re.findall(r"<tool_call>\n(.*?)\n</tool_call>", text)]
+    assert calls == AGENT_CALLS
+    assert [c["name"] for c in calls] == ["knowledge_search", "time.get_current_time"]
+
+
+TRACE = [
+    {"sequence": 1, "timestamp": 1000, "event": "ToolCall", "data": {"tool_name": "knowledge_search"}},
+    {"sequence": 2, "timestamp": 1500, "event": "Citation", "data": {
+        "tool_call_id": "c1", "note_id": "note_other", "block_id": "b9", "text": "Unrelated.", "citations": []}},
+    {"sequence": 3, "timestamp": 1500, "event": "Citation", "data": {
+        "tool_call_id": "c1", "note_id": "note_t", "note_title": "Launch", "block_id": "b1", "score": 0.9,
+        "text": "[00:00–00:07] SPEAKER_00: The launch date is Friday.",
+        "citations": [{"source_audio": "att_1", "start_time": 0.0, "end_time": 7.25, "speaker": "SPEAKER_00"}]}},
+]  # fmt: skip
+
+
+def test_the_transcript_citation_comes_from_the_traces_citation_event() -> None:
+    cited = transcript_citation(TRACE, "note_t")
+    assert cited == {
+        "note_id": "note_t",
+        "note_title": "Launch",
+        "block_id": "b1",
+        "text": "[00:00–00:07] SPEAKER_00: The launch date is Friday.",
+        "tool_call_id": "c1",
+        "source_audio": "att_1",
+        "start_time": 0.0,
+        "end_time": 7.25,
+        "speaker": "SPEAKER_00",
+    }
+    assert transcript_citation(TRACE, "note_missing") is None
+    assert (
+        media.cited_passage(cited)
+        == "note note_t block b1, attachment att_1 0.0–7.2 s SPEAKER_00: 'The launch date is Friday.'"
+    )
+
+
+def test_the_timeline_and_the_index_show_the_cited_passage() -> None:
+    page = media.trace_timeline({"run_id": "run_1", "status": "completed"}, TRACE)
+    assert "attachment att_1 0.0–7.2 s SPEAKER_00" in page and "note note_other block b9" in page
+    summary = {
+        "ok": True,
+        "provider": {"id": "local", "kind": "local", "model": "m"},
+        "steps": [{"name": "agent", "status": "ok", "seconds": 1.0, "outputs": [], "details": {
+            "answer": "Friday <b>", "citation": transcript_citation(TRACE, "note_t")}}],
+    }  # fmt: skip
+    index = media.index_page(summary, {})
+    assert "Friday &lt;b&gt;" in index and "attachment att_1 0.0–7.2 s SPEAKER_00" in index
+    summary["steps"][0]["details"] = {"answer": "Friday", "citation": None, "cited_note_ids": ["note_other"]}
+    assert "cites no passage of the transcript note" in media.index_page(summary, {})
+
+
+def test_the_summary_note_is_written_only_after_the_agents_run(tmp_path: Path) -> None:
+    """Written during the run it would join the agent's knowledge search (its hits would depend on timing)."""
+    calls: list[str] = []
+    drawn = threading.Event()
+
+    class Client:
+        def call(self, method: str, params: Any = None, timeout: float = 60.0) -> Any:
+            calls.append(method)
+            if method == "render/static":
+                if calls.count("render/static") == 2:
+                    drawn.set()
+                return {"content": "<svg/>", "width": 10.0, "height": 10.0}
+            return {"note_id": "note_s", "blocks": []}
+
+    d = Demo(argparse.Namespace(quiet=True), tmp_path, Client(), {"data_dir": str(tmp_path)})  # type: ignore[arg-type]
+    blocks = [{"text": "[00:00–00:07] SPEAKER_00: Hi.", "citations": [
+        {"source_audio": "att_1", "start_time": 0.0, "end_time": 7.0, "speaker": "SPEAKER_00"}]}]  # fmt: skip
+    d.found.update(blocks=blocks, note_title="Launch", note_id="note_t")
+    d.finished = {"agent": threading.Event()}
+
+    def run() -> None:
+        d.step = Step("render", (), render)
+        render(d)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert drawn.wait(timeout=30)  # the diagram and the plot are drawn while the agent runs
+    thread.join(timeout=0.5)  # then it waits for the agent's end: a correct render never gets past it here
+    assert thread.is_alive() and calls == ["render/static", "render/static"]
+    d.finished["agent"].set()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and calls[-1] == "notes/create"
+
+
+def test_a_binary_that_is_not_there_exits_2_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sidecar.cli.demo import main
+
+    out = tmp_path / "out"
+    assert main(["-o", str(out), "--binary", str(tmp_path / "no-such-binary"), "--quiet"]) == 2
+    assert "SIDECAR_BINARY_NOT_FOUND" in capsys.readouterr().err and not out.exists()

@@ -2,9 +2,8 @@
 
 One demo run serves the module (it takes about a minute and a half warm). Structure only, never the model's wording:
 every step ok in order, the ids a person looks up next, the PDF's text layer holds transcript words and the
-diagram's title, the DOCX opens, the trace shows the MCP tool call, index.html links every output.
-The one-file binary does not bundle transcription (its e2e tests check that it says so), so the chain needs the
-package sidecar.
+diagram's title, the DOCX opens, the trace shows the MCP tool call and cites the transcript note (a Citation event of
+the agent's own knowledge search), index.html links every output. Against the binary: test_demo_binary_e2e.py.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from tests.support.sidecar_proc import ROOT
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not speech.have_espeak(), reason="espeak-ng is not installed"),
-    pytest.mark.skipif(bool(os.environ.get("SIDECAR_CMD")), reason="the binary leaves transcription out"),
+    pytest.mark.skipif(bool(os.environ.get("SIDECAR_CMD")), reason="against the binary: test_demo_binary_e2e.py"),
 ]
 
 STEPS = ["transcribe", "note", "search", "plugin", "agent", "render", "export", "theme", "benchmark"]
@@ -93,9 +92,13 @@ def test_summary_carries_the_ids_to_look_up_next(demo: dict[str, Any]) -> None:
     agent = _step(demo, "agent")["details"]
     assert agent["run_id"].startswith("run_") and isinstance(agent["answer"], str) and agent["answer"].strip()
     assert "time.get_current_time" in agent["tools_called"] and agent["plugin_tool_succeeded"] is True
-    assert isinstance(agent["citation_found"], bool)
-    assert agent["citation_found"] == bool(agent["citation_marks"])
-    assert all(m.lower() in agent["answer"].lower() for m in agent["citation_marks"])
+    # the answer cites the transcript note: the trace's Citation event from the agent's own knowledge search
+    assert "knowledge_search" in agent["tools_called"] and agent["search_tool_succeeded"] is True
+    assert agent["citation_found"] is True and note["note_id"] in agent["cited_note_ids"]
+    cited = agent["citation"]
+    assert cited["note_id"] == note["note_id"] and cited["block_id"] and cited["text"]
+    assert cited["source_audio"] == _step(demo, "transcribe")["details"]["attachment_id"]
+    assert cited["speaker"].startswith("SPEAKER_") and cited["end_time"] > cited["start_time"] >= 0
     assert len(_step(demo, "export")["details"]["job_ids"]) == 3
     assert len(_step(demo, "theme")["details"]["job_ids"]) == 1
     assert _step(demo, "benchmark")["details"]["status"] == "completed"
@@ -105,13 +108,34 @@ def test_the_trace_shows_the_mcp_tool_call(demo: dict[str, Any]) -> None:
     trace = json.loads((demo["out"] / "agent-trace.json").read_text())
     assert trace["run"]["run_id"] == _step(demo, "agent")["details"]["run_id"]
     events = trace["events"]
-    call = next(e["data"] for e in events if e["event"] == "ToolCall")
-    assert call["tool_name"] == "time.get_current_time"
-    result = next(e["data"] for e in events if e["event"] == "ToolResult")
-    assert result["tool_call_id"] == call["tool_call_id"] and result["success"] is True
+    calls = [e["data"] for e in events if e["event"] == "ToolCall"]
+    assert {c["tool_name"] for c in calls} == {"knowledge_search", "time.get_current_time"}
+    call = next(c for c in calls if c["tool_name"] == "time.get_current_time")
+    result = next(
+        e["data"] for e in events if e["event"] == "ToolResult" and e["data"]["tool_call_id"] == call["tool_call_id"]
+    )
+    assert result["success"] is True
     assert events[-1]["event"] == "RunCompleted"
     page = (demo["out"] / "agent-trace.html").read_text()
     assert "ToolCall" in page and "time.get_current_time" in page
+
+
+def test_the_trace_cites_the_transcript_note_from_the_agents_search(demo: dict[str, Any]) -> None:
+    events = json.loads((demo["out"] / "agent-trace.json").read_text())["events"]
+    note_id = _step(demo, "note")["details"]["note_id"]
+    attachment = _step(demo, "transcribe")["details"]["attachment_id"]
+    searches = {e["data"]["tool_call_id"] for e in events if e["event"] == "ToolCall"
+                and e["data"]["tool_name"] == "knowledge_search"}  # fmt: skip
+    cited = [e["data"] for e in events if e["event"] == "Citation" and e["data"]["note_id"] == note_id]
+    assert cited and all(c["tool_call_id"] in searches for c in cited)
+    sources = cited[0]["citations"]
+    assert sources and sources[0]["source_audio"] == attachment
+    # the timeline and the index show the cited passage with its attachment, seconds and speaker
+    agent = _step(demo, "agent")["details"]["citation"]
+    span = f"attachment {attachment} {agent['start_time']:.1f}–{agent['end_time']:.1f} s {agent['speaker']}"
+    assert span in (demo["out"] / "agent-trace.html").read_text()
+    index = (demo["out"] / "index.html").read_text()
+    assert span in index and "The agent's answer" in index
 
 
 @pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils is not installed")
