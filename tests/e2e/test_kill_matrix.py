@@ -117,6 +117,14 @@ class Wire:
     def __init__(self, sc: Sidecar) -> None:
         self.sc = sc
         self.seen: list[Any] = []
+        self.created: list[str] = []  # the job ids every answer read carried
+
+    def _next(self, timeout: float) -> Any:
+        line = self.sc.next(timeout)
+        if isinstance(line, dict) and "method" not in line and isinstance(line.get("result"), dict):
+            if isinstance(line["result"].get("job_id"), str):
+                self.created.append(line["result"]["job_id"])
+        return line
 
     def _find(self, match: Callable[[Any], bool], timeout: float) -> Any:
         for i, line in enumerate(self.seen):
@@ -124,7 +132,7 @@ class Wire:
                 return self.seen.pop(i)
         deadline = time.monotonic() + timeout
         while True:
-            line = self.sc.next(max(0.01, deadline - time.monotonic()))
+            line = self._next(max(0.01, deadline - time.monotonic()))
             if match(line):
                 return line
             self.seen.append(line)
@@ -416,9 +424,7 @@ def test_a_kill_at_any_moment_leaves_a_consistent_data_dir(kind: str, tmp_path: 
             point = KINDS[kind](w, home, rng, i)
             print(f"{kind} round {i}: killed at {point} after {time.monotonic() - began:.1f} s")
             if kind == "index-rebuild":
-                rebuilds += [
-                    m["result"]["job_id"] for m in w.seen if isinstance(m, dict) and "job_id" in (m.get("result") or {})
-                ]
+                rebuilds += [job_id for job_id in dict.fromkeys(w.created) if job_id not in rebuilds]
             before = [sc.proc.pid, *_descendants(sc.proc.pid)]
             sc.kill_9()
             sc.close()
