@@ -9,7 +9,10 @@ missing and unknown keys. Between them go cut lines, garbage bytes, duplicate id
 The run fails (exit 1) unless: the process never died, every stdout line was one JSON value, every request was
 answered exactly once (a batch's members included; a reused id counts each use), no answer was
 ``INTERNAL_ERROR`` (each one is a bug), the sidecar still answers a ping at the end, every SQLite file under the
-data dir passes ``PRAGMA integrity_check``, and it exits cleanly on ``shutdown``/``exit``.
+data dir passes ``PRAGMA integrity_check``, every LanceDB table opens, and it exits cleanly on ``shutdown``/``exit``.
+Answers are matched to what was sent by :class:`Ledger` (exactly, at the end); every wait for an answer is bounded
+(``--stall``): a stall fails the run and names what is unanswered. The figures include the answers by error code
+and the sidecar's peak RSS; ``--progress`` prints a line to stderr every N lines.
 
 Left out (they would reach the network or load models, which a test may not): :data:`SKIPPED`.
 """
@@ -192,6 +195,96 @@ class _Died(Exception):
     """The sidecar closed its stdout (it died)."""
 
 
+class _Stalled(Exception):
+    """Requests are owed and nothing came for the stall timeout."""
+
+
+class Ledger:
+    """What the sidecar owes, line by line, and what it answered; settled exactly at the end.
+
+    Each line sent is one of: a request answered with its id (``owe``); a line answered with id null (``owe_null``:
+    a parse error, an Invalid Request the server cannot take an id from, an oversized line, an empty batch); a
+    request that is an Invalid Request (params neither object nor array) but carries a readable id — answered with
+    id null, or with its id when that id is already in flight (``DUPLICATE_REQUEST_ID`` is checked first), so either
+    (``owe(either=True)``); or a notification (nothing). Answers are only counted while the run goes (their order is
+    the server's), and matched at the end, id by id: an id's answers must lie between the certain and the possible,
+    and the id-null answers must be the null lines plus the either-requests that were not answered by id.
+    """
+
+    def __init__(self) -> None:
+        self.certain: dict[str, list[str]] = {}  # id (as JSON) -> labels of the requests answered with that id
+        self.either: dict[str, list[str]] = {}  # id (as JSON) -> labels answered with that id or with null
+        self.null: list[str] = []  # labels of the lines answered with id null
+        self.answers: dict[str, int] = {}  # id (as JSON, "null" included) -> answers seen
+        self.owed_total = 0
+        self.answered_total = 0
+
+    def owe(self, rid: Any, label: str, either: bool = False) -> None:
+        (self.either if either else self.certain).setdefault(json.dumps(rid), []).append(label)
+        self.owed_total += 1
+
+    def owe_null(self, label: str) -> None:
+        self.null.append(label)
+        self.owed_total += 1
+
+    def answered(self, rid: Any) -> None:
+        key = json.dumps(rid)
+        self.answers[key] = self.answers.get(key, 0) + 1
+        self.answered_total += 1
+
+    def owes(self, rid: Any) -> bool:
+        key = json.dumps(rid)
+        return self.answers.get(key, 0) < len(self.certain.get(key, []))
+
+    def outstanding(self) -> int:
+        return self.owed_total - self.answered_total
+
+    def settle(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """``(unanswered, answered_twice)``: each names the id (null for the id-null lines) and what was sent."""
+        unanswered: list[dict[str, Any]] = []
+        twice: list[dict[str, Any]] = []
+        null_from_either: list[str] = []
+        for key in sorted(set(self.certain) | set(self.either) | set(self.answers) - {"null"}):
+            certain, either = self.certain.get(key, []), self.either.get(key, [])
+            got = self.answers.get(key, 0)
+            if got < len(certain):
+                unanswered.append({"id": json.loads(key), "missing": len(certain) - got, "sent": certain + either})
+            elif got > len(certain) + len(either):
+                twice.append({"id": json.loads(key), "extra": got - len(certain) - len(either), "sent": certain})
+            else:
+                null_from_either += either[: len(certain) + len(either) - got]
+        nulls = self.answers.get("null", 0)
+        owed_null = self.null + null_from_either
+        if nulls < len(owed_null):
+            unanswered.append({"id": None, "missing": len(owed_null) - nulls, "sent": owed_null[:20]})
+        elif nulls > len(owed_null):
+            twice.append({"id": None, "extra": nulls - len(owed_null), "sent": []})
+        return unanswered, twice
+
+
+def _peak_rss_kib(pid: int) -> int | None:
+    """The process's peak resident set (VmHWM, Linux); None elsewhere or once it is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _lancedb_check(folder: Path) -> dict[str, Any]:
+    """Open every LanceDB table under ``folder`` and count its rows (``{}``: the run made none)."""
+    if not folder.is_dir():
+        return {}
+    import lancedb  # the harness runs in the project's environment
+
+    db = lancedb.connect(str(folder))
+    listed = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
+    names = listed.tables if hasattr(listed, "tables") else list(listed)
+    return {name: db.open_table(name).count_rows() for name in names}
+
+
 class Run:
     def __init__(self, data_dir: Path, cmd: list[str]) -> None:
         env = dict(os.environ)
@@ -229,7 +322,20 @@ class Run:
             return False
 
 
-def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dict[str, Any]:
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def fuzz(
+    lines: int,
+    seed: int,
+    cmd: list[str],
+    keep: Path | None = None,
+    stall_s: float = 120.0,
+    progress_every: int = 0,
+) -> dict[str, Any]:
+    """Send ``lines`` fuzz lines; ``stall_s`` bounds every wait for an answer owed (then the run fails, naming what
+    is unanswered); ``progress_every`` > 0 prints a progress line to stderr every that many lines."""
     doc = json.loads(SCHEMA.read_text("utf-8"))
     methods = {
         name: entry["properties"]["params"]
@@ -242,73 +348,49 @@ def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dic
     data = tmp / "data"
     data.mkdir(parents=True, exist_ok=True)
     run = Run(data, cmd)
-    expected: dict[Any, int] = {}  # id -> answers still owed
+    ledger = Ledger()
     figures: dict[str, Any] = {"lines": 0, "requests": 0, "answers": 0, "batches": 0, "garbage": 0, "cut": 0}
+    by_code: dict[str, int] = {}
     internal: list[dict[str, Any]] = []
-    extra_answers: list[Any] = []
     next_id = 0
     started = time.monotonic()
-
     limits = {"max_line_bytes": 16 * 1024 * 1024}
-    risky: dict[str, int] = {}  # requests the server may have to answer with id null (it cannot read their id)
-
-    def owe(rid: Any, envelope_broken: bool = False) -> None:
-        key = json.dumps(rid)
-        expected[key] = expected.get(key, 0) + 1
-        if envelope_broken:
-            risky[key] = risky.get(key, 0) + 1
-        figures["requests"] += 1
-
-    def settle_null() -> bool:
-        """An id-null answer: a cut/garbage line's, else one request whose envelope could not be read."""
-        null = json.dumps(None)
-        if expected.get(null, 0) > 0:
-            expected[null] -= 1
-            return True
-        for key, count in risky.items():
-            if count > 0 and expected.get(key, 0) > 0:
-                risky[key] -= 1
-                expected[key] -= 1
-                return True
-        return False
 
     def take(message: Any) -> None:
         items = message if isinstance(message, list) else [message]
         for item in items:
             if not isinstance(item, dict) or "id" not in item or not ("result" in item or "error" in item):
                 continue  # a notification (event, progress)
-            key = json.dumps(item["id"])
             figures["answers"] += 1
+            ledger.answered(item["id"])
             if item["id"] == "init" and isinstance(item.get("result"), dict):
                 limit = ((item["result"].get("capabilities") or {}).get("limits") or {}).get("max_line_bytes")
                 limits["max_line_bytes"] = limit or limits["max_line_bytes"]
-            if item["id"] is None:
-                if not settle_null():
-                    extra_answers.append(None)
-            elif expected.get(key, 0) <= 0:
-                extra_answers.append(item["id"])
-            else:
-                expected[key] -= 1
-                if risky.get(key, 0) > 0:
-                    risky[key] -= 1
             error = item.get("error") or {}
             data_code = (error.get("data") or {}).get("code") if isinstance(error.get("data"), dict) else None
+            name = "result" if "result" in item else str(data_code or error.get("code"))
+            by_code[name] = by_code.get(name, 0) + 1
             if error.get("code") == -32603 or data_code == "INTERNAL_ERROR":
                 internal.append(item)
 
-    def drain(block: bool) -> None:
+    def pump(timeout: float) -> bool:
+        """Take what arrived; wait up to ``timeout`` for a first message. False: nothing came."""
+        got = False
         while True:
             try:
-                message = run.lines.get(timeout=30 if block else 0)
+                message = run.lines.get(timeout=0 if got else timeout)
             except queue.Empty:
-                return
+                return got
             if message is EOFError:
                 raise _Died
             take(message)
-            block = False
+            got = True
 
-    def outstanding() -> int:
-        return sum(v for v in expected.values() if v > 0)
+    def wait_for(done: Any, what: str) -> None:
+        """Pump until ``done()``; a stall (nothing at all for ``stall_s`` while waiting) fails the run."""
+        while not done():
+            if not pump(stall_s):
+                raise _Stalled(f"{what}: nothing answered for {stall_s:.0f} s, {ledger.outstanding()} owed")
 
     def request(method: str) -> dict[str, Any]:
         nonlocal next_id
@@ -325,17 +407,30 @@ def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dic
         gen.unstructured = "params" in message and not isinstance(params, dict | list)
         return message
 
+    def owe_request(message: dict[str, Any], label: str) -> None:
+        figures["requests"] += 1
+        ledger.owe(message["id"], f"{label} {message['method']}", either=gen.unstructured)
+
+    def owe_null(label: str) -> None:
+        figures["requests"] += 1
+        ledger.owe_null(label)
+
     init = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"client_info": {"name": "fuzz"}}}
-    owe("init")
+    ledger.owe("init", "initialize")
+    figures["requests"] += 1
     run.send(json.dumps(init).encode() + b"\n")
-    while expected.get(json.dumps("init"), 0):  # its limits decide which lines are answered with id null
-        drain(block=True)
     names = sorted(methods)
     recent: list[bytes] = []
     died = False
+    stalled = ""
+    code: int | None = None
+    peak_rss: int | None = None
+    alive = False
     try:
+        wait_for(lambda: not ledger.owes("init"), "initialize")  # its limits decide which lines are answered null
         for i in range(lines):
             figures["lines"] += 1
+            label = f"line {i + 1}:"
             shape = rng.random()
             if shape < 0.80:
                 message = request(names[i % len(names)] if rng.random() < 0.5 else rng.choice(names))
@@ -343,59 +438,69 @@ def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dic
                 payload = json.dumps(message, ensure_ascii=ascii_only, allow_nan=False).encode("utf-8", "surrogatepass")
                 unreadable = _lone_surrogate(message) and not ascii_only  # raw: invalid UTF-8, a parse error
                 if gen.too_deep or unreadable or len(payload) > limits["max_line_bytes"]:
-                    owe(None)  # the line cannot be read: a parse error with id null
+                    owe_null(f"{label} unreadable {message['method']}")  # a parse error (or too large): id null
                 else:
-                    owe(message["id"], gen.unstructured)
+                    owe_request(message, label)
             elif shape < 0.86:
                 figures["batches"] += 1
                 batch, owed, deep = [], [], False
                 for _ in range(rng.randint(0, 4)):
                     batch.append(request(rng.choice(names)))
-                    owed.append((batch[-1]["id"], gen.unstructured))
+                    owed.append((batch[-1], gen.unstructured))
                     deep = deep or gen.too_deep
                 if not batch or deep or len(json.dumps(batch)) > limits["max_line_bytes"]:
-                    owe(None)  # an empty batch is one Invalid Request, an unparsable one a parse error: id null
+                    owe_null(f"{label} batch")  # an empty batch is one Invalid Request, an unparsable one a parse error
                 else:
-                    for rid, unstructured in owed:
-                        owe(rid, unstructured)
+                    for member, unstructured in owed:
+                        gen.unstructured = unstructured
+                        owe_request(member, f"{label} batch")
                 payload = json.dumps(batch).encode()
             elif shape < 0.90:
                 figures["cut"] += 1
                 whole = json.dumps(request(rng.choice(names))).encode()
                 payload = whole[: rng.randint(1, max(1, len(whole) - 1))]
-                owe(None)  # a parse error, answered with id null
+                owe_null(f"{label} cut")  # a parse error, answered with id null
             elif shape < 0.94:
                 figures["garbage"] += 1
                 payload = bytes(rng.randrange(256) for _ in range(rng.randint(1, 80))).replace(b"\n", b" ")
                 if not payload.strip():
                     payload = b"!"
-                owe(None)
+                owe_null(f"{label} garbage")
             else:
                 note = {"jsonrpc": "2.0", "method": rng.choice([*names, "$/cancelRequest", "nope"]),
                         "params": gen.any()}  # fmt: skip
                 if not isinstance(note["params"], dict | list):
-                    owe(None)  # a parse error, or params neither object nor array: answered even without an id
+                    # params neither object nor array: not a notification but an Invalid Request, answered with
+                    # id null (the control notification $/cancelRequest included)
+                    owe_null(f"{label} notification {note['method']} with params {type(note['params']).__name__}")
                 payload = json.dumps(note).encode()
             recent.append(payload[:300])
             del recent[:-5]
             if not run.send(payload + b"\n"):
                 break
-            drain(block=False)
-            while outstanding() >= MAX_OUTSTANDING:
-                drain(block=True)
-        deadline = time.monotonic() + 120
-        while outstanding() and time.monotonic() < deadline:
-            drain(block=True)
-        owe("last-ping")
+            pump(0)
+            wait_for(lambda: ledger.outstanding() < MAX_OUTSTANDING, f"after line {i + 1}")
+            if progress_every and (i + 1) % progress_every == 0:
+                _log(
+                    f"fuzz: {i + 1} lines, {figures['requests']} owed, {figures['answers']} answers, "
+                    f"{ledger.outstanding()} outstanding, {time.monotonic() - started:.0f} s, "
+                    f"peak RSS {_peak_rss_kib(run.proc.pid)} KiB"
+                )
+        wait_for(lambda: ledger.outstanding() <= 0, "at the end")
+        ledger.owe("last-ping", "ping")
+        figures["requests"] += 1
         run.send(b'{"jsonrpc":"2.0","id":"last-ping","method":"ping"}\n')
-        deadline = time.monotonic() + 60
-        while expected.get(json.dumps("last-ping"), 0) and time.monotonic() < deadline:
-            drain(block=True)
-        alive = run.proc.poll() is None and expected.get(json.dumps("last-ping"), 1) == 0
+        wait_for(lambda: not ledger.owes("last-ping"), "the last ping")
+        peak_rss = _peak_rss_kib(run.proc.pid)
+        alive = run.proc.poll() is None
     except _Died:
-        alive, died = False, True
+        died = True
+    except _Stalled as exc:
+        stalled = str(exc)
+        alive = run.proc.poll() is None
     finally:
-        owe("bye")
+        ledger.owe("bye", "shutdown")
+        figures["requests"] += 1
         run.send(b'{"jsonrpc":"2.0","id":"bye","method":"shutdown"}\n{"jsonrpc":"2.0","method":"exit"}\n')
         try:
             code = run.proc.wait(timeout=60)
@@ -405,7 +510,7 @@ def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dic
         run.reader.join(timeout=10)
         run.stderr.close()
     with contextlib.suppress(_Died):
-        drain(block=False)
+        pump(0)
     integrity = {}
     for path in sorted(data.rglob("*.sqlite3")) + sorted(data.rglob("*.db")):
         conn = sqlite3.connect(path)
@@ -413,35 +518,47 @@ def fuzz(lines: int, seed: int, cmd: list[str], keep: Path | None = None) -> dic
             integrity[str(path.relative_to(data))] = conn.execute("PRAGMA integrity_check").fetchone()[0]
         finally:
             conn.close()
-    unanswered = {k: v for k, v in expected.items() if v > 0}
+    try:
+        lance: Any = _lancedb_check(data / "lancedb")
+        lance_ok = True
+    except Exception as exc:  # what opening the store raised is the finding
+        lance, lance_ok = f"{type(exc).__name__}: {exc}", False
+    unanswered, twice = ledger.settle()
     figures.update(
         seconds=round(time.monotonic() - started, 1),
-        crashes=0 if alive else 1,
+        crashes=1 if died else 0,
+        stalled=stalled,
         exit_code=code,
+        peak_rss_kib=peak_rss,
         bad_stdout_lines=len(run.bad_stdout),
-        unanswered=len(unanswered),
-        answered_twice=len(extra_answers),
+        unanswered=sum(u["missing"] for u in unanswered),
+        answered_twice=sum(t["extra"] for t in twice),
         internal_errors=len(internal),
+        answers_by_code=dict(sorted(by_code.items(), key=lambda kv: -kv[1])),
         sqlite_integrity=integrity,
+        lancedb_tables=lance,
         data_dir=str(data),
         skipped_methods=sorted(SKIPPED),
         methods=len(methods),
     )
     figures["examples"] = {
         "internal_errors": internal[:5],
-        "unanswered": list(unanswered)[:5],
-        "answered_twice": extra_answers[:5],
+        "unanswered": unanswered[:10],
+        "answered_twice": twice[:10],
         "bad_stdout": [b.decode("utf-8", "replace") for b in run.bad_stdout[:3]],
         "last_lines_before_death": [b.decode("utf-8", "replace") for b in recent] if died else [],
     }
     figures["clean"] = (
         alive
+        and not died
+        and not stalled
         and code == 0
         and not run.bad_stdout
         and not unanswered
-        and not extra_answers
+        and not twice
         and not internal
         and all(v == "ok" for v in integrity.values())
+        and lance_ok
     )
     return figures
 
@@ -452,9 +569,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, default=None, help="use this folder (kept) instead of a temp one")
+    parser.add_argument("--stall", type=float, default=120.0, help="seconds without an answer owed: the run fails")
+    parser.add_argument("--progress", type=int, default=5000, help="a progress line on stderr every N lines")
     args = parser.parse_args(argv)
     cmd = os.environ.get("SIDECAR_CMD")
-    figures = fuzz(args.lines, args.seed, cmd.split() if cmd else [sys.executable, "-m", "sidecar"], args.keep)
+    figures = fuzz(
+        args.lines,
+        args.seed,
+        cmd.split() if cmd else [sys.executable, "-m", "sidecar"],
+        args.keep,
+        stall_s=args.stall,
+        progress_every=args.progress,
+    )
     print(json.dumps(figures, indent=1, ensure_ascii=False, default=str))
     return 0 if figures["clean"] else 1
 

@@ -345,11 +345,13 @@ class Dispatcher:
 
     def _is_control(self, message: dict[str, Any]) -> bool:
         """``exit`` and ``$/cancelRequest`` act on the read loop (a cancel sent with an id before
-        ``initialize`` is a request like any other and answers -32002)."""
+        ``initialize`` is a request like any other and answers -32002). Only a valid envelope does: one that is
+        not (params neither object nor array, no ``"jsonrpc": "2.0"``, an unknown key) is an Invalid Request,
+        answered with id null like any other method's, and never ends the process."""
         method = message.get("method")
-        return method == "exit" or (
-            method == "$/cancelRequest" and not ("id" in message and self.state == UNINITIALIZED)
-        )
+        if method not in ("exit", "$/cancelRequest") or not (is_plain_request(message) and _valid_id(message)):
+            return False
+        return method == "exit" or not ("id" in message and self.state == UNINITIALIZED)
 
     def _control(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """Act on ``exit`` / ``$/cancelRequest`` at once; sent with an id they are answered ``null``."""

@@ -105,11 +105,29 @@ class PluginService:
 
     async def start(self) -> None:
         """Start the hosts of the installed plugins (in the background: ``initialize`` must not wait on them)."""
-        for plugin_id, manifest in await self._installed():
+        installed = await self._installed()
+        await anyio.to_thread.run_sync(self._clear_leftovers, {(i, m.version) for i, m in installed})
+        for plugin_id, manifest in installed:
             try:
                 await self._bridge.start(await self._spec(plugin_id, manifest), wait=False)
             except SidecarError as exc:
                 logger.warning("plugin %s: host not started: %s", plugin_id, exc.message)
+
+    def _clear_leftovers(self, installed: set[tuple[str, str]]) -> None:
+        """What a crash (kill -9) during an install or upgrade can leave: staged copies, and a ``<id>/<version>``
+        folder moved in before its row was written (or an old version's, not yet removed). ``.incoming`` (packages
+        the host handed over) stays."""
+        shutil.rmtree(self._root / ".staging", ignore_errors=True)
+        ids = {plugin_id for plugin_id, _ in installed}
+        for folder in self._root.iterdir() if self._root.is_dir() else []:
+            if not folder.is_dir() or folder.name.startswith("."):
+                continue
+            if folder.name not in ids:
+                shutil.rmtree(folder, ignore_errors=True)
+                continue
+            for version in folder.iterdir():
+                if version.is_dir() and (folder.name, version.name) not in installed:
+                    shutil.rmtree(version, ignore_errors=True)
 
     # --- records -----------------------------------------------------------------------------------------------
 

@@ -57,10 +57,22 @@ class ThemeService:
         self._lock = anyio.Lock()
 
     async def start(self) -> None:
-        await anyio.to_thread.run_sync(self._clear_staging)
+        await anyio.to_thread.run_sync(self._clear_leftovers)
 
-    def _clear_staging(self) -> None:
+    def _clear_leftovers(self) -> None:
+        """What a crash (kill -9) can leave: staged packages, a state file's temp copy, and a theme folder moved in
+        before ``state.json`` named it (it would be visible on disk though no theme is installed from it). A corrupt
+        ``state.json`` removes nothing: the folders it names cannot be told apart."""
         shutil.rmtree(self.staging, ignore_errors=True)
+        try:
+            installed = self._load()["installed"]
+        except ThemeStateCorrupt:
+            return
+        for entry in self.root.iterdir() if self.root.is_dir() else []:
+            if entry.name.startswith(".state.") and entry.name.endswith(".tmp"):
+                entry.unlink(missing_ok=True)
+            elif entry.is_dir() and not entry.name.startswith(".") and entry.name not in installed:
+                shutil.rmtree(entry, ignore_errors=True)
 
     # ---------------------------------------------------------------------------------------- inspect
     async def inspect(self, path: str) -> ThemePackageInspection:

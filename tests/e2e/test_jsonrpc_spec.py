@@ -127,3 +127,21 @@ def test_request_without_jsonrpc_member_is_invalid(ready: Sidecar) -> None:
     reply = ready.next()
     assert reply["error"]["code"] == -32600
     ready.assert_alive()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc": "2.0", "method": "$/cancelRequest", "params": "job_1"}',
+        '{"jsonrpc": "2.0", "method": "$/cancelRequest", "params": null, "id": 4}',
+        '{"jsonrpc": "2.0", "method": "exit", "params": 7}',
+        '{"method": "exit"}',
+        '{"jsonrpc": "2.0", "method": "exit", "extra": 1}',
+    ],
+)
+def test_a_control_message_with_an_invalid_envelope_is_an_invalid_request(ready: Sidecar, line: str) -> None:
+    """Like any other method's (the spec's ``"params": "bar"`` example): -32600 with id null, and ``exit`` does
+    not end the process. The fuzz found the cancel answered nothing (a 'notification' that is not one)."""
+    ready.send_bytes(line.encode() + b"\n")
+    assert _shape(ready.next()) == ("error", -32600, None)
+    ready.assert_alive()

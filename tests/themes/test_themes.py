@@ -223,3 +223,23 @@ async def test_a_corrupt_state_file_is_an_error_and_never_overwritten(
 async def test_an_unusable_package_path_is_package_not_found(svc: ThemeService, path: str) -> None:
     """Found by the schema fuzz (issue 21): a 4,096-character name was OSError ENAMETOOLONG → INTERNAL_ERROR."""
     assert await _code(svc.inspect(path)) == "THEME_PACKAGE_NOT_FOUND"
+
+
+async def test_what_a_crash_leaves_is_cleared_at_start_and_a_corrupt_state_clears_nothing(
+    svc: ThemeService, tmp_path: Path
+) -> None:
+    """Issue 21's kill matrix: a kill between moving a theme in and writing state.json left a theme folder on disk
+    that no installed theme names (and a staged package, a state file's temp copy)."""
+    await svc.start()
+    await svc.install((await svc.inspect(str(write_zip(tmp_path / "ocean.zip", good_files())))).package_id)
+    write_folder(svc.root / "stray", good_files("stray"))  # moved in, state.json not yet written
+    write_folder(svc.root / ".staging" / "theme_package_x", good_files())
+    (svc.root / ".state.0a1b2c3d.tmp").write_text("{")
+    again = ThemeService(svc.root.parent, "0.1.0")
+    await again.start()
+    assert sorted(p.name for p in svc.root.iterdir()) == ["ocean", "state.json"]
+    assert [t.theme_id for t in await again.list()] == ["light", "dark", "ocean"]
+    write_folder(svc.root / "stray", good_files("stray"))
+    (svc.root / "state.json").write_text("{not json")
+    await ThemeService(svc.root.parent, "0.1.0").start()
+    assert (svc.root / "stray").is_dir() and (svc.root / "ocean").is_dir()
