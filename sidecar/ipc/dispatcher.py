@@ -20,6 +20,7 @@ from anyio.abc import ObjectReceiveStream, TaskGroup
 from ..core.errors import SidecarError
 from . import codes
 from .context import RequestContext, RequestId
+from .early import encode, parse_json
 from .jsonrpc import (
     NOT_AN_OBJECT,
     RawMethod,
@@ -53,19 +54,6 @@ _NOTIFICATION = object()
 ShutdownHook = Callable[[], Awaitable[None]]
 
 
-def encode(obj: Any) -> bytes:
-    """One compact JSON line (no newline). Lone surrogates from the input fall back to \\u escapes.
-
-    Raises ValueError for what JSON cannot carry (NaN, Infinity, over-long integers); callers that
-    write answers use :func:`encode_answer`, which turns that into an internal error instead.
-    """
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
-
-
 def encode_answer(obj: Any) -> bytes:
     """Encode a response (or a batch of them); a part that JSON cannot carry becomes -32603."""
     try:
@@ -76,22 +64,6 @@ def encode_answer(obj: Any) -> bytes:
         logger.exception("a response could not be encoded as JSON")
         rid = obj.get("id") if isinstance(obj, dict) and _valid_id(obj) else None
         return encode(error_response(codes.INTERNAL_ERROR, "Internal error", "INTERNAL_ERROR", id=rid))
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError("number out of range")
-    return value
-
-
-def parse_json(text: str) -> Any:
-    """Strict JSON: no NaN/Infinity literals, no numbers that overflow to infinity."""
-    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def _valid_id(message: dict[str, Any]) -> bool:

@@ -1,7 +1,5 @@
-"""Framing: UTF-8 JSON lines in, one JSON value per line out. The only code that touches fd 0 and fd 1.
-
-At start-up :func:`claim_stdio` takes a private duplicate of fd 1 for the wire and points fd 1 (and
-``sys.stdout``) at stderr, so a stray ``print`` from any library lands in the log, never the protocol.
+"""Framing: UTF-8 JSON lines in, one JSON value per line out. With :mod:`.early` (which claims fd 0 and fd 1 at
+start-up and may answer the first request before the event loop exists), the only code that touches the wire.
 
 When the host's stdin is a pipe or a socket (what a host spawning us gives), it is switched to
 non-blocking mode and read by the event loop itself (``wait_readable``): a request costs no thread
@@ -13,10 +11,8 @@ made the stream path 0.3-0.4x the bare read against 0.5-0.9x (bench_stream_e2e.p
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import stat
-import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -36,20 +32,6 @@ class OversizedLine:
 
 
 Incoming = bytes | OversizedLine
-
-
-def claim_stdio() -> tuple[int, int]:
-    """Return ``(in_fd, out_fd)`` for the wire; afterwards fd 1 and ``sys.stdout`` write to stderr."""
-    out_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
-    in_fd = os.dup(0)
-    # Nobody else may read the host's stdin either (a library reading fd 0 would steal requests).
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdin = io.TextIOWrapper(os.fdopen(0, "rb", closefd=False), encoding="utf-8")
-    return in_fd, out_fd
 
 
 class LineSplitter:
@@ -130,13 +112,17 @@ async def _read_in_thread(fd: int) -> bytes:
     return await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
 
 
-async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) -> None:
-    """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF)."""
+async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming], pending: bytes = b"") -> None:
+    """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF).
+
+    ``pending``: bytes already read from ``fd`` (before the event loop started), split first."""
     splitter = LineSplitter(max_bytes)
     nonblocking = on_the_loop(fd)
     read: Callable[[int], Awaitable[bytes]] = _read_on_loop if nonblocking else _read_in_thread
     async with send:
         try:
+            for item in splitter.feed(pending):
+                await send.send(item)
             while True:
                 chunk = await read(fd)
                 if not chunk:
