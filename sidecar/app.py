@@ -112,7 +112,7 @@ async def serve(settings: Settings, in_fd: int, out_fd: int, first: FirstRequest
     """Serve the wire; ``first`` is what :func:`sidecar.ipc.early.answer_first` did before the loop started."""
     first = first or FirstRequest()
     prepare_data_dir(settings)
-    writer = LineWriter(out_fd)
+    writer = LineWriter(out_fd, direct=True)
     watched = Watched(settings)
     children = ChildSupervisor()
     dispatcher = Dispatcher(Router(), writer)

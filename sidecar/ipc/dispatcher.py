@@ -297,6 +297,8 @@ class Dispatcher:
             self._start(tg, self._run_batch, message)
             return
         if isinstance(message, dict):
+            if message.get("method") == "ping" and await self._ping_inline(message):
+                return
             if self._is_control(message):
                 answer = self._control(message)
                 if answer is not None:
@@ -306,6 +308,15 @@ class Dispatcher:
                 await self._run_single(message)  # inline: nothing overtakes initialize
                 return
         self._start(tg, self._run_single, message)
+
+    async def _ping_inline(self, message: dict[str, Any]) -> bool:
+        """Answer a plain ``ping`` on the read loop, as its own task would (issue 22: no task to start, no loop turn
+        to wait); False for any other ping (params, no id, an id in flight...), which takes the normal path."""
+        key = _id_key(message.get("id"))
+        if key is None or key in self._inflight or message.get("params", {}) != {} or not is_plain_request(message):
+            return False
+        await self.writer.send(encode(result_response(message["id"], {})), priority=True)
+        return True
 
     async def _reply_parse_error(self, reason: str) -> None:
         await self.writer.send(
