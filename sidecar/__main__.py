@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
@@ -38,11 +37,21 @@ def main(argv: list[str] | None = None) -> None:
         from .cli.local_model import main as local_main
 
         sys.exit(local_main(args[1:]))
-    from .core.settings import parse_args
+    from .core.settings import parse_args, prepare_data_dir
 
     settings = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub (ARCHITECTURE.md §8)
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # Answer `initialize` before anything else is imported (issue 22): the event loop, logging and the domain
+    # layer load after the answer (sidecar.ipc.early says how; the dispatcher serves whatever it did not answer).
+    from .ipc.early import answer_first, claim_stdio, exit_quietly
+    from .system.capabilities import server_info
+
+    stdio = claim_stdio()
+    prepare_data_dir(settings)
+    first = answer_first(*stdio, server_info(settings), on_stop=exit_quietly)
+    import logging
+
     logging.basicConfig(
         stream=sys.stderr,
         level=getattr(logging, settings.log_level, logging.INFO),
@@ -53,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     redact_logs()  # every log line goes through the one redaction (issue 21)
     from .app import run
 
-    code = run(settings)
+    code = run(settings, stdio, first)
     logging.shutdown()
     sys.stderr.flush()
     # Worker threads may still sit in a blocking read of the host's pipe: leave without joining them.

@@ -1,6 +1,8 @@
 """The stdio server: answers at once, loads the domain layer (built by :mod:`sidecar.wiring`) behind ``initialize``.
 
-Start-up in two steps, so the host's first answer does not wait for model machinery:
+Start-up in three steps, so the host's first answer does not wait for model machinery:
+0. before the event loop exists, ``python -m sidecar`` answers a plain ``initialize`` that is the first line
+   (:mod:`sidecar.ipc.early`: settings, stdio and the components only); whatever else came first is served in 1;
 1. stdio, the dispatcher and the lifecycle methods (no pydantic models, no domains) — ``initialize``
    can be answered as soon as the interpreter has imported anyio (jsonrpcserver loads in step 2);
 2. once ``initialize`` has answered, :mod:`sidecar.wiring` is imported in a worker thread, storage is
@@ -16,6 +18,7 @@ import importlib
 import logging
 import os
 import signal
+import sys
 import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -25,26 +28,19 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from . import PROTOCOL_VERSION, SERVER_NAME, __version__
 from .core.errors import SidecarError, UnavailableError
-from .core.settings import Settings
+from .core.settings import Settings, prepare_data_dir
 from .ipc import jsonrpc
 from .ipc.dispatcher import Dispatcher
+from .ipc.early import FirstRequest, claim_stdio
 from .ipc.lifecycle import Lifecycle
 from .ipc.router import Router
-from .ipc.stdio import Incoming, LineWriter, claim_stdio, read_lines
-from .system.capabilities import detect_components
+from .ipc.stdio import Incoming, LineWriter, read_lines
+from .system.capabilities import server_info
 from .workers.supervisor import ChildSupervisor
 
 logger = logging.getLogger("sidecar")
-
-DATA_SUBDIRS = ("lancedb", "attachments", "exports", "plugins", "themes", "models", "datasets")
-
-
-def prepare_data_dir(settings: Settings) -> None:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    for sub in DATA_SUBDIRS:
-        (settings.data_dir / sub).mkdir(exist_ok=True)
+SWITCH_INTERVAL_S = 0.0005
 
 
 class Watched:
@@ -114,9 +110,11 @@ async def load_domains(
     logger.debug("domain layer ready")
 
 
-async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
+async def serve(settings: Settings, in_fd: int, out_fd: int, first: FirstRequest | None = None) -> int:
+    """Serve the wire; ``first`` is what :func:`sidecar.ipc.early.answer_first` did before the loop started."""
+    first = first or FirstRequest()
     prepare_data_dir(settings)
-    writer = LineWriter(out_fd)
+    writer = LineWriter(out_fd, direct=True)
     watched = Watched(settings)
     children = ChildSupervisor()
     dispatcher = Dispatcher(Router(), writer)
@@ -137,14 +135,15 @@ async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
                 watched.pid = process_id
             tg.start_soon(start_domains)
 
+        info = server_info(settings)
         lifecycle = Lifecycle(
             dispatcher,
-            server_name=SERVER_NAME,
-            server_version=__version__,
-            protocol_version=PROTOCOL_VERSION,
-            data_dir=str(settings.data_dir),
-            max_line_bytes=settings.max_line_bytes,
-            components=lambda: detect_components(settings),
+            server_name=info.name,
+            server_version=info.version,
+            protocol_version=info.protocol_version,
+            data_dir=info.data_dir,
+            max_line_bytes=info.max_line_bytes,
+            components=info.components,
             on_initialized=on_initialized,
             grace_s=settings.shutdown_grace_s,
         )
@@ -152,8 +151,11 @@ async def serve(settings: Settings, in_fd: int, out_fd: int) -> int:
         dispatcher.add_raw_methods(lifecycle.raw_methods(), direct=True)
         dispatcher.on_shutdown(lambda: children.stop_all(settings.shutdown_grace_s))
 
+        if first.initialized:  # answered before the loop: what Lifecycle.initialize does besides answering
+            dispatcher.mark_initialized()
+            on_initialized(first.process_id)
         send, receive = anyio.create_memory_object_stream[Incoming](64)
-        tg.start_soon(read_lines, in_fd, settings.max_line_bytes, send)
+        tg.start_soon(read_lines, in_fd, settings.max_line_bytes, send, first.pending)
         tg.start_soon(watch_parent, watched, lambda: dispatcher.request_exit(0))
         tg.start_soon(exit_on_signals, lambda: dispatcher.request_exit(0))
         code = await dispatcher.serve(receive, grace_s=settings.shutdown_grace_s)  # runs the shutdown hooks
@@ -186,6 +188,10 @@ def schema_router() -> Router:
     return anyio.run(build)
 
 
-def run(settings: Settings) -> int:
-    in_fd, out_fd = claim_stdio()
-    return anyio.run(serve, settings, in_fd, out_fd)
+def run(settings: Settings, stdio: tuple[int, int] | None = None, first: FirstRequest | None = None) -> int:
+    """Serve until exit; ``stdio`` is what :func:`claim_stdio` returned if the caller claimed it already."""
+    in_fd, out_fd = stdio or claim_stdio()
+    # The event loop answers ping while worker threads render, parse or embed: they hand the GIL back every 0.5 ms
+    # instead of 5 ms (issue 22: ping p99 during an export 36-47 -> 7-20 ms; the stream path's CPU unchanged)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    return anyio.run(serve, settings, in_fd, out_fd, first)

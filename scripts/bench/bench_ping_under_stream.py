@@ -3,9 +3,11 @@
 
     python scripts/bench/bench_ping_under_stream.py [--pings 2000] [--stream-lines 2000000]
 
-Goal (issue 22): ping p99 < 1 ms idle and during a 200 lines/s stream. The stream is the dev method
-``dev/stream`` (paced with ``delay_ms``, or unpaced: as fast as the writer takes lines); pings are sent
-one at a time and timed from write to the matching answer line. The floor is measured in the same run:
+Goal (issue 22): ping p99 < 1 ms idle, during a 200 lines/s stream, while 10 MB answers are written and while an
+export renders. The stream is the dev method ``dev/stream`` (paced with ``delay_ms``, or unpaced: as fast as the
+writer takes lines); the 10 MB answers are ``dev/echo`` calls one after the other; the export is a Markdown → HTML
+``exports/create`` (polled until done), one after the other. Pings are sent one at a time and timed from write
+to the matching answer line. The floor is measured in the same run:
 a minimal asyncio echo process (``--echo``: the loop's own pipe transports, one answer per line).
 """
 
@@ -20,7 +22,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,8 +60,10 @@ class Client:
             env=env,
             cwd=ROOT,
         )
-        self.waiters: dict[int, threading.Event] = {}
-        self.arrived: dict[int, float] = {}
+        self.waiters: dict[Any, threading.Event] = {}
+        self.arrived: dict[Any, float] = {}
+        self.answers: dict[Any, dict[str, Any]] = {}
+        self._send_lock = threading.Lock()
         self.stream_lines = 0
         self.stream_done = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -73,14 +79,26 @@ class Client:
                     self.stream_done.set()
                 elif rid in self.waiters:
                     self.arrived[rid] = now
+                    self.answers[rid] = msg
                     self.waiters[rid].set()
             else:
                 self.stream_lines += 1
 
     def send(self, obj: dict) -> None:
         assert self.proc.stdin
-        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
-        self.proc.stdin.flush()
+        data = json.dumps(obj).encode() + b"\n"
+        with self._send_lock:  # the load threads write too
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def call(self, rid: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request from a load thread (string ids: never a ping's), waited for."""
+        ev = self.waiters[rid] = threading.Event()
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        if not ev.wait(120):
+            raise TimeoutError(f"{method} not answered")
+        del self.waiters[rid]
+        return self.answers.pop(rid)
 
     def ping(self, rid: int, method: str = "ping") -> float:
         ev = threading.Event()
@@ -95,6 +113,46 @@ class Client:
         assert self.proc.stdin
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+
+
+def big_answers(c: Client) -> Callable[[threading.Event], None]:
+    """A load: ``dev/echo`` of a 10 MB string, one after the other (the sidecar parses, validates, encodes and
+    writes 10 MB per call: what a big tool result costs)."""
+    text = "结果 " * (10 * 1024 * 1024 // 7)
+
+    def run(stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            c.call(f"big-{n}", "dev/echo", {"text": text})
+
+    return run
+
+
+MARKDOWN = "\n\n".join(
+    f"## Section {i}\n\nSome *text* with `code` and a [link](https://example.com/{i}).\n\n"
+    f"```python\ndef f{i}(x):\n    return [y * {i} for y in range(x)]\n```\n\n| a | b |\n|---|---|\n| {i} | {i * 2} |"
+    for i in range(300)
+)
+
+
+def exports_rendering(c: Client) -> Callable[[threading.Event], None]:
+    """A load: Markdown → HTML exports (300 sections of text, code and a table), one after the other."""
+
+    def run(stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            job = c.call(f"export-{n}", "exports/create", {"source": {"type": "markdown", "markdown": MARKDOWN},
+                                                            "format": "html"})["result"]  # fmt: skip
+            while not stop.is_set():
+                n += 1
+                got = c.call(f"export-{n}", "exports/get", {"job_id": job["job_id"]})["result"]
+                if got["status"] in ("completed", "failed", "cancelled"):
+                    break
+                time.sleep(0.02)
+
+    return run
 
 
 def pct(values: list[float], p: float) -> float:
@@ -121,6 +179,18 @@ def main() -> None:
         c.ping(1, "dev/echo")  # answers once the domain layer has loaded: "idle" means idle
         quiet = [c.ping(10 + i) for i in range(args.pings)]
         rows = [("asyncio echo (floor)", floor, 0, 1.0), ("idle sidecar", quiet, 0, 1.0)]
+        for name, load in (
+            ("10 MB answers being written", big_answers(c)),
+            ("an export rendering", exports_rendering(c)),
+        ):
+            stop = threading.Event()
+            thread = threading.Thread(target=load, args=(stop,), daemon=True)
+            thread.start()
+            time.sleep(0.2)  # the first one is under way
+            busy = [c.ping(200_000 + len(rows) * 10_000 + i) for i in range(args.pings)]
+            stop.set()
+            thread.join(120)
+            rows.append((name, busy, 0, 1.0))
         for name, params in (
             ("stream 200 lines/s", {"count": args.pings * 10, "delay_ms": 5}),
             ("paced stream (1 ms/line)", {"count": args.pings * 10, "delay_ms": 1}),

@@ -413,14 +413,30 @@ class BenchmarkService:
 
     async def get(self, run_id: str) -> BenchmarkRun:
         job, row = await self._load(run_id)
-        metrics = row.get("metrics")
-        if metrics is None and job.status.terminal:  # cancelled or failed: the finished cases' metrics
-            metrics = self._metrics(row["kind"], row, await self._rows.cases(run_id))
-        return self._run_of(job, row, metrics)
+        return (await self._runs_of([(job, row)]))[0]
+
+    async def _runs_of(self, pairs: list[tuple[Job, dict[str, Any]]]) -> list[BenchmarkRun]:
+        # cancelled or failed runs have no stored metrics: those of their finished cases (one query for all)
+        pending = [job.job_id for job, row in pairs if row.get("metrics") is None and job.status.terminal]
+        cases = await self._rows.cases_many(pending)
+        return [
+            self._run_of(
+                job,
+                row,
+                self._metrics(row["kind"], row, cases.get(job.job_id, []))
+                if job.job_id in pending
+                else row.get("metrics"),
+            )
+            for job, row in pairs
+        ]
 
     async def list(self, kind: str | None, status: str | None, limit: int, offset: int) -> Page[BenchmarkRun]:
-        total, ids = await self._rows.page(kind, status, limit, offset)
-        items = [await self.get(i) for i in ids]
+        """One page in a fixed number of queries (issue 22: not three per run)."""
+        kinds = list(JOB_KINDS.values()) if not kind else [JOB_KINDS[kind]] if kind in JOB_KINDS else []
+        total, ids = await self._rows.page(kinds, status, limit, offset)
+        rows = await self._rows.get_many(ids)
+        jobs = await self._jobs.get_many(ids)
+        items = await self._runs_of([(jobs[i], rows[i]) for i in ids if i in jobs and i in rows])
         return Page[BenchmarkRun](items=items, page=PageInfo(total=total, limit=limit, offset=offset))
 
     async def events(self, run_id: str, after_sequence: int, limit: int) -> CursorPage[StoredEvent]:

@@ -41,6 +41,17 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def _run_row(r: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "run_id": r["run_id"],
+        "kind": r["kind"],
+        "dataset_id": r["dataset_id"],
+        "dataset_hash": r["dataset_hash"],
+        "config_snapshot": json.loads(r["config_snapshot"]),
+        "metrics": json.loads(r["metrics"]) if r["metrics"] else None,
+    }
+
+
 class RunRows:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -82,45 +93,53 @@ class RunRows:
         )
 
     async def get(self, run_id: str) -> dict[str, Any] | None:
-        def work(conn: sqlite3.Connection) -> dict[str, Any] | None:
-            r = conn.execute("SELECT * FROM bench_runs WHERE run_id = ?", (run_id,)).fetchone()
-            if r is None:
-                return None
-            return {
-                "run_id": r["run_id"],
-                "kind": r["kind"],
-                "dataset_id": r["dataset_id"],
-                "dataset_hash": r["dataset_hash"],
-                "config_snapshot": json.loads(r["config_snapshot"]),
-                "metrics": json.loads(r["metrics"]) if r["metrics"] else None,
-            }
+        return (await self.get_many([run_id])).get(run_id)
+
+    async def get_many(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The rows of ``run_ids`` that exist, by id, in one query."""
+        if not run_ids:
+            return {}
+        marks = ",".join("?" * len(run_ids))
+
+        def work(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
+            rows = conn.execute(f"SELECT * FROM bench_runs WHERE run_id IN ({marks})", run_ids).fetchall()
+            return {r["run_id"]: _run_row(r) for r in rows}
 
         return await self._db.read(work)
 
     async def cases(self, run_id: str) -> list[CaseResult]:
+        return (await self.cases_many([run_id])).get(run_id, [])
+
+    async def cases_many(self, run_ids: list[str]) -> dict[str, list[CaseResult]]:
+        """The finished cases of each of ``run_ids`` in ``seq`` order, in one query (runs without any are absent)."""
+        if not run_ids:
+            return {}
+        marks = ",".join("?" * len(run_ids))
         rows = await self._db.read(
             lambda conn: conn.execute(
-                "SELECT result FROM bench_cases WHERE run_id = ? ORDER BY seq", (run_id,)
+                f"SELECT run_id, result FROM bench_cases WHERE run_id IN ({marks}) ORDER BY run_id, seq", run_ids
             ).fetchall()
         )
-        return [CaseResult.model_validate_json(r[0]) for r in rows]
+        out: dict[str, list[CaseResult]] = {}
+        for run_id, result in rows:
+            out.setdefault(run_id, []).append(CaseResult.model_validate_json(result))
+        return out
 
-    async def page(self, kind: str | None, status: str | None, limit: int, offset: int) -> tuple[int, list[str]]:
-        """Run ids newest first (status from the job row: a run is its job)."""
-        where, args = [], []
-        if kind:
-            where.append("r.kind = ?")
-            args.append(kind)
+    async def page(self, job_kinds: list[str], status: str | None, limit: int, offset: int) -> tuple[int, list[str]]:
+        """Run ids newest first, from the job rows of ``job_kinds`` (a run is its job: its row is written before the
+        job is submitted and never deleted, so the jobs of these kinds are the runs). One index serves both the
+        count and the page (``jobs_kind_status_created``), not a join over every run."""
+        kinds = ",".join("?" * len(job_kinds))
+        where, args = [f"kind IN ({kinds})"], list(job_kinds)
         if status:
-            where.append("j.status = ?")
+            where.append("status = ?")
             args.append(status)
-        cond = f"WHERE {' AND '.join(where)}" if where else ""
+        cond = " AND ".join(where)
 
         def work(conn: sqlite3.Connection) -> tuple[int, list[str]]:
-            base = f"FROM bench_runs r JOIN jobs j ON j.job_id = r.run_id {cond}"
-            total = conn.execute(f"SELECT count(*) {base}", args).fetchone()[0]
+            total = conn.execute(f"SELECT count(*) FROM jobs WHERE {cond}", args).fetchone()[0]
             ids = conn.execute(
-                f"SELECT r.run_id {base} ORDER BY r.created_at DESC, r.rowid DESC LIMIT ? OFFSET ?",
+                f"SELECT job_id FROM jobs WHERE {cond} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 [*args, limit, offset],
             ).fetchall()
             return int(total), [i[0] for i in ids]

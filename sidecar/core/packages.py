@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import re
 import sys
 from pathlib import Path
@@ -32,8 +33,8 @@ def installed_versions() -> dict[str, str]:
     """
     versions: dict[str, str] = {}
     for entry in sys.path:
-        try:
-            names = [p.name for p in Path(entry or ".").iterdir() if p.name.endswith(".dist-info")]
+        try:  # names, not Path objects: a site-packages folder holds hundreds of entries (issue 22: start time)
+            names = [name for name in os.listdir(entry or ".") if name.endswith(".dist-info")]
         except OSError:
             continue
         for name in names:

@@ -7,3 +7,6 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
+
+NOT_AN_OBJECT = {"loc": [], "type": "object_type", "msg": "params must be a JSON object"}
+"""The validation error of a method given positional params (every method takes an object)."""

@@ -20,6 +20,7 @@ from anyio.abc import ObjectReceiveStream, TaskGroup
 from ..core.errors import SidecarError
 from . import codes
 from .context import RequestContext, RequestId
+from .early import encode, parse_json
 from .jsonrpc import (
     NOT_AN_OBJECT,
     RawMethod,
@@ -53,19 +54,6 @@ _NOTIFICATION = object()
 ShutdownHook = Callable[[], Awaitable[None]]
 
 
-def encode(obj: Any) -> bytes:
-    """One compact JSON line (no newline). Lone surrogates from the input fall back to \\u escapes.
-
-    Raises ValueError for what JSON cannot carry (NaN, Infinity, over-long integers); callers that
-    write answers use :func:`encode_answer`, which turns that into an internal error instead.
-    """
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
-
-
 def encode_answer(obj: Any) -> bytes:
     """Encode a response (or a batch of them); a part that JSON cannot carry becomes -32603."""
     try:
@@ -76,22 +64,6 @@ def encode_answer(obj: Any) -> bytes:
         logger.exception("a response could not be encoded as JSON")
         rid = obj.get("id") if isinstance(obj, dict) and _valid_id(obj) else None
         return encode(error_response(codes.INTERNAL_ERROR, "Internal error", "INTERNAL_ERROR", id=rid))
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError("number out of range")
-    return value
-
-
-def parse_json(text: str) -> Any:
-    """Strict JSON: no NaN/Infinity literals, no numbers that overflow to infinity."""
-    return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def _valid_id(message: dict[str, Any]) -> bool:
@@ -325,6 +297,8 @@ class Dispatcher:
             self._start(tg, self._run_batch, message)
             return
         if isinstance(message, dict):
+            if message.get("method") == "ping" and await self._ping_inline(message):
+                return
             if self._is_control(message):
                 answer = self._control(message)
                 if answer is not None:
@@ -334,6 +308,15 @@ class Dispatcher:
                 await self._run_single(message)  # inline: nothing overtakes initialize
                 return
         self._start(tg, self._run_single, message)
+
+    async def _ping_inline(self, message: dict[str, Any]) -> bool:
+        """Answer a plain ``ping`` on the read loop, as its own task would (issue 22: no task to start, no loop turn
+        to wait); False for any other ping (params, no id, an id in flight...), which takes the normal path."""
+        key = _id_key(message.get("id"))
+        if key is None or key in self._inflight or message.get("params", {}) != {} or not is_plain_request(message):
+            return False
+        await self.writer.send(encode(result_response(message["id"], {})), priority=True)
+        return True
 
     async def _reply_parse_error(self, reason: str) -> None:
         await self.writer.send(

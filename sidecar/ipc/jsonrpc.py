@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import codes
+from .codes import NOT_AN_OBJECT as NOT_AN_OBJECT  # re-exported: what a method answers for positional params
 
 logger = logging.getLogger(__name__)
 
@@ -151,10 +152,6 @@ def error_response(
 
 def result_response(id: Any, result: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "result": result, "id": id}
-
-
-NOT_AN_OBJECT = {"loc": [], "type": "object_type", "msg": "params must be a JSON object"}
-"""The validation error of a method given positional params (every method takes an object)."""
 
 
 def invalid_params(errors: list[dict[str, Any]]) -> Reply:

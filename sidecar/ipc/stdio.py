@@ -1,7 +1,5 @@
-"""Framing: UTF-8 JSON lines in, one JSON value per line out. The only code that touches fd 0 and fd 1.
-
-At start-up :func:`claim_stdio` takes a private duplicate of fd 1 for the wire and points fd 1 (and
-``sys.stdout``) at stderr, so a stray ``print`` from any library lands in the log, never the protocol.
+"""Framing: UTF-8 JSON lines in, one JSON value per line out. With :mod:`.early` (which claims fd 0 and fd 1 at
+start-up and may answer the first request before the event loop exists), the only code that touches the wire.
 
 When the host's stdin is a pipe or a socket (what a host spawning us gives), it is switched to
 non-blocking mode and read by the event loop itself (``wait_readable``): a request costs no thread
@@ -13,10 +11,9 @@ made the stream path 0.3-0.4x the bare read against 0.5-0.9x (bench_stream_e2e.p
 from __future__ import annotations
 
 import contextlib
-import io
 import os
+import select
 import stat
-import sys
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -36,20 +33,6 @@ class OversizedLine:
 
 
 Incoming = bytes | OversizedLine
-
-
-def claim_stdio() -> tuple[int, int]:
-    """Return ``(in_fd, out_fd)`` for the wire; afterwards fd 1 and ``sys.stdout`` write to stderr."""
-    out_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
-    in_fd = os.dup(0)
-    # Nobody else may read the host's stdin either (a library reading fd 0 would steal requests).
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdin = io.TextIOWrapper(os.fdopen(0, "rb", closefd=False), encoding="utf-8")
-    return in_fd, out_fd
 
 
 class LineSplitter:
@@ -130,13 +113,17 @@ async def _read_in_thread(fd: int) -> bytes:
     return await anyio.to_thread.run_sync(_read, fd, abandon_on_cancel=True)
 
 
-async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming]) -> None:
-    """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF)."""
+async def read_lines(fd: int, max_bytes: int, send: ObjectSendStream[Incoming], pending: bytes = b"") -> None:
+    """Read ``fd`` until EOF, sending complete lines; closes ``send`` at EOF (the caller sees EOF).
+
+    ``pending``: bytes already read from ``fd`` (before the event loop started), split first."""
     splitter = LineSplitter(max_bytes)
     nonblocking = on_the_loop(fd)
     read: Callable[[int], Awaitable[bytes]] = _read_on_loop if nonblocking else _read_in_thread
     async with send:
         try:
+            for item in splitter.feed(pending):
+                await send.send(item)
             while True:
                 chunk = await read(fd)
                 if not chunk:
@@ -172,8 +159,21 @@ class LineWriter:
       queued. Only use it for lines whose order relative to others does not matter.
     """
 
-    def __init__(self, fd: int, high_water: int = 1024, batch_bytes: int = 64 << 10, yield_every: int = 16) -> None:
+    def __init__(
+        self,
+        fd: int,
+        high_water: int = 1024,
+        batch_bytes: int = 64 << 10,
+        yield_every: int = 16,
+        *,
+        direct: bool = False,
+    ) -> None:
         self._fd = fd
+        # direct: a pipe/socket switched to non-blocking mode, so that a priority line can be written on the loop
+        # itself while no batch is being written (no thread hop: the ping's tail, issue 22)
+        self._direct = direct and on_the_loop(fd)
+        self._writing = False  # a batch is in a worker thread's write
+        self._head = b""  # the rest of a line written in part on the loop: goes out before anything else
         self._high_water = high_water
         self._batch_bytes = batch_bytes
         self._queue: deque[bytes] = deque()
@@ -191,6 +191,8 @@ class LineWriter:
         """Queue one line (without its newline)."""
         if self._closed:
             return
+        if priority and self._direct and self._try_direct(line):
+            return
         while len(self._queue) >= self._high_water and not priority:
             if self._space.is_set():
                 self._space = anyio.Event()
@@ -205,6 +207,24 @@ class LineWriter:
             # ping) and the writer run; without this it would hold the loop until high water.
             self._since_yield = 0
             await anyio.lowlevel.checkpoint()
+
+    def _try_direct(self, line: bytes) -> bool:
+        """Write ``line`` now if nothing is being written and nothing waits ahead of it in the priority lane (a
+        partial write leaves the rest as the head of the next batch); False if it must be queued."""
+        if self._writing or self._head or self._priority or self.broken:
+            return False
+        data = line + b"\n"
+        try:
+            n = os.write(self._fd, data)
+        except BlockingIOError:
+            return False
+        except OSError:
+            self.broken = True
+            return True
+        if n < len(data):
+            self._head = data[n:]
+            self._wake.set()
+        return True
 
     def close(self) -> None:
         """No more lines; :meth:`run` returns once everything queued is written."""
@@ -229,7 +249,7 @@ class LineWriter:
     async def run(self) -> None:
         try:
             while True:
-                if not self._queue and not self._priority:
+                if not self._queue and not self._priority and not self._head:
                     if self._closed:
                         return
                     self._wake = anyio.Event()
@@ -239,11 +259,16 @@ class LineWriter:
                 if len(self._queue) < self._high_water:
                     self._space.set()
                 batch.append(b"")
-                data = b"\n".join(batch)
+                data = self._head + b"\n".join(batch) if self._head else b"\n".join(batch)
+                self._head = b""
                 if not self.broken:
                     # abandonable: if the host stopped reading, a write blocked on a full pipe must
                     # not keep the process alive at exit (the thread is left behind; we _exit).
-                    ok = await anyio.to_thread.run_sync(_write_all, self._fd, data, abandon_on_cancel=True)
+                    self._writing = True
+                    try:
+                        ok = await anyio.to_thread.run_sync(_write_all, self._fd, data, abandon_on_cancel=True)
+                    finally:
+                        self._writing = False
                     if not ok:
                         self.broken = True  # host closed its end; keep draining so producers never block
                 else:
@@ -251,13 +276,20 @@ class LineWriter:
         finally:
             self._space.set()
             self._drained.set()
+            if self._direct:  # the pipe may be shared with whoever started us: leave it as we found it
+                with contextlib.suppress(OSError):
+                    os.set_blocking(self._fd, True)
 
 
 def _write_all(fd: int, data: bytes) -> bool:
     view = memoryview(data)
     try:
         while view:
-            n = os.write(fd, view)
+            try:
+                n = os.write(fd, view)
+            except BlockingIOError:  # a non-blocking fd (LineWriter's direct mode) that is full: wait for room
+                select.select([], [fd], [])
+                continue
             view = view[n:]
     except (BrokenPipeError, OSError):
         return False

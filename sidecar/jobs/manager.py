@@ -77,6 +77,9 @@ MIGRATIONS: list[str] = [
     CREATE INDEX jobs_kind_created ON jobs (kind, created_at);
     CREATE INDEX jobs_status ON jobs (status);
     """,
+    # a domain's list filtered by status (exports/list, media/transcriptions/list, benchmarks/runs/list): count and
+    # page newest first from one index, not the status index plus a sort (issue 22: < 5 ms at 10,000 rows)
+    "CREATE INDEX jobs_kind_status_created ON jobs (kind, status, created_at);",
 ]
 
 _Outcome = tuple[JobStatus, dict[str, Any] | None, ErrorInfo | None]
@@ -439,6 +442,19 @@ class JobManager:
         if job is None or (kind is not None and job.kind != kind):
             raise self._not_found(job_id, not_found_code)
         return job
+
+    async def get_many(self, job_ids: builtins.list[str]) -> dict[str, Job]:
+        """The jobs of ``job_ids`` that exist, by id, in one query (a page of a domain's own list)."""
+        if not job_ids:
+            return {}
+        await self._ready()
+        marks = ",".join("?" * len(job_ids))
+
+        def work(conn: sqlite3.Connection) -> dict[str, Job]:
+            rows = conn.execute(f"SELECT * FROM jobs WHERE job_id IN ({marks})", job_ids).fetchall()
+            return {r["job_id"]: _job_from_row(r) for r in rows}
+
+        return await self._db.read(work)
 
     async def params_of(
         self, job_id: str, *, kind: str | None = None, not_found_code: str = "JOB_NOT_FOUND"

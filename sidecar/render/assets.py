@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple  # read by `initialize` (capabilities): no dataclass to build
 
 BUNDLE = ("dist", "mermaid.min.js")
 
 
-@dataclass(frozen=True, slots=True)
-class MermaidBundle:
+class MermaidBundle(NamedTuple):
     path: Path
     version: str
 

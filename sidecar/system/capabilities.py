@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
+from .. import PROTOCOL_VERSION, SERVER_NAME, __version__
 from ..core.packages import installed_versions, normalise
 from ..core.settings import Settings
+from ..ipc.early import ServerInfo
 
 Component = dict[str, Any]
 
@@ -41,11 +42,37 @@ def _package(module: str, dist: str) -> Component:
     return _status(True, version=installed_versions().get(normalise(dist)))
 
 
+def which(name: str) -> str | None:
+    """``shutil.which(name)``: shutil is imported only off POSIX (with its bz2/lzma imports it was a noticeable
+    part of `initialize`, issue 22); on POSIX the search is the same (PATH, else the system's default path)."""
+    if os.name != "posix":
+        import shutil
+
+        return shutil.which(name)
+    if os.path.dirname(name):
+        return name if _executable(name) else None
+    path = os.environ.get("PATH")
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH")
+        except (AttributeError, ValueError):
+            path = os.defpath
+    for folder in path.split(os.pathsep) if path else ():  # PATH="" finds nothing, ":" looks in the current dir
+        candidate = os.path.join(folder, name)
+        if _executable(candidate):
+            return candidate
+    return None
+
+
+def _executable(path: str) -> bool:
+    return os.path.exists(path) and os.access(path, os.X_OK) and not os.path.isdir(path)
+
+
 def find_chromium(settings: Settings) -> str | None:
     if settings.chromium_path:
         return settings.chromium_path if Path(settings.chromium_path).exists() else None
     for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
+        path = which(name)
         if path:
             return path
     return None
@@ -88,6 +115,19 @@ def _all_packages(*pairs: tuple[str, str]) -> Component:
     return _status(True, version=_package(*pairs[-1]).get("version"))
 
 
+def server_info(settings: Settings) -> ServerInfo:
+    """What ``initialize`` answers for these settings (before the event loop, or through the lifecycle methods);
+    the components are detected when it answers."""
+    return ServerInfo(
+        SERVER_NAME,
+        __version__,
+        PROTOCOL_VERSION,
+        str(settings.data_dir),
+        settings.max_line_bytes,
+        lambda: detect_components(settings),
+    )
+
+
 def detect_components(settings: Settings) -> dict[str, Component]:
     components = {
         "lancedb": _package("lancedb", "lancedb"),
@@ -110,7 +150,7 @@ def detect_components(settings: Settings) -> dict[str, Component]:
     components["export"] = _all_packages(  # Markdown → AST → html/docx (pdf also needs chromium)
         ("markdown_it", "markdown-it-py"), ("mdit_py_plugins", "mdit-py-plugins"), ("pygments", "pygments")
     )
-    ffmpeg = shutil.which("ffmpeg")
+    ffmpeg = which("ffmpeg")
     components["ffmpeg"] = _status(ffmpeg is not None, path=ffmpeg)
     # media (transcription/diarization): models from installed packages or a configured local dir, never a hub
     from ..media.resolve import components as media_components

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,3 +150,22 @@ def test_termination_signals_exit_cleanly_and_stop_children(ready: Sidecar, sign
     assert ready.wait() == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_requests_sent_with_initialize_wait_for_the_domain_layer(sidecar: Sidecar) -> None:
+    """initialize is answered before the event loop (issue 22); the lines after it in the same write are served
+    by the dispatcher, and a domain method among them waits for the domain layer instead of being unknown."""
+    sidecar.send_bytes(
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"client_info":{"name":"t"}}}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"providers/list"}\n'
+        b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n'
+        b'{"jsonrpc":"2.0","id":4,"method":"initialize"}\n'
+    )
+    assert sidecar.response(1)["result"]["server_info"]["name"] == SERVER_NAME
+    others: list[dict[str, Any]] = []
+    assert sidecar.response(2, timeout=30, collect=others)["result"] == {"items": []}
+    while len(others) < 2:
+        others.append(sidecar.next())
+    by_id = {m["id"]: m for m in others}
+    assert by_id[3]["result"] == {}
+    assert by_id[4]["error"]["data"]["code"] == "ALREADY_INITIALIZED"

@@ -109,3 +109,27 @@ async def test_the_reader_takes_lines_from_a_file_in_a_thread(tmp_path: Path) ->
     finally:
         os.close(fd)
     assert got == LINES[:50]
+
+
+@pytest.mark.anyio
+async def test_a_direct_writer_puts_priority_lines_out_at_once_and_finishes_a_partial_one_first() -> None:
+    """direct=True (issue 22): while no batch is being written, a priority line is written on the loop itself; one
+    too long for the pipe is finished by the writer before anything else, so every line stays whole."""
+    r, w = os.pipe()
+    writer = LineWriter(w, direct=True)
+    await writer.send(b'{"ping":1}', priority=True)  # the writer task is not even running: written already
+    assert os.read(r, 100) == b'{"ping":1}\n'
+    big = b"p" * (300 << 10)  # more than a pipe holds: written in part, the rest is the writer's head
+    await writer.send(big, priority=True)
+    await writer.send(b"bulk", priority=False)
+    await writer.send(b'{"ping":2}', priority=True)  # the head is pending: queued behind it, not interleaved
+    got: list[bytes] = []
+    reader = _drain(r, got)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        writer.close()
+        await writer.wait_drained()
+    assert os.get_blocking(w)  # left as it was found
+    os.close(w)
+    await anyio.to_thread.run_sync(reader.join)
+    assert got[0].split(b"\n") == [big, b'{"ping":2}', b"bulk", b""]
