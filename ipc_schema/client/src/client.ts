@@ -149,6 +149,8 @@ export class MetonaClient extends EventEmitter {
   private initResult: InitializeResult | null = null;
   private restartTimer: NodeJS.Timeout | null = null;
   private disposing: Promise<void> | null = null;
+  /** Kills the current process and fences it off (see kill()); null when no process runs. */
+  private killCurrent: (() => void) | null = null;
 
   private constructor(options: MetonaClientOptions) {
     super();
@@ -247,6 +249,16 @@ export class MetonaClient extends EventEmitter {
     return sub.queue;
   }
 
+  /**
+   * Kill the running sidecar now (its whole process group: both processes of the one-file binary, its workers).
+   * The process is gone for the client at once: its pending requests reject with SIDECAR_EXITED, nothing it still
+   * writes is read, and requests made from here on go to the next process (restart policy) or reject with
+   * SIDECAR_EXITED (no restart). E.g. the app's "restart the back end" for a sidecar that stopped answering.
+   */
+  kill(): void {
+    this.killCurrent?.();
+  }
+
   /** `shutdown` + `exit`, then the process group is killed if it is still there after the grace period. */
   dispose(): Promise<void> {
     this.disposing ??= this.shutdownAndExit();
@@ -267,16 +279,24 @@ export class MetonaClient extends EventEmitter {
     this.proc = proc;
     this.partial = [];
     let reaped = false;
+    const fenced = (): boolean => reaped; // a listener run by one line of a chunk may kill() the process
     this.maxLineBytes = DEFAULT_MAX_LINE_BYTES;
     proc.stdin?.on("error", () => {}); // EPIPE when it died: its exit is handled below
     proc.stdout?.on("data", (chunk: Buffer) => {
-      if (!reaped) this.onStdout(chunk); // a killed process's last lines are not answers
+      if (!reaped) this.onStdout(chunk, fenced); // a killed process's last lines are not answers
     });
     if (proc.stderr) createInterface({ input: proc.stderr, crlfDelay: Infinity }).on("line", this.log);
     const onGone = (exitCode: number | null, signal: string | null): void => {
       if (reaped) return;
       reaped = true;
       this.onProcessGone(proc, exitCode, signal);
+    };
+    // The fence: once the client has decided this process is dead (it killed it, or saw it killed), nothing it
+    // still writes is read, and what is pending rejects. The group kill comes first, so no member of the group
+    // (the one-file binary's child is the real sidecar) can answer a request written afterwards.
+    this.killCurrent = () => {
+      killGroup(proc);
+      onGone(null, "SIGKILL");
     };
     proc.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
       killGroup(proc); // whatever is left of the group (the binary's child) goes too
@@ -320,6 +340,7 @@ export class MetonaClient extends EventEmitter {
     this.emit("exit", { exitCode, signal });
     if (proc !== this.proc) return;
     this.proc = null;
+    this.killCurrent = null;
     const error = exitedError(exitCode, signal);
     const pending = [...this.pending.values()];
     this.pending.clear();
@@ -458,9 +479,10 @@ export class MetonaClient extends EventEmitter {
     stdin.write(line + "\n");
   }
 
-  private onStdout(chunk: Buffer): void {
+  private onStdout(chunk: Buffer, fenced: () => boolean): void {
     let start = 0;
     for (;;) {
+      if (fenced()) return;
       const nl = chunk.indexOf(10, start);
       if (nl < 0) {
         if (start < chunk.length) this.partial.push(chunk.subarray(start));
