@@ -71,7 +71,7 @@ async function orchestrate() {
     console.error(`[smoke] processes under the app: ${tree.length} in ${groups.size} groups: ${JSON.stringify(kinds)}`);
     const expected = { transcribe: "transcription worker", local: "local model worker", plugin: "mcp server", pdf: "chromium" };
     const missing = ["sidecar", ...report.ran.map((step) => expected[step])].filter((k) => !kinds[k]);
-    if (missing.length) return fail(`expected processes not found under the app: ${missing.join(", ")}`);
+    if (missing.length) return fail(`expected processes not found under the app: ${missing.join(", ")}: ${describe(tree)}`);
 
     const killedAt = performance.now();
     process.kill(app.pid, "SIGKILL");
@@ -161,9 +161,8 @@ function classify(tree, report) {
   for (const p of tree) {
     if (p.pid === report.sidecarPid || p.pid === report.pythonPid) add("sidecar", p);
     else if (p.pid === report.mcpPid || p.cmd.includes("server-everything")) add("mcp server", p);
-    else if (p.cmd.includes("sidecar.media.worker") || p.cmd.includes("media-worker")) add("transcription worker", p);
-    else if (p.cmd.includes("sidecar.localmodel.worker") || p.cmd.includes("localmodel-worker"))
-      add("local model worker", p);
+    else if (/media.?worker|transcri/i.test(p.cmd)) add("transcription worker", p);
+    else if (/localmodel|local.?model/i.test(p.cmd)) add("local model worker", p);
     else if (/chrom(e|ium)/i.test(p.cmd)) add("chromium", p);
     else add("other", p);
   }
