@@ -17,7 +17,7 @@
 // --partial (a development aid, e.g. for a binary without its engines): the steps whose component is unavailable
 // are left out and the rest, the SIGKILL check included, still runs; the run FAILS all the same, naming them.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -36,6 +36,7 @@ const { values: opts } = parseArgs({
     sidecar: { type: "string" },
     audio: { type: "string" },
     partial: { type: "boolean", default: false },
+    log: { type: "string" },
   },
 });
 
@@ -58,12 +59,13 @@ async function orchestrate() {
 
     const env = { PATH: "/usr/bin:/bin", HOME: home, TMPDIR: tmp, LANG: "C.UTF-8" };
     for (const [k, v] of Object.entries(process.env)) if (k.startsWith("METONA_")) env[k] = v;
-    const args = [SELF, "--app", "--audio", audio, ...(sidecar ? ["--sidecar", sidecar] : [])];
+    const log = join(work, "sidecar.log");
+    const args = [SELF, "--app", "--audio", audio, "--log", log, ...(sidecar ? ["--sidecar", sidecar] : [])];
     if (opts.partial) args.push("--partial");
     console.error(`[smoke] sidecar: ${sidecar || "python -m sidecar (.venv)"}; HOME=${home} TMPDIR=${tmp}`);
     app = spawn(process.execPath, args, { cwd: home, env, stdio: ["ignore", "pipe", "inherit"] });
     const report = await appReport(app);
-    if (!report.ok) return fail(`the app failed: ${report.error}`);
+    if (!report.ok) return fail(`the app failed: ${report.error}\n${logTail(log)}`);
 
     const tree = descendants(app.pid);
     groups = new Set(tree.map((p) => p.pgid).filter((g) => g !== pgidOf(app.pid)));
@@ -80,8 +82,10 @@ async function orchestrate() {
     const tookMs = performance.now() - killedAt;
     const when = Object.entries(kinds).map(([k, pids]) => `${k} ${Math.round(Math.max(...pids.map((p) => goneAt.get(p) ?? Infinity)) - killedAt)} ms`);
     console.error(`[smoke] after the app's SIGKILL, the last of each went at: ${when.join(", ")}`);
-    if (left.length) return fail(`left ${Math.round(tookMs)} ms after the app's SIGKILL: ${describe(left)}`);
-    if (tookMs > BUDGET_MS) return fail(`the last process went ${Math.round(tookMs)} ms after the app's SIGKILL`);
+    if (left.length) return fail(`left ${Math.round(tookMs)} ms after the app's SIGKILL: ${describe(left)}\n${logTail(log)}`);
+    if (tookMs > BUDGET_MS) {
+      return fail(`the last process went ${Math.round(tookMs)} ms after the app's SIGKILL\n${logTail(log)}`);
+    }
     console.error(`[smoke] the app's SIGKILL left no process (all gone in ${Math.round(tookMs)} ms)`);
     if (report.unavailable.length) return fail(`initialize reports unavailable: ${report.unavailable.join("; ")}`);
     console.error("[smoke] PASSED");
@@ -104,6 +108,15 @@ function appReport(app) {
     });
     app.on("exit", (code, signal) => resolveReport({ ok: false, error: `the app exited (${code ?? signal})` }));
   });
+}
+
+/** The sidecar's last log lines (its stderr, which the app's logger appends to a file). */
+function logTail(path) {
+  try {
+    return `  sidecar log tail:\n  ${readFileSync(path, "utf8").trimEnd().split("\n").slice(-25).join("\n  ")}`;
+  } catch {
+    return "  (no sidecar log)";
+  }
 }
 
 function fail(message) {
@@ -211,7 +224,6 @@ function killQuietly(target) {
 
 async function runApp() {
   const emit = (msg) => process.stdout.write(JSON.stringify(msg) + "\n");
-  const logs = [];
   let client = null;
   try {
     const { MetonaClient, binaryCommand, pythonCommand } = await import(
@@ -234,7 +246,7 @@ async function runApp() {
         env: process.env,
         clientName: "metona-smoke",
         restart: false,
-        logger: (line) => logs.push(line),
+        logger: (line) => opts.log && appendFileSync(opts.log, `${line}\n`),
       }),
     );
     const init = client.initialized;
@@ -272,8 +284,7 @@ async function runApp() {
     }
     emit({ ok: true, sidecarPid: client.pid, pythonPid: init.pid, mcpPid, ran, unavailable });
   } catch (error) {
-    const tail = logs.slice(-15).join("\n  ");
-    emit({ ok: false, error: `${error?.data?.code ?? ""} ${error?.message ?? error}\n  sidecar log tail:\n  ${tail}` });
+    emit({ ok: false, error: `${error?.data?.code ?? ""} ${error?.message ?? error}` });
     await client?.dispose();
     process.exit(1);
   }
