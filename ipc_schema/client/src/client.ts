@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { createInterface } from "node:readline";
+import type { Writable } from "node:stream";
 
 import {
   INVALID_REQUEST,
@@ -131,6 +132,8 @@ export class MetonaClient extends EventEmitter {
   private readonly restartPolicy: RestartPolicy | null;
   private readonly log: (line: string) => void;
   private proc: ChildProcess | null = null;
+  /** The current process's stdin, owned by the client (see launch()). */
+  private stdin: Writable | null = null;
   private state: State = "starting";
   private gate: Promise<void> = Promise.resolve();
   private openGate: () => void = () => {};
@@ -276,12 +279,18 @@ export class MetonaClient extends EventEmitter {
       // its own process group: the one-file binary is two processes, and both must go on a kill
       detached: true,
     });
+    // The client owns stdin: Node destroys a child's `stdin` when it sees the exit, before 'exit' is emitted. With
+    // the one-file binary that EOF reaches the bootloader's child, which would start a graceful shutdown (jobs
+    // cancelled, answers written) in the gap before the group kill below; the kill comes first, then stdin closes.
+    const stdin = proc.stdin as Writable;
+    (proc as ChildProcess).stdin = null;
     this.proc = proc;
+    this.stdin = stdin;
     this.partial = [];
     let reaped = false;
     const fenced = (): boolean => reaped; // a listener run by one line of a chunk may kill() the process
     this.maxLineBytes = DEFAULT_MAX_LINE_BYTES;
-    proc.stdin?.on("error", () => {}); // EPIPE when it died: its exit is handled below
+    stdin.on("error", () => {}); // EPIPE when it died: its exit is handled below
     proc.stdout?.on("data", (chunk: Buffer) => {
       if (!reaped) this.onStdout(chunk, fenced); // a killed process's last lines are not answers
     });
@@ -296,10 +305,12 @@ export class MetonaClient extends EventEmitter {
     // (the one-file binary's child is the real sidecar) can answer a request written afterwards.
     this.killCurrent = () => {
       killGroup(proc);
+      stdin.destroy();
       onGone(null, "SIGKILL");
     };
     proc.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
       killGroup(proc); // whatever is left of the group (the binary's child) goes too
+      stdin.destroy();
       // killed: gone now, although the one-file binary's child may still write until the group kill lands;
       // a normal exit waits for "close", so the answers it wrote before leaving are still read
       if (signal !== null) onGone(code, signal);
@@ -307,7 +318,10 @@ export class MetonaClient extends EventEmitter {
     proc.on("close", (code: number | null, signal: NodeJS.Signals | null) => onGone(code, signal));
     proc.on("error", (error: Error) => {
       this.log(`spawn ${command}: ${error.message}`);
-      if (proc.pid === undefined) onGone(null, null);
+      if (proc.pid === undefined) {
+        stdin.destroy();
+        onGone(null, null);
+      }
     });
 
     const timeoutMs = this.options.initializeTimeoutMs ?? 30_000;
@@ -340,6 +354,7 @@ export class MetonaClient extends EventEmitter {
     this.emit("exit", { exitCode, signal });
     if (proc !== this.proc) return;
     this.proc = null;
+    this.stdin = null;
     this.killCurrent = null;
     const error = exitedError(exitCode, signal);
     const pending = [...this.pending.values()];
@@ -416,6 +431,7 @@ export class MetonaClient extends EventEmitter {
     this.closeGate(unavailableError("disposed"));
     for (const sub of [...this.subscriptions]) this.endSubscription(sub, unavailableError("disposed"));
     const proc = this.proc;
+    const stdin = this.stdin;
     if (!proc) return;
     const grace = this.options.disposeGraceMs ?? 3000;
     const closed = new Promise<void>((resolve) => {
@@ -431,7 +447,7 @@ export class MetonaClient extends EventEmitter {
         );
         if (await Promise.race([acknowledged, closed.then(() => false)])) this.notify("exit");
       }
-      proc.stdin?.end();
+      stdin?.end();
       await closed;
     } finally {
       clearTimeout(killer);
@@ -474,7 +490,7 @@ export class MetonaClient extends EventEmitter {
 
   /** EPIPE-safe: a process that is gone (or going) is never written to; its exit rejects what is pending. */
   private writeLine(line: string): void {
-    const stdin = this.proc?.stdin;
+    const stdin = this.stdin;
     if (!stdin || stdin.destroyed || !stdin.writable) return;
     stdin.write(line + "\n");
   }
