@@ -292,6 +292,8 @@ test("dispose: shutdown + exit, no process left", { timeout: LIMIT_MS }, async (
   const { env } = sandbox(t);
   const client = await MetonaClient.start({ ...sidecarCommand(), env, logger: noLog });
   const pid = client.pid as number;
+  // its services are up (a shutdown during start-up first waits for them: 2-3 s for the binary on a loaded machine)
+  await client.request("notes/list", {});
   const exit = once(client, "exit");
   await client.dispose();
   const [{ exitCode }] = (await exit) as [{ exitCode: number | null }];
