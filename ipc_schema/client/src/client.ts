@@ -154,6 +154,8 @@ export class MetonaClient extends EventEmitter {
   private disposing: Promise<void> | null = null;
   /** Kills the current process and fences it off (see kill()); null when no process runs. */
   private killCurrent: (() => void) | null = null;
+  /** initialize's pid of the current process (the Python child when the binary is the one-file pair). */
+  private sidecarPid: number | undefined;
 
   private constructor(options: MetonaClientOptions) {
     super();
@@ -286,8 +288,10 @@ export class MetonaClient extends EventEmitter {
     (proc as ChildProcess).stdin = null;
     this.proc = proc;
     this.stdin = stdin;
+    this.sidecarPid = undefined;
     this.partial = [];
     let reaped = false;
+    let sidecarPid: number | undefined; // initialize's pid: the one-file binary's Python child
     const fenced = (): boolean => reaped; // a listener run by one line of a chunk may kill() the process
     this.maxLineBytes = DEFAULT_MAX_LINE_BYTES;
     stdin.on("error", () => {}); // EPIPE when it died: its exit is handled below
@@ -304,7 +308,7 @@ export class MetonaClient extends EventEmitter {
     // still writes is read, and what is pending rejects. The group kill comes first, so no member of the group
     // (the one-file binary's child is the real sidecar) can answer a request written afterwards.
     this.killCurrent = () => {
-      killGroup(proc);
+      killSidecar(proc, sidecarPid);
       stdin.destroy();
       onGone(null, "SIGKILL");
     };
@@ -337,6 +341,8 @@ export class MetonaClient extends EventEmitter {
         client_info: { name: this.options.clientName ?? "metona-client", version: this.options.clientVersion },
       })) as InitializeResult;
       this.maxLineBytes = result.capabilities.limits.max_line_bytes;
+      sidecarPid = result.pid;
+      this.sidecarPid = result.pid;
       return result;
     } catch (error) {
       killGroup(proc); // a process that did not initialize is of no use
@@ -355,6 +361,7 @@ export class MetonaClient extends EventEmitter {
     if (proc !== this.proc) return;
     this.proc = null;
     this.stdin = null;
+    this.sidecarPid = undefined;
     this.killCurrent = null;
     const error = exitedError(exitCode, signal);
     const pending = [...this.pending.values()];
@@ -438,7 +445,7 @@ export class MetonaClient extends EventEmitter {
       if (proc.exitCode !== null || proc.signalCode !== null) resolve();
       proc.once("close", () => resolve());
     });
-    const killer = setTimeout(() => killGroup(proc), grace);
+    const killer = setTimeout(() => killSidecar(proc, this.sidecarPid), grace);
     try {
       if (wasReady) {
         const acknowledged = this.send("shutdown", undefined).then(
@@ -630,6 +637,31 @@ export class MetonaClient extends EventEmitter {
       this.send("events/unsubscribe", { subscription_id: id }).catch(() => {}); // already ended: nothing to do
     }
   }
+}
+
+/** How long a one-file bootloader may take to delete its unpack folder after its child was killed. */
+const UNPACK_CLEANUP_MS = 3000;
+
+/**
+ * Kill the sidecar. The one-file binary is a bootloader (the spawned pid) and its Python child (initialize's pid, the
+ * one that answers): the child is killed first, so nothing can answer any more and the bootloader deletes its
+ * ~520 MiB unpack folder and exits (a group kill would leave the folder in TMPDIR); the group goes at that exit (the
+ * 'exit' handler) or after UNPACK_CLEANUP_MS. Otherwise (one process) the group is killed at once.
+ */
+function killSidecar(proc: ChildProcess, sidecarPid: number | undefined): void {
+  const running = proc.exitCode === null && proc.signalCode === null;
+  if (!running || sidecarPid === undefined || sidecarPid === proc.pid) {
+    killGroup(proc);
+    return;
+  }
+  try {
+    process.kill(sidecarPid, "SIGKILL");
+  } catch {
+    killGroup(proc);
+    return;
+  }
+  const timer = setTimeout(() => killGroup(proc), UNPACK_CLEANUP_MS);
+  proc.once("exit", () => clearTimeout(timer));
 }
 
 function killGroup(proc: ChildProcess): void {

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
@@ -229,7 +230,12 @@ test("pending requests reject when the process dies; no EPIPE escapes", { timeou
 });
 
 test("kill(): the process is fenced off at once, its group is gone, the next process serves", { timeout: LIMIT_MS }, async (t) => {
-  const { client } = await startClient(t, { restart: { baseDelayMs: 1 } });
+  const { dir, env } = sandbox(t);
+  const tmp = join(dir, "tmp"); // the one-file binary unpacks itself here
+  mkdirSync(tmp);
+  const client = await MetonaClient.start({ ...sidecarCommand(), env: { ...env, TMPDIR: tmp }, logger: noLog, restart: { baseDelayMs: 1 } });
+  t.after(() => client.dispose());
+  const unpacked = readdirSync(tmp).filter((name) => name.startsWith("_MEI")); // none for python -m sidecar
   const script = { turns: [{ text: "z".repeat(2000), chunk_chars: 1, delay_ms: 2 }] };
   await client.request("providers/create", { preset: "mock", options: { script } });
   const call = client.stream("chat/stream", { provider_id: "mock", request: irRequest("go", "req_killed") });
@@ -257,6 +263,8 @@ test("kill(): the process is fenced off at once, its group is gone, the next pro
   while (exists(-first) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   assert.equal(exists(-first), false, "a process of the killed group is left");
   assert.equal(exits.length, 1, "the killed process's own exit is not reported twice");
+  // the binary's Python child was killed first, so its bootloader deleted the ~520 MiB unpack folder
+  assert.deepEqual(unpacked.filter((name) => existsSync(join(tmp, name))), [], "the unpack folder was left behind");
 });
 
 test("kill() without restarts: requests made afterwards reject with SIDECAR_EXITED", { timeout: LIMIT_MS }, async (t) => {
