@@ -64,7 +64,12 @@ def main(argv: list[str] | None = None) -> None:
 
     code = run(settings, stdio, first)
     logging.shutdown()
-    sys.stderr.flush()
+    # A host that died (a SIGKILLed app) took our stderr's reader along: what is still buffered cannot be written,
+    # and that must not skip os._exit (the interpreter's own finalization then ran for 1-2 s and exited 120).
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
     # Worker threads may still sit in a blocking read of the host's pipe: leave without joining them.
     os._exit(code)
 

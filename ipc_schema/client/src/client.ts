@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { createInterface } from "node:readline";
+import type { Writable } from "node:stream";
 
 import {
   INVALID_REQUEST,
@@ -131,6 +132,8 @@ export class MetonaClient extends EventEmitter {
   private readonly restartPolicy: RestartPolicy | null;
   private readonly log: (line: string) => void;
   private proc: ChildProcess | null = null;
+  /** The current process's stdin, owned by the client (see launch()). */
+  private stdin: Writable | null = null;
   private state: State = "starting";
   private gate: Promise<void> = Promise.resolve();
   private openGate: () => void = () => {};
@@ -149,6 +152,10 @@ export class MetonaClient extends EventEmitter {
   private initResult: InitializeResult | null = null;
   private restartTimer: NodeJS.Timeout | null = null;
   private disposing: Promise<void> | null = null;
+  /** Kills the current process and fences it off (see kill()); null when no process runs. */
+  private killCurrent: (() => void) | null = null;
+  /** initialize's pid of the current process (the Python child when the binary is the one-file pair). */
+  private sidecarPid: number | undefined;
 
   private constructor(options: MetonaClientOptions) {
     super();
@@ -247,6 +254,16 @@ export class MetonaClient extends EventEmitter {
     return sub.queue;
   }
 
+  /**
+   * Kill the running sidecar now (its whole process group: both processes of the one-file binary, its workers).
+   * The process is gone for the client at once: its pending requests reject with SIDECAR_EXITED, nothing it still
+   * writes is read, and requests made from here on go to the next process (restart policy) or reject with
+   * SIDECAR_EXITED (no restart). E.g. the app's "restart the back end" for a sidecar that stopped answering.
+   */
+  kill(): void {
+    this.killCurrent?.();
+  }
+
   /** `shutdown` + `exit`, then the process group is killed if it is still there after the grace period. */
   dispose(): Promise<void> {
     this.disposing ??= this.shutdownAndExit();
@@ -264,13 +281,22 @@ export class MetonaClient extends EventEmitter {
       // its own process group: the one-file binary is two processes, and both must go on a kill
       detached: true,
     });
+    // The client owns stdin: Node destroys a child's `stdin` when it sees the exit, before 'exit' is emitted. With
+    // the one-file binary that EOF reaches the bootloader's child, which would start a graceful shutdown (jobs
+    // cancelled, answers written) in the gap before the group kill below; the kill comes first, then stdin closes.
+    const stdin = proc.stdin as Writable;
+    (proc as ChildProcess).stdin = null;
     this.proc = proc;
+    this.stdin = stdin;
+    this.sidecarPid = undefined;
     this.partial = [];
     let reaped = false;
+    let sidecarPid: number | undefined; // initialize's pid: the one-file binary's Python child
+    const fenced = (): boolean => reaped; // a listener run by one line of a chunk may kill() the process
     this.maxLineBytes = DEFAULT_MAX_LINE_BYTES;
-    proc.stdin?.on("error", () => {}); // EPIPE when it died: its exit is handled below
+    stdin.on("error", () => {}); // EPIPE when it died: its exit is handled below
     proc.stdout?.on("data", (chunk: Buffer) => {
-      if (!reaped) this.onStdout(chunk); // a killed process's last lines are not answers
+      if (!reaped) this.onStdout(chunk, fenced); // a killed process's last lines are not answers
     });
     if (proc.stderr) createInterface({ input: proc.stderr, crlfDelay: Infinity }).on("line", this.log);
     const onGone = (exitCode: number | null, signal: string | null): void => {
@@ -278,8 +304,17 @@ export class MetonaClient extends EventEmitter {
       reaped = true;
       this.onProcessGone(proc, exitCode, signal);
     };
+    // The fence: once the client has decided this process is dead (it killed it, or saw it killed), nothing it
+    // still writes is read, and what is pending rejects. The group kill comes first, so no member of the group
+    // (the one-file binary's child is the real sidecar) can answer a request written afterwards.
+    this.killCurrent = () => {
+      killSidecar(proc, sidecarPid);
+      stdin.destroy();
+      onGone(null, "SIGKILL");
+    };
     proc.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
       killGroup(proc); // whatever is left of the group (the binary's child) goes too
+      stdin.destroy();
       // killed: gone now, although the one-file binary's child may still write until the group kill lands;
       // a normal exit waits for "close", so the answers it wrote before leaving are still read
       if (signal !== null) onGone(code, signal);
@@ -287,7 +322,10 @@ export class MetonaClient extends EventEmitter {
     proc.on("close", (code: number | null, signal: NodeJS.Signals | null) => onGone(code, signal));
     proc.on("error", (error: Error) => {
       this.log(`spawn ${command}: ${error.message}`);
-      if (proc.pid === undefined) onGone(null, null);
+      if (proc.pid === undefined) {
+        stdin.destroy();
+        onGone(null, null);
+      }
     });
 
     const timeoutMs = this.options.initializeTimeoutMs ?? 30_000;
@@ -303,6 +341,8 @@ export class MetonaClient extends EventEmitter {
         client_info: { name: this.options.clientName ?? "metona-client", version: this.options.clientVersion },
       })) as InitializeResult;
       this.maxLineBytes = result.capabilities.limits.max_line_bytes;
+      sidecarPid = result.pid;
+      this.sidecarPid = result.pid;
       return result;
     } catch (error) {
       killGroup(proc); // a process that did not initialize is of no use
@@ -320,6 +360,9 @@ export class MetonaClient extends EventEmitter {
     this.emit("exit", { exitCode, signal });
     if (proc !== this.proc) return;
     this.proc = null;
+    this.stdin = null;
+    this.sidecarPid = undefined;
+    this.killCurrent = null;
     const error = exitedError(exitCode, signal);
     const pending = [...this.pending.values()];
     this.pending.clear();
@@ -395,13 +438,14 @@ export class MetonaClient extends EventEmitter {
     this.closeGate(unavailableError("disposed"));
     for (const sub of [...this.subscriptions]) this.endSubscription(sub, unavailableError("disposed"));
     const proc = this.proc;
+    const stdin = this.stdin;
     if (!proc) return;
     const grace = this.options.disposeGraceMs ?? 3000;
     const closed = new Promise<void>((resolve) => {
       if (proc.exitCode !== null || proc.signalCode !== null) resolve();
       proc.once("close", () => resolve());
     });
-    const killer = setTimeout(() => killGroup(proc), grace);
+    const killer = setTimeout(() => killSidecar(proc, this.sidecarPid), grace);
     try {
       if (wasReady) {
         const acknowledged = this.send("shutdown", undefined).then(
@@ -410,7 +454,7 @@ export class MetonaClient extends EventEmitter {
         );
         if (await Promise.race([acknowledged, closed.then(() => false)])) this.notify("exit");
       }
-      proc.stdin?.end();
+      stdin?.end();
       await closed;
     } finally {
       clearTimeout(killer);
@@ -453,14 +497,15 @@ export class MetonaClient extends EventEmitter {
 
   /** EPIPE-safe: a process that is gone (or going) is never written to; its exit rejects what is pending. */
   private writeLine(line: string): void {
-    const stdin = this.proc?.stdin;
+    const stdin = this.stdin;
     if (!stdin || stdin.destroyed || !stdin.writable) return;
     stdin.write(line + "\n");
   }
 
-  private onStdout(chunk: Buffer): void {
+  private onStdout(chunk: Buffer, fenced: () => boolean): void {
     let start = 0;
     for (;;) {
+      if (fenced()) return;
       const nl = chunk.indexOf(10, start);
       if (nl < 0) {
         if (start < chunk.length) this.partial.push(chunk.subarray(start));
@@ -592,6 +637,31 @@ export class MetonaClient extends EventEmitter {
       this.send("events/unsubscribe", { subscription_id: id }).catch(() => {}); // already ended: nothing to do
     }
   }
+}
+
+/** How long a one-file bootloader may take to delete its unpack folder after its child was killed. */
+const UNPACK_CLEANUP_MS = 3000;
+
+/**
+ * Kill the sidecar. The one-file binary is a bootloader (the spawned pid) and its Python child (initialize's pid, the
+ * one that answers): the child is killed first, so nothing can answer any more and the bootloader deletes its
+ * ~520 MiB unpack folder and exits (a group kill would leave the folder in TMPDIR); the group goes at that exit (the
+ * 'exit' handler) or after UNPACK_CLEANUP_MS. Otherwise (one process) the group is killed at once.
+ */
+function killSidecar(proc: ChildProcess, sidecarPid: number | undefined): void {
+  const running = proc.exitCode === null && proc.signalCode === null;
+  if (!running || sidecarPid === undefined || sidecarPid === proc.pid) {
+    killGroup(proc);
+    return;
+  }
+  try {
+    process.kill(sidecarPid, "SIGKILL");
+  } catch {
+    killGroup(proc);
+    return;
+  }
+  const timer = setTimeout(() => killGroup(proc), UNPACK_CLEANUP_MS);
+  proc.once("exit", () => clearTimeout(timer));
 }
 
 function killGroup(proc: ChildProcess): void {

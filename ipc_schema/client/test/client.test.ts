@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 
@@ -214,7 +215,9 @@ test("pending requests reject when the process dies; no EPIPE escapes", { timeou
   const pending = call.result.catch((e: unknown) => e);
   await nextValue(call.events);
   const exited = once(client, "exit");
-  process.kill(client.pid as number, "SIGKILL");
+  // the sidecar dies: its whole group (the one-file binary is a bootloader and its child, the real sidecar), so
+  // nothing of it can answer a request written after this line
+  process.kill(-(client.pid as number), "SIGKILL");
   // written while the process is dying: must reject, not hang or throw EPIPE
   const late = client.request("ping").catch((e: unknown) => e);
   client.notify("$/cancelRequest", { id: 1 });
@@ -224,6 +227,51 @@ test("pending requests reject when the process dies; no EPIPE escapes", { timeou
   assertSidecarError(await collect(call.events).catch((e: unknown) => e), 503, "SIDECAR_EXITED");
   await exited;
   assertSidecarError(await client.request("ping").catch((e: unknown) => e), 503, "SIDECAR_EXITED");
+});
+
+test("kill(): the process is fenced off at once, its group is gone, the next process serves", { timeout: LIMIT_MS }, async (t) => {
+  const { dir, env } = sandbox(t);
+  const tmp = join(dir, "tmp"); // the one-file binary unpacks itself here
+  mkdirSync(tmp);
+  const client = await MetonaClient.start({ ...sidecarCommand(), env: { ...env, TMPDIR: tmp }, logger: noLog, restart: { baseDelayMs: 1 } });
+  t.after(() => client.dispose());
+  const unpacked = readdirSync(tmp).filter((name) => name.startsWith("_MEI")); // none for python -m sidecar
+  const script = { turns: [{ text: "z".repeat(2000), chunk_chars: 1, delay_ms: 2 }] };
+  await client.request("providers/create", { preset: "mock", options: { script } });
+  const call = client.stream("chat/stream", { provider_id: "mock", request: irRequest("go", "req_killed") });
+  const pending = call.result.catch((e: unknown) => e);
+  await nextValue(call.events);
+  const first = client.pid as number;
+  const exits: { exitCode: number | null; signal: string | null }[] = [];
+  client.on("exit", (info: { exitCode: number | null; signal: string | null }) => exits.push(info));
+  const ready = once(client, "ready");
+  const pingBefore = client.request("ping").catch((e: unknown) => e); // written before the kill, not yet answered
+  client.kill();
+  // synchronous: the process is gone for the client before any of its lines can be read again
+  assert.deepEqual(exits, [{ exitCode: null, signal: "SIGKILL" }]);
+  assert.equal(client.pid, undefined);
+  const late = client.request("ping"); // made after the kill: waits for the next process
+  assertSidecarError(await pingBefore, 503, "SIDECAR_EXITED");
+  const error = assertSidecarError(await pending, 503, "SIDECAR_EXITED");
+  assert.equal(error.data.details?.signal, "SIGKILL");
+  assertSidecarError(await collect(call.events).catch((e: unknown) => e), 503, "SIDECAR_EXITED");
+  await ready;
+  assert.deepEqual(await late, {});
+  assert.notEqual(client.pid, first);
+  // the old group (the one-file binary's child may be a zombie of its killed parent for a moment) is reaped soon
+  const deadline = Date.now() + 5_000;
+  while (exists(-first) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(exists(-first), false, "a process of the killed group is left");
+  assert.equal(exits.length, 1, "the killed process's own exit is not reported twice");
+  // the binary's Python child was killed first, so its bootloader deleted the ~520 MiB unpack folder
+  assert.deepEqual(unpacked.filter((name) => existsSync(join(tmp, name))), [], "the unpack folder was left behind");
+});
+
+test("kill() without restarts: requests made afterwards reject with SIDECAR_EXITED", { timeout: LIMIT_MS }, async (t) => {
+  const { client } = await startClient(t, { restart: false });
+  client.kill();
+  assertSidecarError(await client.request("ping").catch((e: unknown) => e), 503, "SIDECAR_EXITED");
+  client.kill(); // nothing left to kill: a no-op
 });
 
 test("lines up to the sidecar's max_line_bytes; a longer one is refused before it is sent", { timeout: LIMIT_MS }, async (t) => {
@@ -252,6 +300,8 @@ test("dispose: shutdown + exit, no process left", { timeout: LIMIT_MS }, async (
   const { env } = sandbox(t);
   const client = await MetonaClient.start({ ...sidecarCommand(), env, logger: noLog });
   const pid = client.pid as number;
+  // its services are up (a shutdown during start-up first waits for them: 2-3 s for the binary on a loaded machine)
+  await client.request("notes/list", {});
   const exit = once(client, "exit");
   await client.dispose();
   const [{ exitCode }] = (await exit) as [{ exitCode: number | null }];
