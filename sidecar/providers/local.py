@@ -1,9 +1,11 @@
 """The ``local`` provider: the embedded small model (Qwen2.5-Coder 0.5B Instruct), offline, in a worker process.
 
 Not HTTP (like :mod:`.mock`): ``_call`` hands the request to :class:`sidecar.localmodel.client.LocalRuntime`,
-which owns the worker. The messages go through the GGUF's own chat template (tool definitions included); the model
-writes its tool calls as text, so they come back through the shared lenient parser (:mod:`.toolparse`) — the
-parse chain's last step; with ``responseFormat`` the runtime's JSON-schema constrained decoding applies instead.
+which owns the worker. The messages go through the GGUF's own chat template. With tools, the default
+(``options.tool_mode`` ``"constrained"``) is :mod:`.localtools`: a constrained decision (answer or one offered
+tool), then the arguments constrained by that tool's schema, then a streamed plain answer. ``"text"`` offers the
+full tool definitions in the template instead and parses the calls the model writes as text with the shared
+lenient parser (:mod:`.toolparse`). With ``responseFormat`` the runtime's JSON-schema constrained decoding applies.
 Usage counts are the runtime's own token counts. ``options.model_path`` (host-trusted) runs any other GGUF.
 """
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaPerfStats, MetonaRequest, MetonaTokenUsage
+from . import localtools
 from .base import BaseAdapter, ProviderConfig, system_text, tool_text, tools_allowed
 from .capabilities import CHAT, STREAMING, STRUCTURED_OUTPUT, TOOL_CALLING, ModelSpec
 from .errors import ProviderError, provider_error
@@ -153,23 +156,77 @@ class LocalAdapter(BaseAdapter):
             )
         return chosen
 
-    async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
-        from ..localmodel.client import LocalModelError
+    @property
+    def tool_mode(self) -> str:
+        """``constrained`` (default: :mod:`.localtools`) or ``text`` (template tools, lenient parser)."""
+        return "text" if self.config.options.get("tool_mode") == "text" else "constrained"
 
-        runtime = self._runtime()
+    async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
         tools = tools_allowed(request)
         if request.constraints is not None and request.constraints.max_tool_calls == 0:
             tools = []
         schema = response_schema(request)
-        if tools and schema is None and not self.answer_mode(request):
-            asm.tool_fallback(tools)
-        payload = self.payload(request, tools if schema is None else [], schema)
+        steps: list[dict[str, Any]] = []
+        if tools and schema is None and self.tool_mode == "constrained":
+            if await self._tool_step(request, localtools.offered(tools), asm, steps):
+                self._account(asm, steps)
+                return
+            payload = self.payload(request, [], None, fold=bool(localtools.turn_calls(request.messages)))
+        else:
+            if tools and schema is None and not self.answer_mode(request):
+                asm.tool_fallback(tools)
+            payload = self.payload(request, tools if schema is None else [], schema)
+        steps.append(await self._generate(payload, asm.text, asm))
+        self._account(asm, steps)
+
+    async def _generate(self, payload: dict[str, Any], sink: Any, asm: StreamAssembler) -> dict[str, Any]:
+        from ..localmodel.client import LocalModelError
+
         try:
-            end = await runtime.generate(payload, asm.text, model_path=self.model_path)
+            return dict(await self._runtime().generate(payload, sink, model_path=self.model_path))
         except LocalModelError as exc:
             raise self._error(exc.code, str(exc), interrupted=asm.visible) from None
-        n_in, n_out = int(end.get("input_tokens", 0)), int(end.get("output_tokens", 0))
+
+    async def _tool_step(
+        self, request: MetonaRequest, tools: list[Any], asm: StreamAssembler, steps: list[dict[str, Any]]
+    ) -> bool:
+        """The constrained decision and arguments (:mod:`.localtools`); True when a tool call was emitted, False
+        when the answer is to be written (the decision said so, the turn has made enough calls, the arguments were
+        cut short, or the call repeats one of the turn's)."""
+        if not tools or len(localtools.turn_calls(request.messages)) >= localtools.MAX_CALLS_PER_TURN:
+            return False
+        names = [t.name for t in tools]
+        system = localtools.tool_prompt(system_text(request), tools)
+        base = {"messages": [{"role": "system", "content": system}, *localtools.render_history(request.messages)]}
+        written: list[str] = []
+
+        async def keep(text: str) -> None:
+            written.append(text)
+
+        regex = localtools.decision_regex(names)
+        steps.append(await self._generate({**base, "max_tokens": 24, "regex": regex}, keep, asm))
+        decision = "".join(written)
+        choice = localtools.decision_of(decision, names)
+        if choice is None or choice == localtools.ANSWER:
+            return False
+        tool = next(t for t in tools if t.name == choice)
+        schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
+        written.clear()
+        prefix = localtools.arguments_prefix(decision)
+        payload = {**base, "max_tokens": localtools.ARGUMENT_TOKENS, "prefix": prefix, "json_schema": schema}
+        steps.append(await self._generate(payload, keep, asm))
+        args = localtools.parse_arguments("".join(written))
+        if args is None or localtools.repeated(choice, args, request.messages):
+            return False
+        await asm.tool_call(name=choice, args=args)
+        return True
+
+    def _account(self, asm: StreamAssembler, steps: list[dict[str, Any]]) -> None:
+        """Usage summed over the generations of the call; speed and finish from the last (the one the user saw)."""
+        n_in = sum(int(s.get("input_tokens", 0)) for s in steps)
+        n_out = sum(int(s.get("output_tokens", 0)) for s in steps)
         asm.usage(MetonaTokenUsage(input_tokens=n_in, output_tokens=n_out, total_tokens=n_in + n_out))
+        end = steps[-1]
         tps = end.get("tokens_per_s")
         # openvino-genai has no throughput for a one-token answer (mean -1 / nan): no perf stats then, not an error
         if isinstance(tps, (int, float)) and math.isfinite(tps) and tps >= 0:
@@ -184,7 +241,11 @@ class LocalAdapter(BaseAdapter):
         if end.get("finish") == "length":
             asm.finish(MetonaFinishReason.LENGTH)
 
-    def payload(self, request: MetonaRequest, tools: list[Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    def payload(
+        self, request: MetonaRequest, tools: list[Any], schema: dict[str, Any] | None, *, fold: bool | None = None
+    ) -> dict[str, Any]:
+        """The generation: ``fold`` (default: tools offered in answer mode) folds the turn's calls and results
+        into the user's message and offers no tools."""
         params = request.params
         messages: list[dict[str, Any]] = []
         system = system_text(request)
@@ -193,7 +254,7 @@ class LocalAdapter(BaseAdapter):
         if system:
             messages.append({"role": "system", "content": system})
         messages += [_message(m) for m in request.messages]
-        if tools and self.answer_mode(request):
+        if fold if fold is not None else tools and self.answer_mode(request):
             messages = messages[: len(messages) - len(request.messages)] + _folded(request.messages)
             tools = []
         payload: dict[str, Any] = {
