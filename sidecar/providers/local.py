@@ -25,8 +25,32 @@ from .stream import StreamAssembler
 
 C = MetonaErrorCode
 LOCAL_MODEL = "qwen2.5-coder-0.5b-instruct"
-CAPABILITIES = (CHAT, STREAMING, TOOL_CALLING, STRUCTURED_OUTPUT)
-"""Conservative: no vision, no thinking; tool calling through the text fallback, JSON through constrained decoding."""
+CAPABILITIES = (CHAT, STREAMING, STRUCTURED_OUTPUT)
+"""Conservative: no vision, no thinking; JSON through constrained decoding. ``tool_calling`` only as far as the
+agent benchmark supports it (:func:`claims_tool_calling`, §8.1: never claim what isn't reliable)."""
+TOOL_USE_MEASURED: dict[str, Any] = {
+    "benchmark": "agent-core-v1@1.1.0",
+    "tool_mode": "constrained",
+    "precision": "f32",
+    "repeat": 1,
+    "task_success_rate": 0.0,
+    "tool_selection_accuracy": 0.0,
+    "invalid_tool_call_rate": 0.0,
+    "irrelevance_success_rate": 0.0,
+}
+"""The packaged model's measured tool use: ``metona-sidecar bench agent --dataset agent-core-v1 --provider local``
+(the figures in the README's local model section). Reported in the model's metadata as ``tool_use``."""
+TOOL_CALLING_BAR = {"task_success_rate": 0.70, "tool_selection_accuracy": 0.80, "irrelevance_success_rate": 0.75}
+"""The rates (at least) and ``invalid_tool_call_rate`` (at most :data:`INVALID_CALLS_BAR`) that earn the claim."""
+INVALID_CALLS_BAR = 0.02
+
+
+def claims_tool_calling(measured: dict[str, Any]) -> bool:
+    """``tool_calling`` is claimed when every measured rate clears :data:`TOOL_CALLING_BAR`."""
+    rates_ok = all(float(measured.get(k) or 0.0) >= bar for k, bar in TOOL_CALLING_BAR.items())
+    return rates_ok and float(measured.get("invalid_tool_call_rate", 1.0)) <= INVALID_CALLS_BAR
+
+
 ANSWER_AFTER_TOOLS = "Answer the question using these results."
 """After tool results (``options.tool_followup`` ``"answer"``, the default) the model is asked for the answer: the
 turn's calls and results are folded into the user's message and no tools are offered. The 0.5B model cannot chain
@@ -84,19 +108,27 @@ class LocalAdapter(BaseAdapter):
                 raise self._error("model_unavailable", why or "the local model is not installed")
             display = assets.MODEL_NAME
             meta = await self._metadata(None)
+            measured: dict[str, Any] | None = TOOL_USE_MEASURED if self.tool_mode == "constrained" else None
         else:
             if not assets.runtime_available():
                 raise self._error("model_unavailable", "python package 'openvino-genai' is not installed")
             meta = await self._metadata(Path(self.model_path))
             display = str(meta.get("name") or Path(self.model_path).name)
+            measured = None  # another GGUF: its tool use was never measured
         window = meta.get("context_window") or ModelSpec.CONSERVATIVE_CONTEXT
         self._spec = ModelSpec(
             self.model_id,
             display,
             int(window),
             min(MAX_OUTPUT, int(window)),
-            CAPABILITIES,
-            metadata={"format": "gguf", "runtime": "openvino-genai", "offline": True, **_public(meta)},
+            (*CAPABILITIES, TOOL_CALLING) if measured is not None and claims_tool_calling(measured) else CAPABILITIES,
+            metadata={
+                "format": "gguf",
+                "runtime": "openvino-genai",
+                "offline": True,
+                **_public(meta),
+                **({"tool_use": dict(measured)} if measured is not None else {}),
+            },
         )
         return [self._spec]
 

@@ -41,6 +41,7 @@ FORMAT = (
     'Reply with {"tool": <name>, "arguments": <JSON object>} to call one tool, or {"tool": "answer"} to answer '
     "directly."
 )
+_OPTIONAL_LEFT_OUT = ("number",)
 _KEEP = ("type", "enum", "const", "properties", "required", "items")
 _REGEX_SPECIAL = frozenset("\\.^$*+?()[]{}|-/")
 
@@ -110,10 +111,17 @@ def arguments_prefix(decision_text: str) -> str:
 
 def arguments_schema(parameters: dict[str, Any]) -> dict[str, Any]:
     """The tool's parameter schema reduced to what constrains the output (types, enums, properties, required,
-    items); descriptions and defaults dropped; objects closed (no property the tool does not declare)."""
+    items); descriptions and defaults dropped; objects closed (no property the tool does not declare). Optional
+    numbers are left out (their defaults apply): the grammar bounds no digit count, and the 0.5B model was measured
+    writing ``"top_k": 100000000000…`` until the token limit."""
     out: dict[str, Any] = {k: v for k, v in parameters.items() if k in _KEEP and k not in ("properties", "items")}
     if isinstance(parameters.get("properties"), dict):
-        out["properties"] = {k: arguments_schema(v) for k, v in parameters["properties"].items() if isinstance(v, dict)}
+        required = set(parameters.get("required") or ())
+        out["properties"] = {
+            k: arguments_schema(v)
+            for k, v in parameters["properties"].items()
+            if isinstance(v, dict) and (k in required or v.get("type") not in _OPTIONAL_LEFT_OUT)
+        }
     if isinstance(parameters.get("items"), dict):
         out["items"] = arguments_schema(parameters["items"])
     if out.get("type") == "object" or "properties" in out:

@@ -29,8 +29,10 @@ WRITE = {
             "content": {"type": "string", "description": "The text."},
             "mode": {"type": "string", "description": "How.", "enum": ["create", "append"], "default": "create"},
             "tags": {"type": "array", "description": "Tags.", "items": {"type": "string", "description": "a tag"}},
+            "limit": {"type": "number", "description": "Most lines."},
+            "size": {"type": "number", "description": "Bytes."},
         },
-        "required": ["path", "content"],
+        "required": ["path", "content", "size"],
     },
 }
 CALC = {**tool("calculator", "expression"), "description": "Evaluate an arithmetic expression: + - * /."}
@@ -64,11 +66,13 @@ def test_the_arguments_schema_keeps_the_shape_and_closes_objects() -> None:
     (write,) = defs(WRITE)
     schema = lt.arguments_schema(write.parameters.model_dump(mode="json", exclude_none=True))
     assert "description" not in json.dumps(schema) and "default" not in json.dumps(schema)
-    assert schema["additionalProperties"] is False and schema["required"] == ["path", "content"]
+    assert schema["additionalProperties"] is False and schema["required"] == ["path", "content", "size"]
+    assert "limit" not in schema["properties"], "an optional number is left to its default"
+    assert schema["properties"]["size"] == {"type": "number"}
     assert schema["properties"]["mode"] == {"type": "string", "enum": ["create", "append"]}
     assert schema["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
-    jsonschema.validate({"path": "a.md", "content": "x", "mode": "append"}, schema)
-    for bad in ({"path": "a.md"}, {"path": "a.md", "content": "x", "extra": 1}, {"path": 1, "content": "x"}):
+    jsonschema.validate({"path": "a.md", "content": "x", "mode": "append", "size": 3}, schema)
+    for bad in ({"path": "a.md", "size": 3}, {"path": "a.md", "content": "x", "size": 3, "limit": 1}, {"path": 1}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
     empty = lt.arguments_schema({"type": "object"})
@@ -85,9 +89,10 @@ def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     prompt = lt.tool_prompt("You are Metona.", defs(CALC, WRITE))
     assert prompt.startswith("You are Metona.\n\n# Tools\n")
     assert "- calculator(expression: string): Evaluate an arithmetic expression\n" in prompt
-    assert "- write_file(path: string, content: string, mode?: create|append, tags?: array): Write a UTF-8 text " in (
-        prompt
+    signature = (
+        "write_file(path: string, content: string, mode?: create|append, tags?: array, limit?: number, size: number)"
     )
+    assert f"- {signature}: Write a UTF-8 text file in the workspace\n" in prompt
     assert lt.FORMAT in prompt and lt.GUIDANCE in prompt
     assert lt.first_sentence("查询天气。返回温度") == "查询天气"
     assert lt.first_sentence("no stop at all") == "no stop at all"
@@ -216,3 +221,41 @@ async def test_enough_calls_in_a_turn_skip_the_decision() -> None:
     runtime = ScriptedRuntime(["Done."])
     response, _ = await run(runtime, request(messages=[HISTORY[0], *calls, HISTORY[2]], tools=[CALC]))
     assert response.content == "Done." and len(runtime.payloads) == 1 and "regex" not in runtime.payloads[0]
+
+
+# ---- what providers/models claims -----------------------------------------------------------------------------
+
+
+def test_tool_calling_is_claimed_only_when_every_measured_rate_clears_the_bar() -> None:
+    from sidecar.providers.local import claims_tool_calling
+
+    good = {
+        "task_success_rate": 0.74,
+        "tool_selection_accuracy": 0.85,
+        "irrelevance_success_rate": 0.8,
+        "invalid_tool_call_rate": 0.0,
+    }
+    assert claims_tool_calling(good)
+    for key, value in (
+        ("task_success_rate", 0.69),
+        ("tool_selection_accuracy", 0.5),
+        ("irrelevance_success_rate", 0.7),
+        ("invalid_tool_call_rate", 0.05),
+    ):
+        assert not claims_tool_calling({**good, key: value}), key
+    assert not claims_tool_calling({})
+
+
+async def test_models_report_the_measured_tool_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sidecar.localmodel import assets
+    from sidecar.providers import local as local_module
+
+    monkeypatch.setattr(assets, "status", lambda: (True, None))
+    (spec,) = await local(ScriptedRuntime()).model_specs()
+    measured = local_module.TOOL_USE_MEASURED
+    assert spec.metadata["tool_use"] == measured
+    assert ("tool_calling" in spec.capabilities) is local_module.claims_tool_calling(measured)
+    better = {**measured, **dict.fromkeys(local_module.TOOL_CALLING_BAR, 1.0), "invalid_tool_call_rate": 0.0}
+    monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", better)
+    (spec,) = await local(ScriptedRuntime()).model_specs()
+    assert "tool_calling" in spec.capabilities and spec.metadata["tool_use"]["task_success_rate"] == 1.0
