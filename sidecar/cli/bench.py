@@ -104,7 +104,7 @@ async def ensure_provider(providers: Any, provider_id: str, err: Any) -> None:
 
 async def _run(ns: argparse.Namespace, settings: Any) -> int:
     from sidecar.benchmarks.models import AgentRunCreateParams, RagRunCreateParams
-    from sidecar.benchmarks.report import render_html, summary_rows
+    from sidecar.benchmarks.report import render_html, summary_rows, tag_rows
     from sidecar.wiring import open_headless, shutdown_hooks
 
     err = sys.stderr
@@ -156,6 +156,8 @@ async def _run(ns: argparse.Namespace, settings: Any) -> int:
         await anyio.Path(out / f"{run.run_id}.html").write_text(page, encoding="utf-8")
         headers, rows = summary_rows(report)
         sys.stdout.write(table(headers, rows))
+        if report.by_tag:
+            sys.stdout.write("\n" + table(*tag_rows(report)))
         sys.stdout.write(f"\nstatus {final.status}; {len(report.failures)} failed case(s) of {len(report.cases)}\n")
         for f in report.failures[:20]:
             sys.stdout.write(f"  {f.case_id} {f.mode or ''} {f.status}: {f.failure_reason}\n")
