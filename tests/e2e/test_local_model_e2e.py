@@ -198,7 +198,7 @@ BOOKING = {
         },
         "required": ["room", "people"],
     },
-    "category": "other",
+    "category": "custom",
     "riskLevel": "safe",
     "requiresPermission": False,
     "timeoutMs": 1000,
