@@ -201,6 +201,27 @@ def summary_rows(report: BenchmarkReport) -> tuple[list[str], list[list[Any]]]:
     return ["metric", "value"], rows
 
 
+def tag_rows(report: BenchmarkReport) -> tuple[list[str], list[list[Any]]]:
+    """The per-tag table (also printed by the CLI): agent — each tag's rates, case runs and median latency; rag —
+    one row per tag and mode."""
+    from .metrics import percentile
+
+    if report.run.kind == "rag":
+        names = ["hit_at_5", "recall_at_k", "mrr", "ndcg_at_10", "p50_latency_ms", "case_count"]
+        rows = [
+            [tag, mode, *[(m or {}).get(n) for n in names]]
+            for tag, modes in sorted(report.by_tag.items())
+            for mode, m in sorted(modes.items())
+        ]
+        return ["tag", "mode", *names], rows
+    names = [*AGENT_RATES, "case_count"]
+    rows = []
+    for tag, m in sorted(report.by_tag.items()):
+        latencies = [r.latency_ms for r in report.cases if tag in r.tags and r.latency_ms is not None]
+        rows.append([tag, *[m.get(n) for n in names], percentile(latencies, 0.5)])
+    return ["tag", *names, "p50_latency_ms"], rows
+
+
 CSS = """
 body{font:14px/1.45 system-ui,"WenQuanYi Micro Hei",sans-serif;margin:24px auto;max-width:1100px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
@@ -238,6 +259,8 @@ def render_html(report: BenchmarkReport) -> str:
     }
     for name, svg in figures.items():
         parts.append(f"<h2>{titles[name]}</h2>")
+        if name == "tags" and report.by_tag:
+            parts.append(_table(*tag_rows(report), "tags"))
         if svg is None:
             parts.append(f'<p class="missing" data-plot="{name}">Plot unavailable: matplotlib is not installed.</p>')
         else:

@@ -84,9 +84,26 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+async def ensure_provider(providers: Any, provider_id: str, err: Any) -> None:
+    """A preset id that needs no API key (``local``, ``ollama``, …) names a provider even on a fresh data dir: it
+    is created from the preset under that id the first time. Anything else must be configured (the run's own
+    check answers for it)."""
+    from sidecar.core.errors import NotFoundError
+    from sidecar.providers.presets import PRESETS
+
+    preset = PRESETS.get(provider_id)
+    if provider_id == "mock" or preset is None or preset.requires_api_key:
+        return
+    try:
+        await providers.get(provider_id)
+    except NotFoundError:
+        await providers.create(preset=provider_id, provider_id=provider_id)
+        err.write(f"provider {provider_id!r} created from its preset\n")
+
+
 async def _run(ns: argparse.Namespace, settings: Any) -> int:
     from sidecar.benchmarks.models import AgentRunCreateParams, RagRunCreateParams
-    from sidecar.benchmarks.report import render_html, summary_rows
+    from sidecar.benchmarks.report import render_html, summary_rows, tag_rows
     from sidecar.wiring import open_headless, shutdown_hooks
 
     err = sys.stderr
@@ -95,6 +112,8 @@ async def _run(ns: argparse.Namespace, settings: Any) -> int:
         services = await open_headless(settings, stack, tg)
         bench = services.benchmarks
         try:
+            if ns.kind == "agent":
+                await ensure_provider(services.providers, ns.provider, err)
             if ns.kind == "rag":
                 run = await bench.create_rag(RagRunCreateParams.model_validate(_params(ns)))
             else:
@@ -136,6 +155,8 @@ async def _run(ns: argparse.Namespace, settings: Any) -> int:
         await anyio.Path(out / f"{run.run_id}.html").write_text(page, encoding="utf-8")
         headers, rows = summary_rows(report)
         sys.stdout.write(table(headers, rows))
+        if report.by_tag:
+            sys.stdout.write("\n" + table(*tag_rows(report)))
         sys.stdout.write(f"\nstatus {final.status}; {len(report.failures)} failed case(s) of {len(report.cases)}\n")
         for f in report.failures[:20]:
             sys.stdout.write(f"  {f.case_id} {f.mode or ''} {f.status}: {f.failure_reason}\n")

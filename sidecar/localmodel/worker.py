@@ -7,7 +7,9 @@ stderr). A hello first, then one job at a time, in order:
 * ``load`` (``root``, ``path``?, ``threads``?, ``precision``?) → ``progress`` (stage, ``fraction``), then a result
   (``context_window``, timings)
 * ``generate`` (``messages``, ``tools``?, ``max_tokens``?, ``temperature``?, ``top_p``?, ``stop``?,
-  ``json_schema``?) → ``delta`` lines, then a result (real token counts from the runtime, ``finish``, timings)
+  ``json_schema``? or ``regex``?, ``prefix``?) → ``delta`` lines, then a result (real token counts from the
+  runtime, ``finish``, timings). ``prefix`` is the start of the assistant's reply, written after the chat
+  template's generation prompt (the model continues it); ``json_schema`` / ``regex`` constrain what it writes.
 * a ``cancel`` stops that generation at its next token (or before it starts)
 
 Any failure of a job answers an ``error`` with ``model_unavailable``, ``context_length_exceeded``,
@@ -125,6 +127,7 @@ class Worker:
 
         tools = job.get("tools") or None
         prompt = self._tokenizer.apply_chat_template(job["messages"], add_generation_prompt=True, tools=tools)
+        prompt += str(job.get("prefix") or "")
         n_input = int(self._tokenizer.encode(prompt).input_ids.get_shape()[-1])
         window = int(self._info.get("context_window") or 8192)
         max_new = int(job.get("max_tokens") or 1024)
@@ -143,6 +146,8 @@ class Worker:
         if job.get("json_schema") is not None:
             schema = json.dumps(job["json_schema"])
             config.structured_output_config = ov_genai.StructuredOutputConfig(json_schema=schema)
+        elif job.get("regex"):
+            config.structured_output_config = ov_genai.StructuredOutputConfig(regex=str(job["regex"]))
         cancelled = False
         first: list[float] = []
         t0 = time.perf_counter()

@@ -1,9 +1,11 @@
 """The ``local`` provider: the embedded small model (Qwen2.5-Coder 0.5B Instruct), offline, in a worker process.
 
 Not HTTP (like :mod:`.mock`): ``_call`` hands the request to :class:`sidecar.localmodel.client.LocalRuntime`,
-which owns the worker. The messages go through the GGUF's own chat template (tool definitions included); the model
-writes its tool calls as text, so they come back through the shared lenient parser (:mod:`.toolparse`) — the
-parse chain's last step; with ``responseFormat`` the runtime's JSON-schema constrained decoding applies instead.
+which owns the worker. The messages go through the GGUF's own chat template. With tools, the default
+(``options.tool_mode`` ``"constrained"``) is :mod:`.localtools`: a constrained decision (answer or one offered
+tool), then the arguments constrained by that tool's schema, then a streamed plain answer. ``"text"`` offers the
+full tool definitions in the template instead and parses the calls the model writes as text with the shared
+lenient parser (:mod:`.toolparse`). With ``responseFormat`` the runtime's JSON-schema constrained decoding applies.
 Usage counts are the runtime's own token counts. ``options.model_path`` (host-trusted) runs any other GGUF.
 """
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ir import MetonaErrorCode, MetonaFinishReason, MetonaMessage, MetonaPerfStats, MetonaRequest, MetonaTokenUsage
+from . import localtools
 from .base import BaseAdapter, ProviderConfig, system_text, tool_text, tools_allowed
 from .capabilities import CHAT, STREAMING, STRUCTURED_OUTPUT, TOOL_CALLING, ModelSpec
 from .errors import ProviderError, provider_error
@@ -22,8 +25,34 @@ from .stream import StreamAssembler
 
 C = MetonaErrorCode
 LOCAL_MODEL = "qwen2.5-coder-0.5b-instruct"
-CAPABILITIES = (CHAT, STREAMING, TOOL_CALLING, STRUCTURED_OUTPUT)
-"""Conservative: no vision, no thinking; tool calling through the text fallback, JSON through constrained decoding."""
+CAPABILITIES = (CHAT, STREAMING, STRUCTURED_OUTPUT)
+"""Conservative: no vision, no thinking; JSON through constrained decoding. ``tool_calling`` only as far as the
+agent benchmark supports it (:func:`claims_tool_calling`, §8.1: never claim what isn't reliable)."""
+TOOL_USE_MEASURED: dict[str, Any] = {
+    "benchmark": "agent-core-v1@1.1.0",
+    "tool_mode": "constrained",
+    "precision": "f32",
+    "repeat": 1,
+    "cases": 31,
+    "task_success_rate": 0.4194,
+    "tool_selection_accuracy": 0.5161,
+    "tool_argument_accuracy": 0.5625,
+    "invalid_tool_call_rate": 0.0,
+    "irrelevance_success_rate": 0.2857,
+}
+"""The packaged model's measured tool use: ``metona-sidecar bench agent --dataset agent-core-v1 --provider local``
+(the figures in the README's local model section). Reported in the model's metadata as ``tool_use``."""
+TOOL_CALLING_BAR = {"task_success_rate": 0.70, "tool_selection_accuracy": 0.80, "irrelevance_success_rate": 0.75}
+"""The rates (at least) and ``invalid_tool_call_rate`` (at most :data:`INVALID_CALLS_BAR`) that earn the claim."""
+INVALID_CALLS_BAR = 0.02
+
+
+def claims_tool_calling(measured: dict[str, Any]) -> bool:
+    """``tool_calling`` is claimed when every measured rate clears :data:`TOOL_CALLING_BAR`."""
+    rates_ok = all(float(measured.get(k) or 0.0) >= bar for k, bar in TOOL_CALLING_BAR.items())
+    return rates_ok and float(measured.get("invalid_tool_call_rate", 1.0)) <= INVALID_CALLS_BAR
+
+
 ANSWER_AFTER_TOOLS = "Answer the question using these results."
 """After tool results (``options.tool_followup`` ``"answer"``, the default) the model is asked for the answer: the
 turn's calls and results are folded into the user's message and no tools are offered. The 0.5B model cannot chain
@@ -81,19 +110,27 @@ class LocalAdapter(BaseAdapter):
                 raise self._error("model_unavailable", why or "the local model is not installed")
             display = assets.MODEL_NAME
             meta = await self._metadata(None)
+            measured: dict[str, Any] | None = TOOL_USE_MEASURED if self.tool_mode == "constrained" else None
         else:
             if not assets.runtime_available():
                 raise self._error("model_unavailable", "python package 'openvino-genai' is not installed")
             meta = await self._metadata(Path(self.model_path))
             display = str(meta.get("name") or Path(self.model_path).name)
+            measured = None  # another GGUF: its tool use was never measured
         window = meta.get("context_window") or ModelSpec.CONSERVATIVE_CONTEXT
         self._spec = ModelSpec(
             self.model_id,
             display,
             int(window),
             min(MAX_OUTPUT, int(window)),
-            CAPABILITIES,
-            metadata={"format": "gguf", "runtime": "openvino-genai", "offline": True, **_public(meta)},
+            (*CAPABILITIES, TOOL_CALLING) if measured is not None and claims_tool_calling(measured) else CAPABILITIES,
+            metadata={
+                "format": "gguf",
+                "runtime": "openvino-genai",
+                "offline": True,
+                **_public(meta),
+                **({"tool_use": dict(measured)} if measured is not None else {}),
+            },
         )
         return [self._spec]
 
@@ -153,23 +190,77 @@ class LocalAdapter(BaseAdapter):
             )
         return chosen
 
-    async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
-        from ..localmodel.client import LocalModelError
+    @property
+    def tool_mode(self) -> str:
+        """``constrained`` (default: :mod:`.localtools`) or ``text`` (template tools, lenient parser)."""
+        return "text" if self.config.options.get("tool_mode") == "text" else "constrained"
 
-        runtime = self._runtime()
+    async def _call(self, request: MetonaRequest, model: str, asm: StreamAssembler, stream: bool) -> None:
         tools = tools_allowed(request)
         if request.constraints is not None and request.constraints.max_tool_calls == 0:
             tools = []
         schema = response_schema(request)
-        if tools and schema is None and not self.answer_mode(request):
-            asm.tool_fallback(tools)
-        payload = self.payload(request, tools if schema is None else [], schema)
+        steps: list[dict[str, Any]] = []
+        if tools and schema is None and self.tool_mode == "constrained":
+            if await self._tool_step(request, localtools.offered(tools), asm, steps):
+                self._account(asm, steps)
+                return
+            payload = self.payload(request, [], None, fold=bool(localtools.turn_calls(request.messages)))
+        else:
+            if tools and schema is None and not self.answer_mode(request):
+                asm.tool_fallback(tools)
+            payload = self.payload(request, tools if schema is None else [], schema)
+        steps.append(await self._generate(payload, asm.text, asm))
+        self._account(asm, steps)
+
+    async def _generate(self, payload: dict[str, Any], sink: Any, asm: StreamAssembler) -> dict[str, Any]:
+        from ..localmodel.client import LocalModelError
+
         try:
-            end = await runtime.generate(payload, asm.text, model_path=self.model_path)
+            return dict(await self._runtime().generate(payload, sink, model_path=self.model_path))
         except LocalModelError as exc:
             raise self._error(exc.code, str(exc), interrupted=asm.visible) from None
-        n_in, n_out = int(end.get("input_tokens", 0)), int(end.get("output_tokens", 0))
+
+    async def _tool_step(
+        self, request: MetonaRequest, tools: list[Any], asm: StreamAssembler, steps: list[dict[str, Any]]
+    ) -> bool:
+        """The constrained decision and arguments (:mod:`.localtools`); True when a tool call was emitted, False
+        when the answer is to be written (the decision said so, the turn has made enough calls, the arguments were
+        cut short, or the call repeats one of the turn's)."""
+        if not tools or len(localtools.turn_calls(request.messages)) >= localtools.MAX_CALLS_PER_TURN:
+            return False
+        names = [t.name for t in tools]
+        system = localtools.tool_prompt(system_text(request), tools)
+        base = {"messages": [{"role": "system", "content": system}, *localtools.render_history(request.messages)]}
+        written: list[str] = []
+
+        async def keep(text: str) -> None:
+            written.append(text)
+
+        regex = localtools.decision_regex(names)
+        steps.append(await self._generate({**base, "max_tokens": 24, "regex": regex}, keep, asm))
+        decision = "".join(written)
+        choice = localtools.decision_of(decision, names)
+        if choice is None or choice == localtools.ANSWER:
+            return False
+        tool = next(t for t in tools if t.name == choice)
+        schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
+        written.clear()
+        prefix = localtools.arguments_prefix(decision)
+        payload = {**base, "max_tokens": localtools.ARGUMENT_TOKENS, "prefix": prefix, "json_schema": schema}
+        steps.append(await self._generate(payload, keep, asm))
+        args = localtools.parse_arguments("".join(written))
+        if args is None or localtools.repeated(choice, args, request.messages):
+            return False
+        await asm.tool_call(name=choice, args=args)
+        return True
+
+    def _account(self, asm: StreamAssembler, steps: list[dict[str, Any]]) -> None:
+        """Usage summed over the generations of the call; speed and finish from the last (the one the user saw)."""
+        n_in = sum(int(s.get("input_tokens", 0)) for s in steps)
+        n_out = sum(int(s.get("output_tokens", 0)) for s in steps)
         asm.usage(MetonaTokenUsage(input_tokens=n_in, output_tokens=n_out, total_tokens=n_in + n_out))
+        end = steps[-1]
         tps = end.get("tokens_per_s")
         # openvino-genai has no throughput for a one-token answer (mean -1 / nan): no perf stats then, not an error
         if isinstance(tps, (int, float)) and math.isfinite(tps) and tps >= 0:
@@ -184,7 +275,11 @@ class LocalAdapter(BaseAdapter):
         if end.get("finish") == "length":
             asm.finish(MetonaFinishReason.LENGTH)
 
-    def payload(self, request: MetonaRequest, tools: list[Any], schema: dict[str, Any] | None) -> dict[str, Any]:
+    def payload(
+        self, request: MetonaRequest, tools: list[Any], schema: dict[str, Any] | None, *, fold: bool | None = None
+    ) -> dict[str, Any]:
+        """The generation: ``fold`` (default: tools offered in answer mode) folds the turn's calls and results
+        into the user's message and offers no tools."""
         params = request.params
         messages: list[dict[str, Any]] = []
         system = system_text(request)
@@ -193,7 +288,7 @@ class LocalAdapter(BaseAdapter):
         if system:
             messages.append({"role": "system", "content": system})
         messages += [_message(m) for m in request.messages]
-        if tools and self.answer_mode(request):
+        if fold if fold is not None else tools and self.answer_mode(request):
             messages = messages[: len(messages) - len(request.messages)] + _folded(request.messages)
             tools = []
         payload: dict[str, Any] = {

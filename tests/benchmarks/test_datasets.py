@@ -45,6 +45,8 @@ def test_shipped_agent_dataset_meets_the_issue() -> None:
     assert len(irrelevance) >= 4 and all(c.expected_tools == [] and c.allowed_tools for c in irrelevance)
     assert all(c.allowed_tools is not None for c in d.cases)
     assert any(c.mock_script is None for c in d.cases), "one case runs on the mock's plain answer"
+    zh, en = (sum(lang in c.tags for c in d.cases) for lang in ("zh", "en"))
+    assert zh == en >= 15, "issue 24: as many Chinese as English cases"
 
 
 def test_content_hash_is_canonical(tmp_path: Path) -> None:

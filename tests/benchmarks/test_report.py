@@ -12,7 +12,7 @@ import anyio.to_thread
 import pytest
 
 from sidecar.benchmarks.models import AgentRunCreateParams, RagRunCreateParams
-from sidecar.benchmarks.report import render_html
+from sidecar.benchmarks.report import render_html, tag_rows
 from tests.support.bench_env import BenchEnv
 
 pytestmark = pytest.mark.anyio
@@ -75,3 +75,9 @@ async def test_agent_report_html(env: BenchEnv) -> None:
     for name in ("metrics", "latency", "tags"):
         assert f'data-plot="{name}"><svg' in html
     assert "agent-irr-006" in html and report.failures[0].trace_run_id in html
+    headers, rows = tag_rows(report)
+    assert headers[0] == "tag" and "task_success_rate" in headers and headers[-1] == "p50_latency_ms"
+    by_tag = {row[0]: dict(zip(headers, row, strict=True)) for row in rows}
+    assert by_tag["calculator"]["task_success_rate"] == 1.0 and by_tag["over-calling"]["task_success_rate"] == 0.0
+    assert by_tag["en"]["case_count"] == 1 and by_tag["zh"]["case_count"] == 1
+    assert '<table class="tags">' in html and ">over-calling</td>" in html

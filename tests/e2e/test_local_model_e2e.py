@@ -148,9 +148,10 @@ def test_chinese_and_english_answers_stream_with_real_usage(local: Sidecar) -> N
 
 @source_only
 def test_agent_run_parses_a_calculator_call_and_feeds_its_result_back(local: Sidecar) -> None:
-    """What the runtime guarantees, not what a 0.5B model writes: the first turn's text is parsed into a calculator
-    call with JSON arguments, the tool runs on exactly those arguments, its result goes back to the model in a
-    second turn, and the run ends in a typed state (an answer, or MAX_ITERATIONS if the model keeps calling)."""
+    """What the runtime guarantees, not what a 0.5B model writes: the first turn's constrained decision and
+    arguments make a calculator call with JSON arguments, the tool runs on exactly those arguments, its result goes
+    back to the model in a second turn, and the run ends in a typed state (an answer, or MAX_ITERATIONS if the model
+    keeps calling)."""
     request = ir_request("What is 37*43? Use the calculator tool.", max_tokens=128, rid="host-agent")
     created = local.result(
         "agent/runs/create",
@@ -182,6 +183,45 @@ def test_agent_run_parses_a_calculator_call_and_feeds_its_result_back(local: Sid
     trace = local.result("agent/runs/trace", {"run_id": run_id, "after_sequence": 0, "limit": 1000})
     traced = [item["event"] for item in trace["items"]]
     assert "ToolCall" in traced and "ToolResult" in traced
+
+
+BOOKING = {
+    "name": "book_room",
+    "description": "Book a meeting room for a number of people.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "room": {"type": "string", "description": "Room name.", "enum": ["Oak", "Pine", "Elm"]},
+            "people": {"type": "number", "description": "How many people."},
+            "title": {"type": "string", "description": "Meeting title."},
+            "projector": {"type": "boolean", "description": "A projector is needed."},
+        },
+        "required": ["room", "people"],
+    },
+    "category": "custom",
+    "riskLevel": "safe",
+    "requiresPermission": False,
+    "timeoutMs": 1000,
+}
+
+
+@source_only
+def test_a_constrained_tool_call_validates_against_the_tools_schema(local: Sidecar) -> None:
+    """The decision names an offered tool and the arguments are constrained by its schema: a single whole call
+    whose arguments validate (required present, enum respected, nothing undeclared); nothing of the steps is
+    streamed as text."""
+    import jsonschema
+
+    request = ir_request("Book the Pine room for 6 people for the design review.", max_tokens=128, rid="r-book")
+    request["tools"] = [BOOKING, {**BOOKING, "name": "cancel_room", "description": "Cancel a room booking."}]
+    reply, lines = stream(local, request)
+    result = reply["result"]
+    (call,) = result["toolCalls"]
+    assert call["name"] in ("book_room", "cancel_room"), call
+    schema = {**BOOKING["parameters"], "additionalProperties": False}
+    jsonschema.validate(call["args"], schema)
+    assert result["finishReason"] == "tool_calls" and not result["content"]
+    assert "text_delta" not in [line["type"] for line in lines]
 
 
 @source_only

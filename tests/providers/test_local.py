@@ -234,9 +234,10 @@ async def test_a_one_token_answer_without_a_throughput_is_no_error(runtime: Fake
 
 
 async def test_a_bare_json_call_becomes_a_tool_call(runtime: FakeRuntime) -> None:
+    """``tool_mode`` ``text``: the template's tool definitions, the calls parsed from the text."""
     runtime.pieces = ['{"name": "calculator", ', '"arguments": {"expression": "37*43"}}']
     events: list[Any] = []
-    response = await adapter(runtime).send_stream(request(tools=[CALC]), events.append)
+    response = await adapter(runtime, tool_mode="text").send_stream(request(tools=[CALC]), events.append)
     assert [e.type.value for e in events] == ["tool_call_complete", "usage", "done"]
     assert response.tool_calls and response.tool_calls[0].args == {"expression": "37*43"}
     assert runtime.payloads[0]["tools"][0]["function"]["name"] == "calculator"
@@ -271,7 +272,7 @@ HISTORY = [
 
 async def test_after_tool_results_the_answer_is_asked_for(runtime: FakeRuntime) -> None:
     runtime.pieces = ['{"name": "calculator", "arguments": {"expression": "37*43"}}']
-    response = await adapter(runtime).send(request(messages=HISTORY, tools=[CALC]))
+    response = await adapter(runtime, tool_mode="text").send(request(messages=HISTORY, tools=[CALC]))
     (payload,) = runtime.payloads
     assert "tools" not in payload
     last = payload["messages"][-1]
@@ -281,7 +282,7 @@ async def test_after_tool_results_the_answer_is_asked_for(runtime: FakeRuntime) 
 
 
 async def test_tool_followup_free_keeps_the_tools_and_the_native_history(runtime: FakeRuntime) -> None:
-    await adapter(runtime, tool_followup="free").send(request(messages=HISTORY, tools=[CALC]))
+    await adapter(runtime, tool_followup="free", tool_mode="text").send(request(messages=HISTORY, tools=[CALC]))
     (payload,) = runtime.payloads
     roles = [m["role"] for m in payload["messages"]]
     assert roles == ["system", "user", "assistant", "tool"] and payload["tools"]

@@ -1,0 +1,178 @@
+"""Tool use a 0.5B model can do: a constrained decision, then constrained arguments (the ``local`` provider).
+
+Offered the full tool declarations in its chat template, the embedded model mostly answers from memory, and the
+calls it does write are free text (issue 24: task success 0.30 on agent-core-v1). Here the choice is made in two
+constrained generations over one compact prompt (the model's own chat template; the tools one line each: name,
+argument signature, the description's first sentence):
+
+1. **decision** — the reply must start ``{"tool": "<answer | one of the offered tools>"`` (a regular expression
+   the runtime enforces token by token), so the model always chooses, and can only choose an offered tool;
+2. **arguments** — for a tool, the same reply goes on with ``, "arguments": `` and the runtime constrains the rest
+   to the tool's parameter schema (:func:`arguments_schema`): the call is valid JSON of the right shape;
+3. for ``answer``, the answer is generated as plain text (streamed) without the tools in the prompt; after tool
+   results, from the question with the results folded in.
+
+Tool results are shown to the next decision (so a search can be followed by a write), up to
+:data:`MAX_CALLS_PER_TURN` calls per user turn; a call identical to one already made in the turn is never
+emitted again (:func:`repeated`): the answer is asked for instead. Pure functions: no model, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..ir import MetonaMessage, MetonaToolDef
+from .base import tool_text
+
+ANSWER = "answer"
+"""The decision that no tool is needed (never a tool's name: an offered tool of that name is not offered)."""
+MAX_CALLS_PER_TURN = 4
+"""Tool calls after the last user message beyond which the model is asked for the answer without a decision."""
+ARGUMENT_TOKENS = 384
+"""Most tokens of one call's arguments (a file's content included)."""
+GUIDANCE = (
+    "Call a tool when the request needs something you cannot know or do reliably yourself: the user's own notes, "
+    "files or folders, the current date or time, exact arithmetic, or changing a file. Otherwise answer directly."
+)
+FORMAT = (
+    'Reply with {"tool": <name>, "arguments": <JSON object>} to call one tool, or {"tool": "answer"} to answer '
+    "directly."
+)
+_OPTIONAL_LEFT_OUT = ("number",)
+_KEEP = ("type", "enum", "const", "properties", "required", "items")
+_REGEX_SPECIAL = frozenset("\\.^$*+?()[]{}|-/")
+
+
+def offered(tools: Sequence[MetonaToolDef]) -> list[MetonaToolDef]:
+    """The tools the decision may name: each name once, never :data:`ANSWER`, never a name a JSON string would
+    escape (the decision's expression spells names literally)."""
+    seen: set[str] = set()
+    out = []
+    for tool in tools:
+        name = tool.name
+        if name == ANSWER or name in seen or json.dumps(name)[1:-1] != name:
+            continue
+        seen.add(name)
+        out.append(tool)
+    return out
+
+
+def first_sentence(text: str) -> str:
+    """A description's first sentence (up to ``.``, ``:`` or ``;`` followed by a space or the end, or a Chinese
+    full stop, colon or semicolon), without the stop."""
+    text = " ".join(text.split())
+    match = re.match(r"(.+?)(?:[.:;](?:\s|$)|[。；：])", text)
+    return (match.group(1) if match else text).strip()
+
+
+def signature(tool: MetonaToolDef) -> str:
+    """``name(arg: type, optional?: type, choice?: a|b)`` from the tool's parameter schema."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    required = set(schema.get("required") or ())
+    args = []
+    for key, spec in (schema.get("properties") or {}).items():
+        kind = "|".join(str(v) for v in spec["enum"]) if spec.get("enum") else str(spec.get("type") or "any")
+        args.append(f"{key}{'' if key in required else '?'}: {kind}")
+    return f"{tool.name}({', '.join(args)})"
+
+
+def tool_prompt(system: str, tools: Sequence[MetonaToolDef]) -> str:
+    """The system message of the decision: the caller's system text, the tools one line each, the rule, the format."""
+    lines = "\n".join(f"- {signature(t)}: {first_sentence(t.description)}" for t in tools)
+    head = f"{system}\n\n" if system else ""
+    return f"{head}# Tools\n{lines}\n\n{GUIDANCE}\n{FORMAT}"
+
+
+def _literal(text: str) -> str:
+    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
+
+
+def decision_regex(names: Sequence[str]) -> str:
+    """What the decision may write: ``{"tool": "`` then ``answer`` or one of ``names``, then ``"``."""
+    choices = "|".join(_literal(n) for n in (ANSWER, *names))
+    return _literal('{"tool": "') + f"({choices})" + '"'
+
+
+def decision_of(text: str, names: Sequence[str]) -> str | None:
+    """The name the decision wrote (``answer`` or a tool), None when the text is not a decision."""
+    match = re.fullmatch(r'\s*\{"tool": "([^"]*)"\s*', text)
+    if match is None or match.group(1) not in (ANSWER, *names):
+        return None
+    return match.group(1)
+
+
+def arguments_prefix(decision_text: str) -> str:
+    """The decision's reply, continued up to where the arguments object begins."""
+    return decision_text.rstrip() + ', "arguments": '
+
+
+def arguments_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The tool's parameter schema reduced to what constrains the output (types, enums, properties, required,
+    items); descriptions and defaults dropped; objects closed (no property the tool does not declare). Optional
+    numbers are left out (their defaults apply): the grammar bounds no digit count, and the 0.5B model was measured
+    writing ``"top_k": 100000000000…`` until the token limit."""
+    out: dict[str, Any] = {k: v for k, v in parameters.items() if k in _KEEP and k not in ("properties", "items")}
+    if isinstance(parameters.get("properties"), dict):
+        required = set(parameters.get("required") or ())
+        out["properties"] = {
+            k: arguments_schema(v)
+            for k, v in parameters["properties"].items()
+            if isinstance(v, dict) and (k in required or v.get("type") not in _OPTIONAL_LEFT_OUT)
+        }
+    if isinstance(parameters.get("items"), dict):
+        out["items"] = arguments_schema(parameters["items"])
+    if out.get("type") == "object" or "properties" in out:
+        out.setdefault("type", "object")
+        out.setdefault("properties", {})
+        out["additionalProperties"] = False
+        if "required" in out:
+            out["required"] = [r for r in out["required"] if r in out["properties"]]
+    return out
+
+
+def parse_arguments(text: str) -> dict[str, Any] | None:
+    """The arguments object the constrained step wrote, None when it is cut short (not one whole JSON object)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def turn_start(messages: Sequence[MetonaMessage]) -> int:
+    """Index of the first message after the last user message (the current turn's calls and results)."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    return last_user + 1
+
+
+def turn_calls(messages: Sequence[MetonaMessage]) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls made since the last user message, in order."""
+    return [(c.name, dict(c.args)) for m in messages[turn_start(messages) :] for c in m.tool_calls or ()]
+
+
+def repeated(name: str, args: dict[str, Any], messages: Sequence[MetonaMessage]) -> bool:
+    """The call is one the current turn has already made (same tool, same arguments)."""
+    key = _canonical(args)
+    return any(n == name and _canonical(a) == key for n, a in turn_calls(messages))
+
+
+def _canonical(args: dict[str, Any]) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def render_history(messages: Sequence[MetonaMessage]) -> list[dict[str, Any]]:
+    """The conversation for the decision prompt: a tool call is the assistant's reply in the decision's own format
+    (``{"tool": …, "arguments": …}``), a result a ``tool`` message (the chat template's tool response)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "tool":
+            out.append({"role": "tool", "content": tool_text(m)})
+        elif m.role == "assistant" and m.tool_calls:
+            calls = [json.dumps({"tool": c.name, "arguments": c.args}, ensure_ascii=False) for c in m.tool_calls]
+            out.append({"role": "assistant", "content": "\n".join(calls)})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out

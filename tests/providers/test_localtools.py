@@ -1,0 +1,261 @@
+"""The local provider's constrained tool use without the model: the decision's expression, the arguments' schema,
+the repeat guard, the compact prompt, and the adapter's steps over a scripted runtime (one script per generation)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+
+from sidecar.ir import MetonaRequest, MetonaToolDef
+from sidecar.providers import localtools as lt
+from sidecar.providers.base import ProviderConfig
+from sidecar.providers.local import LocalAdapter
+
+from .support import request, tool
+
+pytestmark = pytest.mark.anyio
+
+WRITE = {
+    **tool("write_file", "path"),
+    "description": "Write a UTF-8 text file in the workspace. mode: create or append.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Relative path."},
+            "content": {"type": "string", "description": "The text."},
+            "mode": {"type": "string", "description": "How.", "enum": ["create", "append"], "default": "create"},
+            "tags": {"type": "array", "description": "Tags.", "items": {"type": "string", "description": "a tag"}},
+            "limit": {"type": "number", "description": "Most lines."},
+            "size": {"type": "number", "description": "Bytes."},
+        },
+        "required": ["path", "content", "size"],
+    },
+}
+CALC = {**tool("calculator", "expression"), "description": "Evaluate an arithmetic expression: + - * /."}
+
+
+def defs(*tools: dict[str, Any]) -> list[MetonaToolDef]:
+    return [MetonaToolDef.model_validate(t) for t in tools]
+
+
+# ---- pure logic --------------------------------------------------------------------------------------------
+
+
+def test_the_decision_admits_answer_and_the_offered_tools_only() -> None:
+    pattern = lt.decision_regex(["calculator", "write_file", "a-b.c"])
+    for name in ("answer", "calculator", "write_file", "a-b.c"):
+        assert re.fullmatch(pattern, f'{{"tool": "{name}"')
+    for text in ('{"tool": "read_file"', '{"tool": "calc"', '{"tool":"answer"', "answer", '{"tool": "a-bxc"'):
+        assert re.fullmatch(pattern, text) is None
+    assert lt.decision_of('{"tool": "calculator"', ["calculator"]) == "calculator"
+    assert lt.decision_of('{"tool": "answer"', ["calculator"]) == "answer"
+    assert lt.decision_of('{"tool": "read_file"', ["calculator"]) is None
+    assert lt.decision_of("calculator", ["calculator"]) is None
+
+
+def test_offered_tools_are_unique_and_never_named_answer() -> None:
+    tools = defs(CALC, {**CALC, "description": "again"}, {**CALC, "name": "answer"}, {**CALC, "name": 'q"uote'})
+    assert [t.name for t in lt.offered(tools)] == ["calculator"]
+
+
+def test_the_arguments_schema_keeps_the_shape_and_closes_objects() -> None:
+    (write,) = defs(WRITE)
+    schema = lt.arguments_schema(write.parameters.model_dump(mode="json", exclude_none=True))
+    assert "description" not in json.dumps(schema) and "default" not in json.dumps(schema)
+    assert schema["additionalProperties"] is False and schema["required"] == ["path", "content", "size"]
+    assert "limit" not in schema["properties"], "an optional number is left to its default"
+    assert schema["properties"]["size"] == {"type": "number"}
+    assert schema["properties"]["mode"] == {"type": "string", "enum": ["create", "append"]}
+    assert schema["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
+    jsonschema.validate({"path": "a.md", "content": "x", "mode": "append", "size": 3}, schema)
+    for bad in ({"path": "a.md", "size": 3}, {"path": "a.md", "content": "x", "size": 3, "limit": 1}, {"path": 1}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    empty = lt.arguments_schema({"type": "object"})
+    assert empty == {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def test_arguments_cut_short_are_no_call() -> None:
+    assert lt.parse_arguments('{"expression": "2 ** 16"}') == {"expression": "2 ** 16"}
+    assert lt.parse_arguments('{"expression": "2 ** 1') is None
+    assert lt.parse_arguments("[1, 2]") is None
+
+
+def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
+    prompt = lt.tool_prompt("You are Metona.", defs(CALC, WRITE))
+    assert prompt.startswith("You are Metona.\n\n# Tools\n")
+    assert "- calculator(expression: string): Evaluate an arithmetic expression\n" in prompt
+    signature = (
+        "write_file(path: string, content: string, mode?: create|append, tags?: array, limit?: number, size: number)"
+    )
+    assert f"- {signature}: Write a UTF-8 text file in the workspace\n" in prompt
+    assert lt.FORMAT in prompt and lt.GUIDANCE in prompt
+    assert lt.first_sentence("查询天气。返回温度") == "查询天气"
+    assert lt.first_sentence("no stop at all") == "no stop at all"
+
+
+CALL = {"id": "c1", "name": "calculator", "args": {"expression": "37*43"}, "iteration": 1, "timestamp": 2}
+RESULT = {
+    "toolCallId": "c1",
+    "toolName": "calculator",
+    "result": {"value": 1591},
+    "summary": "37*43 = 1591",
+    "success": True,
+    "durationMs": 1,
+    "timestamp": 3,
+}
+HISTORY = [
+    {"role": "user", "content": "What is 37*43?", "timestamp": 1},
+    {"role": "assistant", "content": "", "toolCalls": [CALL], "timestamp": 2},
+    {"role": "tool", "content": "", "toolResult": RESULT, "timestamp": 3},
+]
+
+
+def test_the_repeat_guard_looks_at_the_current_turn_only() -> None:
+    req = request(messages=HISTORY, tools=[CALC])
+    assert lt.turn_calls(req.messages) == [("calculator", {"expression": "37*43"})]
+    assert lt.repeated("calculator", {"expression": "37*43"}, req.messages)
+    assert not lt.repeated("calculator", {"expression": "37*44"}, req.messages)
+    assert not lt.repeated("write_file", {"expression": "37*43"}, req.messages)
+    later = request(messages=[*HISTORY, {"role": "user", "content": "And again?", "timestamp": 4}], tools=[CALC])
+    assert lt.turn_calls(later.messages) == [] and not lt.repeated("calculator", CALL["args"], later.messages)
+
+
+def test_history_shows_calls_in_the_decision_format_and_results_as_tool_messages() -> None:
+    rendered = lt.render_history(request(messages=HISTORY).messages)
+    call = '{"tool": "calculator", "arguments": {"expression": "37*43"}}'
+    assert rendered[1] == {"role": "assistant", "content": call}
+    assert rendered[2] == {"role": "tool", "content": "37*43 = 1591"}
+
+
+# ---- the adapter's steps -------------------------------------------------------------------------------------
+
+
+class ScriptedRuntime:
+    """One list of text pieces per generation, in order; records every payload."""
+
+    def __init__(self, *scripts: list[str]) -> None:
+        self.scripts = list(scripts)
+        self.payloads: list[dict[str, Any]] = []
+
+    def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
+        return {"meta": {"context_window": 4096}}
+
+    async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
+        self.payloads.append(payload)
+        for piece in self.scripts.pop(0):
+            await on_delta(piece)
+        return {"input_tokens": 100, "output_tokens": 5, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
+
+
+def local(runtime: ScriptedRuntime) -> LocalAdapter:
+    config = ProviderConfig(
+        provider_id="local", preset="local", protocol="local", base_url="local://embedded", options={}
+    )
+    return LocalAdapter(config, runtime=runtime)
+
+
+async def run(runtime: ScriptedRuntime, req: MetonaRequest) -> tuple[Any, list[Any]]:
+    events: list[Any] = []
+    response = await local(runtime).send_stream(req, events.append)
+    return response, events
+
+
+async def test_a_tool_decision_then_schema_constrained_arguments_make_one_call() -> None:
+    runtime = ScriptedRuntime(['{"tool": ', '"calculator"'], ['{"expression": ', '"2 ** 16"}'])
+    response, events = await run(runtime, request(tools=[CALC, WRITE]))
+    assert [e.type.value for e in events] == ["tool_call_complete", "usage", "done"]  # nothing of the steps shown
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+    assert response.tool_calls[0].args == {"expression": "2 ** 16"}
+    decision, arguments = runtime.payloads
+    assert "tools" not in decision and decision["regex"] == lt.decision_regex(["calculator", "write_file"])
+    system = decision["messages"][0]
+    assert system["role"] == "system" and "# Tools\n- calculator(" in system["content"]
+    assert system["content"].startswith("You are Metona.")
+    assert arguments["prefix"] == '{"tool": "calculator", "arguments": '
+    assert arguments["json_schema"]["required"] == ["expression"] and arguments["messages"] == decision["messages"]
+    assert response.usage.input_tokens == 200 and response.usage.output_tokens == 10
+
+
+async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None:
+    runtime = ScriptedRuntime(['{"tool": "answer"'], ["Bon", "jour."])
+    response, events = await run(runtime, request(tools=[CALC]))
+    assert [e.type.value for e in events] == ["text_delta", "text_delta", "usage", "done"]
+    assert response.content == "Bonjour." and response.tool_calls is None
+    _decision, answer = runtime.payloads
+    assert "tools" not in answer and "regex" not in answer and "json_schema" not in answer and "prefix" not in answer
+    assert answer["messages"][-1] == {"role": "user", "content": "Hello"}
+
+
+async def test_after_a_result_the_decision_sees_it_and_may_chain_another_tool() -> None:
+    runtime = ScriptedRuntime(['{"tool": "write_file"'], ['{"path": "a.txt", "content": "1591"}'])
+    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, WRITE]))
+    assert response.tool_calls and response.tool_calls[0].name == "write_file"
+    roles = [m["role"] for m in runtime.payloads[0]["messages"]]
+    assert roles == ["system", "user", "assistant", "tool"]
+
+
+async def test_a_repeated_call_is_replaced_by_the_answer_from_the_results() -> None:
+    runtime = ScriptedRuntime(['{"tool": "calculator"'], ['{"expression": "37*43"}'], ["It is 1591."])
+    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC]))
+    assert response.tool_calls is None and response.content == "It is 1591."
+    answer = runtime.payloads[2]
+    assert "tools" not in answer and "returned: 37*43 = 1591" in answer["messages"][-1]["content"]
+
+
+async def test_arguments_cut_short_give_the_answer_not_an_invalid_call() -> None:
+    runtime = ScriptedRuntime(['{"tool": "calculator"'], ['{"expression": "1 +'], ["I cannot."])
+    response, _ = await run(runtime, request(tools=[CALC]))
+    assert response.tool_calls is None and response.content == "I cannot."
+
+
+async def test_enough_calls_in_a_turn_skip_the_decision() -> None:
+    calls = [
+        {"role": "assistant", "content": "", "toolCalls": [{**CALL, "id": f"c{i}"}], "timestamp": 2}
+        for i in range(lt.MAX_CALLS_PER_TURN)
+    ]
+    runtime = ScriptedRuntime(["Done."])
+    response, _ = await run(runtime, request(messages=[HISTORY[0], *calls, HISTORY[2]], tools=[CALC]))
+    assert response.content == "Done." and len(runtime.payloads) == 1 and "regex" not in runtime.payloads[0]
+
+
+# ---- what providers/models claims -----------------------------------------------------------------------------
+
+
+def test_tool_calling_is_claimed_only_when_every_measured_rate_clears_the_bar() -> None:
+    from sidecar.providers.local import claims_tool_calling
+
+    good = {
+        "task_success_rate": 0.74,
+        "tool_selection_accuracy": 0.85,
+        "irrelevance_success_rate": 0.8,
+        "invalid_tool_call_rate": 0.0,
+    }
+    assert claims_tool_calling(good)
+    for key, value in (
+        ("task_success_rate", 0.69),
+        ("tool_selection_accuracy", 0.5),
+        ("irrelevance_success_rate", 0.7),
+        ("invalid_tool_call_rate", 0.05),
+    ):
+        assert not claims_tool_calling({**good, key: value}), key
+    assert not claims_tool_calling({})
+
+
+async def test_models_report_the_measured_tool_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sidecar.localmodel import assets
+    from sidecar.providers import local as local_module
+
+    monkeypatch.setattr(assets, "status", lambda: (True, None))
+    (spec,) = await local(ScriptedRuntime()).model_specs()
+    measured = local_module.TOOL_USE_MEASURED
+    assert spec.metadata["tool_use"] == measured
+    assert ("tool_calling" in spec.capabilities) is local_module.claims_tool_calling(measured)
+    better = {**measured, **dict.fromkeys(local_module.TOOL_CALLING_BAR, 1.0), "invalid_tool_call_rate": 0.0}
+    monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", better)
+    (spec,) = await local(ScriptedRuntime()).model_specs()
+    assert "tool_calling" in spec.capabilities and spec.metadata["tool_use"]["task_success_rate"] == 1.0
