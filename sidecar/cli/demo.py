@@ -314,7 +314,10 @@ def prepare_agent(d: Demo) -> None:
     if not local.get("available"):
         d.found["local_unavailable"] = local.get("detail") or "local_model is not reported available"
         return
-    made = d.call("providers/create", {"preset": "local"})
+    # The text tool path (issue 24's constrained path is the default): the question below spells out the two calls
+    # in the model's own <tool_call> form, which only the text path reads; measured, the constrained path makes one
+    # of the two calls and then answers (2 of 2 runs, either wording order).
+    made = d.call("providers/create", {"preset": "local", "options": {"tool_mode": "text"}})
     d.provider = {"id": made["provider_id"], "model": made.get("default_model"), "kind": "local"}
     started = time.perf_counter()
     d.call("chat/send", {"provider_id": made["provider_id"], "request": _request("Say OK.", 1)}, AGENT_TIMEOUT_S)
