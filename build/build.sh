@@ -6,12 +6,12 @@
 #                           converted); the sidecar starts its transcription and local-model workers from here
 #
 #   bash build/build.sh            # cold: a few minutes (the engines' analysis of torch dominates); re-builds reuse
-#                                  # build/work/ and build/work-engines/
+#                                  # build/work/
 #   bash build/build.sh --clean    # throw the work dirs away first
 #
 # Specs: build/metona-sidecar.spec (what is in/out of the one-file binary, and why it starts fast) and
 # build/metona-engines.spec; the models come from where scripts/setup put them (build/engines_models.py: nothing is
-# downloaded). Output dirs (git-ignored): dist/, build/work/, build/work-engines/.
+# downloaded). Output dirs (git-ignored): dist/ and build/work/.
 # Knobs (see the specs): METONA_BUILD_ENTRY, METONA_COMPRESS, METONA_STRIP, METONA_BUNDLE_NODE;
 # METONA_BUILD_ENGINES=0 builds the one-file binary only (it then reports the engines' components unavailable).
 set -euo pipefail
@@ -61,7 +61,7 @@ if [[ "${METONA_BUILD_ENGINES:-1}" == 1 ]]; then
     t0=$(date +%s.%N)
     echo "[build] pyinstaller build/metona-engines.spec -> dist/metona-engines/" >&2
     "$VPY" -m PyInstaller --noconfirm "${clean[@]}" --log-level WARN \
-        --workpath "$ROOT/build/work-engines" --distpath "$ROOT/dist" "$ROOT/build/metona-engines.spec" >&2
+        --workpath "$ROOT/build/work" --distpath "$ROOT/dist" "$ROOT/build/metona-engines.spec" >&2
     ENG="$ROOT/dist/metona-engines/metona-engines"
     # every engine imports inside the frozen folder; its versions go into the manifest
     versions="$(cd "$tmp" && env -i PATH=/usr/bin:/bin HOME="$tmp" timeout 300 "$ENG" check 2>"$tmp/engines.err" | tail -n1)" || {
