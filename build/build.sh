@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# build/build.sh — build the ONE-FILE sidecar binary dist/metona-sidecar with PyInstaller, then smoke-test it.
+# build/build.sh — build what the app ships, with PyInstaller, then smoke-test it:
+#   dist/metona-sidecar     the ONE-FILE sidecar (the process the app spawns; core only, starts fast)
+#   dist/metona-engines/    the ONE-FOLDER engines beside it: faster-whisper/ctranslate2, torch + pyannote, openvino,
+#                           with the models ready (Whisper tiny.en/base, diarization weights, the local model already
+#                           converted); the sidecar starts its transcription and local-model workers from here
 #
-#   bash build/build.sh            # ≈2–3 min cold on this machine kind; re-builds reuse build/work/
-#   bash build/build.sh --clean    # throw build/work away first
+#   bash build/build.sh            # cold: a few minutes (the engines' analysis of torch dominates); re-builds reuse
+#                                  # build/work/
+#   bash build/build.sh --clean    # throw the work dirs away first
 #
-# Spec: build/metona-sidecar.spec (what is in/out of the binary, and why it starts fast).
-# Output dirs (git-ignored): dist/ and build/work/.
-# Knobs (see the spec): METONA_BUILD_ENTRY, METONA_COMPRESS, METONA_STRIP, METONA_BUNDLE_NODE.
+# Specs: build/metona-sidecar.spec (what is in/out of the one-file binary, and why it starts fast) and
+# build/metona-engines.spec; the models come from where scripts/setup put them (build/engines_models.py: nothing is
+# downloaded). Output dirs (git-ignored): dist/ and build/work/.
+# Knobs (see the specs): METONA_BUILD_ENTRY, METONA_COMPRESS, METONA_STRIP, METONA_BUNDLE_NODE;
+# METONA_BUILD_ENGINES=0 builds the one-file binary only (it then reports the engines' components unavailable).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,5 +55,24 @@ if [[ -z "${METONA_BUILD_ENTRY:-}" ]]; then
         exit 1
     fi
     echo "[build] frozen self-test OK ($(grep -c '"ok": true' "$tmp/selftest.out") checks)" >&2
+fi
+
+if [[ "${METONA_BUILD_ENGINES:-1}" == 1 ]]; then
+    t0=$(date +%s.%N)
+    echo "[build] pyinstaller build/metona-engines.spec -> dist/metona-engines/" >&2
+    "$VPY" -m PyInstaller --noconfirm "${clean[@]}" --log-level WARN \
+        --workpath "$ROOT/build/work" --distpath "$ROOT/dist" "$ROOT/build/metona-engines.spec" >&2
+    ENG="$ROOT/dist/metona-engines/metona-engines"
+    # every engine imports inside the frozen folder; its versions go into the manifest
+    versions="$(cd "$tmp" && env -i PATH=/usr/bin:/bin HOME="$tmp" timeout 300 "$ENG" check 2>"$tmp/engines.err" | tail -n1)" || {
+        echo "[build] ERROR: the engines' import check failed:" >&2; tail -n 30 "$tmp/engines.err" >&2; exit 1; }
+    PYTHONPATH="$ROOT" "$VPY" "$ROOT/build/engines_models.py" "$ROOT/dist/metona-engines" --versions "$versions" >/dev/null
+    t1=$(date +%s.%N)
+    echo "[build] built dist/metona-engines/: $(du -sm --apparent-size "$ROOT/dist/metona-engines" | cut -f1) MiB (models:" \
+        "$(du -sm --apparent-size "$ROOT/dist/metona-engines/models" | cut -f1) MiB) in" \
+        "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.0f", b-a}') s; engines: $versions" >&2
+else
+    rm -rf "$ROOT/dist/metona-engines"
+    echo "[build] engines not built (METONA_BUILD_ENGINES=0): the binary reports them unavailable" >&2
 fi
 echo "[build] start time: .venv/bin/python scripts/bench/bench_binary_start.py --runs 10" >&2

@@ -16,10 +16,6 @@ def main(argv: list[str] | None = None) -> None:
         from .cli.transcribe import main as transcribe
 
         raise SystemExit(transcribe(args[1:]))
-    if args and args[0] == "media-worker":  # the transcription worker child, as a frozen binary starts it
-        from .media.worker import main as worker
-
-        worker()
     if args[:1] == ["export"]:  # a human CLI: Markdown/a note → html|pdf|docx with a progress bar
         from .cli.export import main as export_main
 

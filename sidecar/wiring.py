@@ -60,6 +60,7 @@ from .themes.service import ThemeService
 from .trace import rpc as trace_rpc
 from .trace.eventlog import EventLog
 from .trace.subscriptions import SubscriptionManager
+from .workers import engines
 from .workers.supervisor import ChildSupervisor
 
 logger = logging.getLogger("sidecar")
@@ -129,8 +130,8 @@ async def open_media(
         worker,
         models_dir=settings.models_dir,
         tmp_dir=tmp_dir,
-        whisper_model_dir=settings.whisper_model_dir,
-        diarization_model_dir=settings.diarization_model_dir,
+        whisper_model_dir=engines.model_dir(settings.whisper_model_dir, "whisper_models"),
+        diarization_model_dir=engines.model_dir(settings.diarization_model_dir, "diarization_models"),
     )
     await media.migrate()
     return media

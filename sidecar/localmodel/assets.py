@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple  # ModelFiles: read by `initialize` (capabilities), no dataclass to build
 
 from ..core.packages import package_dir
+from ..workers import engines
 
 MODEL_ID = "qwen2.5-coder-0.5b-instruct"
 MODEL_NAME = "Qwen2.5-Coder 0.5B Instruct (embedded, Q4_K_M GGUF)"
@@ -39,6 +40,8 @@ def model_root(models_dir: Path) -> Path:
 
 
 def runtime_available() -> bool:
+    if engines.frozen():  # the binary: the runtime is in its engines folder
+        return engines.unavailable_reason() is None
     try:
         return importlib.util.find_spec(RUNTIME_MODULE) is not None
     except (ImportError, ValueError):
@@ -61,7 +64,15 @@ def find_parts() -> list[Path]:
 
 
 def status() -> tuple[bool, str | None]:
-    """(available, why not) without reading the weights: the runtime and all six parts are installed."""
+    """(available, why not) without reading the weights: the runtime and all six parts are installed (in the
+    binary: its engines folder holds the model, converted when the engines were built)."""
+    if engines.frozen():
+        found, why = engines.current()
+        if found is None:
+            return False, why
+        if prepared_model() is None:
+            return False, f"the engines folder {found.root} holds no prepared local model"
+        return True, None
     if not runtime_available():
         return False, "python package 'openvino-genai' is not installed (the 'local-model' extra)"
     try:
@@ -69,6 +80,12 @@ def status() -> tuple[bool, str | None]:
     except ModelUnavailable as exc:
         return False, str(exc)
     return True, None
+
+
+def prepared_model() -> Path | None:
+    """The packaged model already converted for the runtime, when something ships it so (the binary's engines
+    folder): the worker loads it as is; from the source install the model is assembled and converted on first use."""
+    return engines.model_dir(None, "local_model")
 
 
 class ModelFiles(NamedTuple):

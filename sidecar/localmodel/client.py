@@ -5,7 +5,6 @@ shutdown, over the one worker channel (:mod:`sidecar.workers.channel`). openvino
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from ..workers import engines
 from ..workers.channel import WorkerChannel, WorkerFault
 from ..workers.env import worker_env
 from ..workers.protocol import Delta, Error, Progress
@@ -63,8 +63,8 @@ class LocalRuntime:
             children,
             task_group,
             name="local model worker",
-            argv=[sys.executable, "-m", "sidecar.localmodel.worker"],
-            env=lambda: worker_env(os.environ, source_root=_SOURCE_ROOT),
+            argv=engines.worker_argv("local-model-worker"),
+            env=lambda: worker_env(os.environ, source_root=None if engines.frozen() else _SOURCE_ROOT),
             on_fault=_fault,
             on_error=_error,
             hello_timeout_s=HELLO_TIMEOUT_S,
@@ -123,8 +123,11 @@ class LocalRuntime:
                     await self._progress({"stage": event.stage, "fraction": event.data.get("fraction")})
 
             params: dict[str, Any] = {"root": str(self.root)}
+            prepared = None if model_path else assets.prepared_model()
             if model_path:
                 params["path"] = model_path
+            elif prepared is not None:
+                params["prepared"] = str(prepared)
             threads = os.environ.get("METONA_LOCAL_THREADS")
             if threads:
                 params["threads"] = int(threads)

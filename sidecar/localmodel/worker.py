@@ -95,13 +95,25 @@ class Worker:
                 self.out.progress(job_id, stage, {"fraction": round(fraction, 3)})
 
         path = job.get("path")
-        files = assets.configured(Path(path), root, progress) if path else assets.assemble(root, progress)
-        key = files.sha256
+        prepared = None if path or not job.get("prepared") else Path(job["prepared"])
+        files = None
+        if prepared is not None:  # the packaged model, converted when the engines folder was built
+            key = assets.PACKAGED_SHA256
+        else:
+            files = assets.configured(Path(path), root, progress) if path else assets.assemble(root, progress)
+            key = files.sha256
         if self._pipe is not None and self._loaded_key == key:
             return {**self._info, "load_s": 0.0, "reused": True}
         self._pipe = self._tokenizer = None
-        folder, cost = convert.ensure_converted(files, root, progress)
-        meta = _read_meta(folder, files.gguf)
+        if prepared is not None:
+            folder, cost = prepared, {"cached": True, "prepared": True}
+            if not (folder / convert.OV_MARKER).is_file():
+                raise assets.ModelUnavailable(f"no converted model in {folder}")
+            meta = _read_meta(folder, None)
+        else:
+            assert files is not None
+            folder, cost = convert.ensure_converted(files, root, progress)
+            meta = _read_meta(folder, files.gguf)
         import openvino_genai as ov_genai
 
         t1 = time.perf_counter()
@@ -184,13 +196,15 @@ class ContextTooLong(Exception):
     pass
 
 
-def _read_meta(folder: Path, gguf_path: Path) -> dict[str, Any]:
-    """The GGUF's context window and name, read once and kept beside the converted model."""
+def _read_meta(folder: Path, gguf_path: Path | None) -> dict[str, Any]:
+    """The GGUF's context window and name, read once and kept beside the converted model (a prepared model without
+    its GGUF has only what was kept)."""
     meta_path = folder / META_FILE
     try:
         return json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError) as exc:
+        if gguf_path is None:
+            return {"error": f"no {META_FILE} beside the prepared model: {exc}"}
     try:
         meta = assets.gguf_metadata(gguf_path)
     except (OSError, ValueError) as exc:  # informative only: a model without it gets the conservative window

@@ -9,7 +9,6 @@ a worker that cannot start, breaks the protocol or dies mid-job fails that job w
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,6 +16,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from sidecar.core.errors import SidecarError
+from sidecar.workers import engines
 from sidecar.workers.channel import WorkerChannel, WorkerFault
 from sidecar.workers.env import worker_env
 from sidecar.workers.protocol import Delta, Error, Progress
@@ -30,13 +30,6 @@ KILL_GRACE_S = 0.3
 HELLO_TIMEOUT_S = 60.0
 """The worker imports its pipeline (PyAV, numpy) before it says hello: seconds on a busy machine."""
 WORKER_NAME = "transcription worker"
-
-
-def worker_argv() -> list[str]:
-    """How to start the worker: the same interpreter (or the frozen binary) with the worker entry."""
-    if getattr(sys, "frozen", False):
-        return [sys.executable, "media-worker"]
-    return [sys.executable, "-m", "sidecar.media.worker"]
 
 
 def _fault(fault: WorkerFault) -> SidecarError:
@@ -59,7 +52,7 @@ class WorkerClient:
             children,
             task_group,
             name=WORKER_NAME,
-            argv=worker_argv(),
+            argv=engines.worker_argv("media-worker"),
             env=lambda: worker_env(os.environ),
             on_fault=_fault,
             on_error=_error,

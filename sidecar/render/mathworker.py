@@ -22,6 +22,7 @@ from typing import TextIO
 import anyio
 from anyio.abc import TaskGroup
 
+from sidecar.workers import engines
 from sidecar.workers.channel import WorkerChannel, WorkerFault
 from sidecar.workers.env import worker_env
 from sidecar.workers.protocol import Error, Request, WorkerOutput, read_requests
@@ -33,12 +34,6 @@ MATH_SVG_TIMEOUT_S = 10.0
 WORKER_NAME = "math worker"
 OP_SVG = "svg"
 PARSE_FAILED = MathParseFailed.default_code
-
-
-def worker_argv() -> list[str]:
-    if getattr(sys, "frozen", False):
-        return [sys.executable, "math-worker"]
-    return [sys.executable, "-m", "sidecar.render.mathworker"]
 
 
 def _fault(fault: WorkerFault) -> Exception:
@@ -63,7 +58,7 @@ class MathWorker:
             children,
             task_group,
             name=WORKER_NAME,
-            argv=worker_argv(),
+            argv=engines.worker_argv("math-worker"),
             env=lambda: worker_env(os.environ),
             on_fault=_fault,
             on_error=_error,

@@ -15,6 +15,7 @@ from .. import PROTOCOL_VERSION, SERVER_NAME, __version__
 from ..core.packages import installed_versions, normalise
 from ..core.settings import Settings
 from ..ipc.early import ServerInfo
+from ..workers import engines
 
 Component = dict[str, Any]
 
@@ -107,6 +108,16 @@ def _playwright_driver() -> bool:
     return False
 
 
+def _engine_package(module: str, dist: str) -> Component:
+    """An engine's package: in the binary it is in the engines folder (its version from their manifest)."""
+    if not engines.frozen():
+        return _package(module, dist)
+    found, why = engines.current()
+    if found is None:
+        return _status(False, detail=why)
+    return _status(True, version=found.version(dist), path=str(found.root))
+
+
 def _all_packages(*pairs: tuple[str, str]) -> Component:
     for module, dist in pairs:
         status = _package(module, dist)
@@ -135,8 +146,8 @@ def detect_components(settings: Settings) -> dict[str, Component]:
         "httpx": _package("httpx", "httpx"),
         "python_docx": _package("docx", "python-docx"),
         "playwright": _package("playwright", "playwright"),
-        "faster_whisper": _package("faster_whisper", "faster-whisper"),
-        "pyannote_audio": _package("pyannote.audio", "pyannote.audio"),
+        "faster_whisper": _engine_package("faster_whisper", "faster-whisper"),
+        "pyannote_audio": _engine_package("pyannote.audio", "pyannote.audio"),
         "matplotlib": _package("matplotlib", "matplotlib"),  # the plots of benchmark HTML reports
     }
     chromium = find_chromium(settings)
@@ -155,7 +166,9 @@ def detect_components(settings: Settings) -> dict[str, Component]:
     # media (transcription/diarization): models from installed packages or a configured local dir, never a hub
     from ..media.resolve import components as media_components
 
-    components.update(media_components(settings.models_dir, settings.whisper_model_dir, settings.diarization_model_dir))
+    whisper_dir = engines.model_dir(settings.whisper_model_dir, "whisper_models")
+    diarization_dir = engines.model_dir(settings.diarization_model_dir, "diarization_models")
+    components.update(media_components(settings.models_dir, whisper_dir, diarization_dir))
     components["local_model"] = _local_model(settings)
     return components
 
@@ -169,4 +182,7 @@ def _local_model(settings: Settings) -> Component:
     root = str(assets.model_root(settings.models_dir))
     if not ok:
         return _status(False, path=root, detail=why)
+    found, _ = engines.current()
+    if found is not None:  # the binary: the model is the engines' own, converted when they were built
+        return _status(True, version=found.version("openvino-genai"), path=str(found.path("local_model")))
     return _status(True, version=installed_versions().get("openvino_genai"), path=root)

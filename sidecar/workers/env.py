@@ -10,6 +10,7 @@ and telemetry is off (Hugging Face, pyannote; openvino's is blocked inside the w
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 from ..core.childenv import scrubbed_environ
@@ -30,7 +31,19 @@ def worker_env(environ: Mapping[str, str], *, source_root: str | None = None) ->
     for name, value in TELEMETRY_OFF.items():
         env.setdefault(name, value)
     env["PYTHONUNBUFFERED"] = "1"
+    if getattr(sys, "frozen", False):  # the binary's bootloader pointed LD_LIBRARY_PATH at its own libraries
+        _restore_library_path(env)
     if source_root:
         rest = env.get("PYTHONPATH")
         env["PYTHONPATH"] = source_root + (os.pathsep + rest if rest else "")
     return env
+
+
+def _restore_library_path(env: dict[str, str]) -> None:
+    """A PyInstaller bootloader prepends its unpack folder to ``LD_LIBRARY_PATH`` (keeping the host's value in
+    ``LD_LIBRARY_PATH_ORIG``): a worker from the engines folder must load its own libraries, not the binary's."""
+    original = env.pop("LD_LIBRARY_PATH_ORIG", None)
+    if original:
+        env["LD_LIBRARY_PATH"] = original
+    else:
+        env.pop("LD_LIBRARY_PATH", None)

@@ -45,7 +45,7 @@ def test_initialize_reports_server_and_components(sidecar: Sidecar, data_dir: Pa
         "whisper_model",
     ):
         assert isinstance(components[name]["available"], bool), name
-    # media: each component says whether it is there and, when not, why (the binary does not bundle the stack)
+    # media: each component says whether it is there and, when not, why (e.g. a binary without its engines)
     for name in ("transcription", "diarization"):
         assert isinstance(components[name]["available"], bool), name
         assert components[name]["available"] or components[name]["detail"], name

@@ -1,8 +1,8 @@
 """The embedded local model over real stdio, no network: ``providers/create {preset: "local"}``, streamed Chinese
 and English answers with real token counts, an agent run whose calculator call is parsed, run and fed back, a
 cancel mid-generation within 1 s, and no worker left after shutdown or after the sidecar is SIGKILLed. One sidecar
-(one model load) serves the module. The one-file binary leaves the runtime and weights out: there the same calls
-report it unavailable."""
+(one model load) serves the module. Against the one-file binary the same tests run with the worker and the model
+(converted at build time) from the engines folder beside it; a binary without engines reports the model unavailable."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.sidecar_proc import ROOT, Sidecar
+from tests.support.sidecar_proc import ROOT, Sidecar, worker_pids
 
 pytestmark = pytest.mark.e2e
 
@@ -50,21 +50,8 @@ def stream(sc: Sidecar, request: dict[str, Any], timeout: float = FIRST_USE_S) -
 
 
 def workers(parent: int | None = None) -> list[int]:
-    """Live local-model worker processes (optionally only the children of ``parent``)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        state = stat.rsplit(")", 1)[1].split()
-        if b"sidecar.localmodel.worker" in cmdline and state[0] != "Z":
-            if parent is None or int(state[1]) == parent:
-                found.append(int(entry.name))
-    return found
+    """Live local-model worker processes (optionally only those of the sidecar ``parent``)."""
+    return worker_pids(parent, "sidecar.localmodel.worker", "local-model-worker")
 
 
 def _pgid(pid: int) -> int | None:
@@ -98,25 +85,28 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
 
 
 @pytest.mark.skipif(not FROZEN, reason="the one-file binary's view")
-def test_the_binary_reports_the_local_model_unavailable(local: Sidecar) -> None:
-    component = local.components["local_model"]  # type: ignore[attr-defined]
-    assert component["available"] is False and "openvino-genai" in component["detail"]
-    err = local.call("providers/models", {"provider_id": "local"})["error"]
-    assert err["data"]["code"] == "MODEL_NOT_FOUND", err
-    assert err["data"]["details"]["error"]["providerCode"] == "LOCAL_MODEL_UNAVAILABLE"
-    test = local.result("providers/test", {"provider_id": "local"})
-    assert test["ok"] is False and test["error"]["code"] == "MODEL_NOT_FOUND"
-    reply, lines = stream(local, ir_request("hello"), timeout=30)
-    assert reply["error"]["data"]["code"] == "MODEL_NOT_FOUND"
-    assert [line["type"] for line in lines] == ["error", "done"]
-    assert lines[0]["error"]["code"] == "model_not_found"
-    assert workers(local.proc.pid) == []
+def test_the_binary_without_engines_reports_the_local_model_unavailable(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    sc = Sidecar(data_dir, env={**MODEL_ENV, "METONA_ENGINES_DIR": str(tmp_path / "no-engines-here")})
+    try:
+        component = sc.initialize()["capabilities"]["components"]["local_model"]
+        assert component["available"] is False and "no engines folder" in component["detail"]
+        sc.result("providers/create", {"preset": "local"})
+        err = sc.call("providers/models", {"provider_id": "local"})["error"]
+        assert err["data"]["code"] == "MODEL_NOT_FOUND", err
+        assert err["data"]["details"]["error"]["providerCode"] == "LOCAL_MODEL_UNAVAILABLE"
+        test = sc.result("providers/test", {"provider_id": "local"})
+        assert test["ok"] is False and test["error"]["code"] == "MODEL_NOT_FOUND"
+        reply, lines = stream(sc, ir_request("hello"), timeout=30)
+        assert reply["error"]["data"]["code"] == "MODEL_NOT_FOUND"
+        assert [line["type"] for line in lines] == ["error", "done"]
+        assert lines[0]["error"]["code"] == "model_not_found"
+        assert workers(sc.proc.pid) == []
+    finally:
+        sc.close()
 
 
-source_only = pytest.mark.skipif(FROZEN, reason="the binary leaves the local model out (checked above)")
-
-
-@source_only
 def test_models_and_test_report_the_embedded_model(local: Sidecar) -> None:
     assert local.components["local_model"]["available"] is True  # type: ignore[attr-defined]
     (model,) = local.result("providers/models", {"provider_id": "local"})["items"]
@@ -127,7 +117,6 @@ def test_models_and_test_report_the_embedded_model(local: Sidecar) -> None:
     assert test["ok"] is True and test["model_count"] == 1
 
 
-@source_only
 def test_chinese_and_english_answers_stream_with_real_usage(local: Sidecar) -> None:
     reply, lines = stream(local, ir_request("用一句话介绍北京。"))
     result = reply["result"]
@@ -146,7 +135,6 @@ def test_chinese_and_english_answers_stream_with_real_usage(local: Sidecar) -> N
     assert lines[-2]["type"] == "usage" and lines[-2]["usage"]["outputTokens"] > 0
 
 
-@source_only
 def test_agent_run_parses_a_calculator_call_and_feeds_its_result_back(local: Sidecar) -> None:
     """What the runtime guarantees, not what a 0.5B model writes: the first turn's constrained decision and
     arguments make a calculator call with JSON arguments, the tool runs on exactly those arguments, its result goes
@@ -205,7 +193,6 @@ BOOKING = {
 }
 
 
-@source_only
 def test_a_constrained_tool_call_validates_against_the_tools_schema(local: Sidecar) -> None:
     """The decision names an offered tool and the arguments are constrained by its schema: a single whole call
     whose arguments validate (required present, enum respected, nothing undeclared); nothing of the steps is
@@ -224,7 +211,6 @@ def test_a_constrained_tool_call_validates_against_the_tools_schema(local: Sidec
     assert "text_delta" not in [line["type"] for line in lines]
 
 
-@source_only
 def test_cancel_mid_generation_ends_the_stream_within_a_second(local: Sidecar) -> None:
     request = ir_request("Write a long story about a dragon who learns to cook.", max_tokens=800, rid="r-cancel")
     rid = local.request("chat/stream", {"provider_id": "local", "request": request})
@@ -245,7 +231,6 @@ def test_cancel_mid_generation_ends_the_stream_within_a_second(local: Sidecar) -
     assert "result" in reply and lines[-1]["type"] == "done"
 
 
-@source_only
 def test_json_schema_output_is_constrained(local: Sidecar) -> None:
     import json
 
@@ -259,7 +244,6 @@ def test_json_schema_output_is_constrained(local: Sidecar) -> None:
     assert isinstance(answer, dict) and isinstance(answer["city"], str), result["content"]
 
 
-@source_only
 def test_no_worker_after_shutdown(local: Sidecar) -> None:
     runtime = ["openvino", "openvino_genai", "openvino_tokenizers", "gguf"]
     assert local.result("dev/modules", {"names": runtime}) == {"loaded": []}  # only the worker imports them
@@ -271,7 +255,6 @@ def test_no_worker_after_shutdown(local: Sidecar) -> None:
     assert wait_gone(pids) == []
 
 
-@source_only
 def test_the_worker_dies_with_a_killed_sidecar(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     data_dir.mkdir()

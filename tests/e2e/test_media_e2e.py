@@ -2,8 +2,8 @@
 a note whose search hit cites the audio, cancel within 1 s while ping answers, bad files, no worker left.
 
 One sidecar serves the module (its worker keeps the models loaded between tests). Against the one-file binary
-(SIDECAR_CMD), which does not bundle faster-whisper, the tests check that transcription is reported
-unavailable, with its reason, instead.
+(SIDECAR_CMD) the same tests run with its worker started from the engines folder beside it (dist/metona-engines);
+a binary without engines reports transcription unavailable, with its reason.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support import speech
-from tests.support.sidecar_proc import Sidecar
+from tests.support.sidecar_proc import Sidecar, worker_pids
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not speech.have_espeak(), reason="espeak-ng is not installed")]
 
@@ -103,18 +103,7 @@ def _run(sc: Sidecar, attachment_id: str, **params: Any) -> tuple[dict[str, Any]
 
 
 def _worker_pids(sidecar_pid: int) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if b"sidecar.media.worker" in cmd and int(stat[1]) == sidecar_pid:
-            pids.append(int(entry.name))
-    return pids
+    return worker_pids(sidecar_pid, "sidecar.media.worker", "media-worker")
 
 
 def _alive(pid: int) -> bool:
@@ -125,15 +114,15 @@ def _alive(pid: int) -> bool:
     return stat[0] != "Z"
 
 
-@pytest.mark.skipif(not BINARY, reason="the binary's own report; the package sidecar transcribes")
-def test_binary_reports_transcription_unavailable(audio: dict[str, Any], media_dir: Path) -> None:
+@pytest.mark.skipif(not BINARY, reason="the binary's own report; the package sidecar has its engines in its venv")
+def test_binary_without_engines_reports_transcription_unavailable(audio: dict[str, Any], media_dir: Path) -> None:
     data = media_dir / "data-bin"
     data.mkdir()
-    other = Sidecar(data)
+    other = Sidecar(data, env={"METONA_ENGINES_DIR": str(media_dir / "no-engines-here")})
     try:
         comps = other.initialize()["capabilities"]["components"]
         assert comps["transcription"]["available"] is False
-        assert "binary" in comps["transcription"]["detail"]
+        assert "no engines folder" in comps["transcription"]["detail"]
         assert comps["diarization"]["available"] is False
         profiles = other.result("media/profiles/list", {})["items"]
         assert {p["profile_id"] for p in profiles} == {"default", "en-fast"}
@@ -148,8 +137,9 @@ def test_binary_reports_transcription_unavailable(audio: dict[str, Any], media_d
 
 @pytest.fixture(scope="module")
 def transcribing(sc: Sidecar) -> None:
-    if BINARY:
-        pytest.skip("the one-file binary reports transcription unavailable (test_binary_reports_...)")
+    """Every sidecar under test transcribes: the source install, and the binary with its engines beside it."""
+    profiles = sc.result("media/profiles/list", {})["items"]
+    assert profiles and all(p["available"] is True for p in profiles), profiles
 
 
 def test_three_voices_en_fast_with_speakers_and_words(sc: Sidecar, audio: dict[str, Any], transcribing: None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 import shutil
 import subprocess
 import time
@@ -118,7 +117,6 @@ def test_an_image_word_cannot_read_becomes_alt_text_and_a_warning(sc: Sidecar) -
     assert "Before [a broken chart] after." in text
 
 
-@pytest.mark.skipif(bool(os.environ.get("SIDECAR_CMD")), reason="the one-file binary does not transcribe")
 @pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg makes the ADTS file")
 def test_an_adts_aac_file_is_accepted_and_transcribed(sc: Sidecar, tmp_path: Path) -> None:
     """A raw .aac (ADTS, what ffmpeg and many recorders write) was refused at create with

@@ -1,4 +1,4 @@
-"""Checks of the PyInstaller one-file binary (build: bash build/build.sh).
+"""Checks of the PyInstaller one-file binary and the engines folder beside it (build: bash build/build.sh).
 
 Marked ``binary``; they run only when SIDECAR_CMD names the built binary, e.g.
     SIDECAR_CMD=dist/metona-sidecar bash scripts/test -m "e2e or binary"
@@ -97,3 +97,52 @@ def test_kill_9_of_the_bootloader_leaves_no_unpacked_folder(tmp_path: Path):
     while list(unpack.glob("_MEI*")) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not list(unpack.glob("_MEI*")), "unpack folder leaked after SIGKILL of the bootloader"
+
+
+def _engines() -> Path:
+    return Path(CMD[0]).parent / "metona-engines"
+
+
+@needs_binary
+def test_the_engines_folder_beside_the_binary_holds_its_models():
+    """dist/metona-engines/: the executable, the manifest the sidecar reads, and every model ready to load (the local
+    model converted, so no first-use conversion in the app)."""
+    root = _engines()
+    manifest = json.loads((root / "engines.json").read_text())
+    assert manifest["format"] == 1
+    for dist in ("faster_whisper", "ctranslate2", "torch", "pyannote_audio", "openvino_genai"):
+        assert manifest["versions"][dist], dist
+    models = {key: root / rel for key, rel in manifest["models"].items()}
+    for name in ("whisper-tiny.en", "whisper-base"):
+        assert (models["whisper_models"] / name / "model.bin").is_file(), name
+    assert (models["diarization_models"] / "camplusplus.py").is_file()
+    assert (models["local_model"] / "openvino_model.xml").is_file()
+    assert (models["local_model"] / "metona-model.json").is_file()
+    done = subprocess.run([str(root / "metona-engines"), "no-such-worker"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "usage" in done.stderr
+
+
+@needs_binary
+def test_initialize_reports_the_engines_available(tmp_path: Path):
+    """With the engines beside it the binary transcribes, labels speakers and has the local model; their versions
+    come from the engines' manifest (the one-file binary itself imports none of them)."""
+    manifest = json.loads((_engines() / "engines.json").read_text())
+    proc = subprocess.Popen(
+        [*CMD, "--data-dir", str(tmp_path / "data")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
+    proc.stdin.flush()
+    components = json.loads(proc.stdout.readline())["result"]["capabilities"]["components"]
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    for name in ("transcription", "whisper_model", "diarization", "diarization_weights", "local_model"):
+        assert components[name]["available"] is True, (name, components[name])
+    assert components["faster_whisper"]["version"] == manifest["versions"]["faster_whisper"]
+    assert components["pyannote_audio"]["version"] == manifest["versions"]["pyannote_audio"]
+    assert components["local_model"]["version"] == manifest["versions"]["openvino_genai"]
+    assert components["local_model"]["path"].startswith(str(_engines()))

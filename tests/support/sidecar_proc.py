@@ -170,3 +170,26 @@ class Sidecar:
         self._reader.join(timeout=5)
         self._stderr.close()
         assert not self.bad_lines, f"non-JSON lines on stdout: {self.bad_lines[:3]!r}"
+
+
+def worker_pids(sidecar_pid: int | None, module: str, entry: str) -> list[int]:
+    """Live worker processes started as ``python -m <module>`` (source install) or ``metona-engines <entry>`` (the
+    binary's engines folder); with ``sidecar_pid``, only that sidecar's: its children, or the children of its child
+    when it is a one-file binary (the spawned bootloader runs the sidecar as its child)."""
+    procs: dict[int, tuple[list[bytes], str, int]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            state, ppid = (proc / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+        except OSError:
+            continue
+        procs[int(proc.name)] = (cmd, state, int(ppid))
+    parents = None if sidecar_pid is None else {sidecar_pid} | {p for p, v in procs.items() if v[2] == sidecar_pid}
+    found = []
+    for pid, (cmd, state, ppid) in procs.items():
+        is_worker = module.encode() in cmd or (cmd[1:2] == [entry.encode()] and cmd[0].endswith(b"metona-engines"))
+        if is_worker and state != "Z" and (parents is None or ppid in parents):
+            found.append(pid)
+    return found
