@@ -19,7 +19,7 @@ PROGRAM = textwrap.dedent(
     import io, os, sys
     import sidecar.app
 
-    def serve_after_the_host_died(settings):
+    def serve_after_the_host_died(settings, *served):  # run(settings, stdio, first)
         read, write = os.pipe()
         os.close(read)
         os.dup2(write, 2)
