@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import anyio
+
 from ..ir import (
     MetonaError,
     MetonaErrorCode,
@@ -46,6 +48,8 @@ T = MetonaStreamEventType
 _new = object.__new__
 _set = object.__setattr__
 _EVENT_FIELDS = frozenset(MetonaStreamEvent.model_fields)
+
+_CLOSE_GRACE_S = 5.0  # how long a failing stream may wait to write its error and done when cancelled
 
 
 def _make_event(fields: dict[str, Any]) -> MetonaStreamEvent:
@@ -289,10 +293,15 @@ class StreamAssembler:
         """Close the stream with ``error`` then ``done``; the partial response carries the error."""
         if self._closed:
             return self._response(MetonaFinishReason.ERROR, error)
-        await self._end_thinking()
-        self._closed = True
-        await self._event(T.ERROR, error=error)
-        await self._event(T.DONE)
+        # Shielded (bounded): a failure is often closed from a cancelled request (the local runtime raises its
+        # cancellation as a ProviderError), and the emitter may yield to the loop at any line; a cancellation
+        # landing between the two lines used to drop the ``done`` (1 in 16 local-model cancels, where the wire
+        # writer yields).
+        with anyio.move_on_after(_CLOSE_GRACE_S, shield=True):
+            await self._end_thinking()
+            self._closed = True
+            await self._event(T.ERROR, error=error)
+            await self._event(T.DONE)
         return self._response(MetonaFinishReason.ERROR, error)
 
     @property

@@ -172,3 +172,22 @@ def test_retry_after_forms() -> None:
     assert retry_after_ms({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0) == 10_000
     assert retry_after_ms({"retry-after": "soon"}) is None
     assert retry_after_ms({}) is None
+
+
+async def test_a_failure_closed_from_a_cancelled_request_still_ends_with_done() -> None:
+    """The emitter yields to the loop at every line (the wire writer does, every 16th line); a failure closed in a
+    cancelled scope must still write error then done."""
+    import anyio
+
+    events: list[MetonaStreamEvent] = []
+
+    async def emit(event: MetonaStreamEvent) -> None:
+        events.append(event)
+        await anyio.lowlevel.checkpoint()
+
+    asm = StreamAssembler(provider="p", model="m", request_id="r", session_id="s", iteration=1, emit=emit)
+    await asm.text("partial")
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await asm.fail(_error())
+    assert [e.type.value for e in events] == ["text_delta", "error", "done"]
