@@ -16,6 +16,8 @@
 // Exit 0: passed; 1: failed (the reason on stderr). The client must be built (bash scripts/setup).
 // --partial (a development aid, e.g. for a binary without its engines): the steps whose component is unavailable
 // are left out and the rest, the SIGKILL check included, still runs; the run FAILS all the same, naming them.
+// --known-gap NAME[,NAME]: components whose absence is a written, open gap (not used by these steps) and does not
+// fail the run; each is still printed. Today: the one-file binary's matplotlib (benchmark report plots, issue 19).
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -36,9 +38,12 @@ const { values: opts } = parseArgs({
     sidecar: { type: "string" },
     audio: { type: "string" },
     partial: { type: "boolean", default: false },
+    "known-gap": { type: "string", default: "" },
     log: { type: "string" },
   },
 });
+
+const KNOWN_GAPS = new Set(opts["known-gap"].split(",").filter(Boolean));
 
 if (opts.app) await runApp();
 else process.exitCode = await orchestrate();
@@ -62,6 +67,7 @@ async function orchestrate() {
     const log = join(work, "sidecar.log");
     const args = [SELF, "--app", "--audio", audio, "--log", log, ...(sidecar ? ["--sidecar", sidecar] : [])];
     if (opts.partial) args.push("--partial");
+    if (KNOWN_GAPS.size) args.push("--known-gap", [...KNOWN_GAPS].join(","));
     console.error(`[smoke] sidecar: ${sidecar || "python -m sidecar (.venv)"}; HOME=${home} TMPDIR=${tmp}`);
     app = spawn(process.execPath, args, { cwd: home, env, stdio: ["ignore", "pipe", "inherit"] });
     const report = await appReport(app);
@@ -250,8 +256,11 @@ async function runApp() {
       }),
     );
     const init = client.initialized;
-    const unavailable = Object.entries(init.capabilities.components)
-      .filter(([, c]) => !c.available)
+    const missing = Object.entries(init.capabilities.components).filter(([, c]) => !c.available);
+    for (const [name, c] of missing.filter(([name]) => KNOWN_GAPS.has(name)))
+      console.error(`[smoke] known gap: ${name} unavailable (${c.detail ?? "unavailable"})`);
+    const unavailable = missing
+      .filter(([name]) => !KNOWN_GAPS.has(name))
       .map(([name, c]) => `${name} (${c.detail ?? "unavailable"})`);
     if (unavailable.length && !opts.partial) throw new Error(`initialize reports unavailable: ${unavailable.join("; ")}`);
     const has = (...names) => names.every((n) => init.capabilities.components[n]?.available);
