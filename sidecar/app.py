@@ -138,12 +138,7 @@ async def serve(settings: Settings, in_fd: int, out_fd: int, first: FirstRequest
         info = server_info(settings)
         lifecycle = Lifecycle(
             dispatcher,
-            server_name=info.name,
-            server_version=info.version,
-            protocol_version=info.protocol_version,
-            data_dir=info.data_dir,
-            max_line_bytes=info.max_line_bytes,
-            components=info.components,
+            info,
             on_initialized=on_initialized,
             grace_s=settings.shutdown_grace_s,
         )

@@ -28,18 +28,13 @@ class Lifecycle:
     def __init__(
         self,
         dispatcher: Dispatcher,
+        info: ServerInfo,
         *,
-        server_name: str,
-        server_version: str,
-        protocol_version: str,
-        data_dir: str,
-        max_line_bytes: int,
-        components: Callable[[], dict[str, dict[str, Any]]],
         on_initialized: Callable[[int | None], None] | None = None,
         grace_s: float = 2.0,
     ) -> None:
         self.dispatcher = dispatcher
-        self.info = ServerInfo(server_name, server_version, protocol_version, data_dir, max_line_bytes, components)
+        self.info = info
         self.on_initialized = on_initialized
         self.grace_s = grace_s
         self._before_shutdown: list[Callable[[], Awaitable[None]]] = []

@@ -55,12 +55,7 @@ async def _dispatcher_answer(line: bytes) -> bytes:
     info = _info()
     lifecycle = Lifecycle(
         dispatcher,
-        server_name=info.name,
-        server_version=info.version,
-        protocol_version=info.protocol_version,
-        data_dir=info.data_dir,
-        max_line_bytes=info.max_line_bytes,
-        components=info.components,
+        info,
     )
     dispatcher.add_raw_methods(lifecycle.raw_methods(), direct=True)
     response, _ctx = await dispatcher.handle_message(json.loads(line))

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from sidecar.core.settings import Settings
 from sidecar.ipc.dispatcher import Dispatcher
+from sidecar.ipc.early import ServerInfo
 from sidecar.ipc.lifecycle import Lifecycle, check_initialize_params
 from sidecar.ipc.lifecycle_models import InitializeParams, InitializeResult, PingResult
 from sidecar.ipc.router import Router
@@ -33,12 +34,7 @@ def _lifecycle(tmp_path: Path) -> Lifecycle:
     dispatcher = Dispatcher(Router(), writer=None)  # type: ignore[arg-type] - no line is written here
     return Lifecycle(
         dispatcher,
-        server_name="metona-sidecar",
-        server_version="0.0.0",
-        protocol_version="1.0",
-        data_dir=str(tmp_path),
-        max_line_bytes=1024,
-        components=lambda: detect_components(settings),
+        ServerInfo("metona-sidecar", "0.0.0", "1.0", str(tmp_path), 1024, lambda: detect_components(settings)),
     )
 
 
