@@ -223,3 +223,26 @@ async def test_an_empty_group_is_dropped_before_a_new_one_is_listed() -> None:
     finally:
         await sup.stop_all(grace_s=0.5)
         kill_group(second)
+
+
+async def test_stop_asks_its_own_child_through_the_process_never_waitpid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waitpid on a child that asyncio watches would take its exit status (asyncio then reports 255)."""
+    from sidecar.workers import supervisor
+
+    asked: list[int] = []
+    real_alive = supervisor._alive
+    monkeypatch.setattr(supervisor, "_alive", lambda pid: asked.append(pid) or real_alive(pid))
+    sup = ChildSupervisor(OrphanGuard(grace_s=0.3))
+    code = IGNORE_TERM.replace("time.sleep", "print('ready', flush=True); time.sleep")
+    spawned = await sup.spawn([sys.executable, "-c", code], name="stubborn", stdout=subprocess.PIPE)
+    try:
+        assert spawned.stdout is not None
+        seen = b""
+        while not seen.endswith(b"\n"):  # SIGTERM is ignored once it has said so
+            seen += await spawned.stdout.receive()
+        assert seen == b"ready\n"
+        await sup.stop(spawned.pid, grace_s=0.2)  # ignores SIGTERM: killed after the grace
+        assert spawned.returncode == -signal.SIGKILL, "its exit status reached its Process"
+        assert asked == []
+    finally:
+        await sup.stop_all(grace_s=0.2)

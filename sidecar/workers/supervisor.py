@@ -250,7 +250,8 @@ class ChildSupervisor:
             else:
                 while _alive(pid):  # noqa: ASYNC110 - not our child: nothing to wait on but the pid
                     await anyio.sleep(0.02)
-        if _alive(pid) or (process is not None and process.returncode is None):
+        # our own child is asked through its Process (a waitpid here would steal asyncio's exit status)
+        if (process.returncode is None) if process is not None else _alive(pid):
             _signal_group(pid, signal.SIGKILL)
             if process is not None:
                 with anyio.move_on_after(1.0, shield=True):
