@@ -3,9 +3,9 @@ start-up and may answer the first request before the event loop exists), the onl
 
 When the host's stdin is a pipe or a socket (what a host spawning us gives), it is switched to
 non-blocking mode and read by the event loop itself (``wait_readable``): a request costs no thread
-hop to arrive. Anything else (a file, a terminal, Windows) is read in a worker thread. Writes stay
-batched in a worker thread: measured, writing on the loop (per line, or per loop turn until idle)
-made the stream path 0.3-0.4x the bare read against 0.5-0.9x (bench_stream_e2e.py).
+hop to arrive. Anything else (a file, a terminal, Windows) is read in a worker thread. Writes are
+batched; on such a pipe each batch is written on the loop too (what the pipe does not take waits for
+room while the loop runs on), elsewhere in a worker thread.
 """
 
 from __future__ import annotations
@@ -150,8 +150,10 @@ def _read(fd: int) -> bytes:
 class LineWriter:
     """The single writer of the wire. Producers queue finished lines; one task writes them in batches.
 
-    * Batching: every line that is ready is joined into one ``write`` made off the event loop, so a
-      host that reads slowly never blocks the loop, and throughput is not bound by per-line writes.
+    * Batching: every line that is ready is joined into one ``write``, so throughput is not bound by
+      per-line writes. ``direct`` (a pipe or socket the loop can wait on): written on the loop, without a
+      thread hop; a host that reads slowly never blocks the loop (the rest of a partial write is written
+      once the pipe has room, before anything else). Otherwise the write is made in a worker thread.
     * Backpressure: ``send`` returns at once while fewer than ``high_water`` lines wait, else it
       waits for the writer to catch up (a runaway stream cannot eat memory); every ``yield_every``
       lines it yields to the loop so a fast producer never starves the read loop.
@@ -164,16 +166,16 @@ class LineWriter:
         fd: int,
         high_water: int = 1024,
         batch_bytes: int = 64 << 10,
-        yield_every: int = 16,
+        yield_every: int = 64,
         *,
         direct: bool = False,
     ) -> None:
         self._fd = fd
-        # direct: a pipe/socket switched to non-blocking mode, so that a priority line can be written on the loop
-        # itself while no batch is being written (no thread hop: the ping's tail, issue 22)
+        # direct: a pipe/socket switched to non-blocking mode, written on the loop itself; a priority line is written
+        # at once unless part of a write waits for room (no thread hop: the ping's tail and the stream, issue 22)
         self._direct = direct and on_the_loop(fd)
         self._writing = False  # a batch is in a worker thread's write
-        self._head = b""  # the rest of a line written in part on the loop: goes out before anything else
+        self._head: bytes | memoryview = b""  # the rest of a write the pipe took in part: goes out before anything
         self._high_water = high_water
         self._batch_bytes = batch_bytes
         self._queue: deque[bytes] = deque()
@@ -226,6 +228,20 @@ class LineWriter:
             self._wake.set()
         return True
 
+    async def _write_on_loop(self, data: bytes | memoryview) -> None:
+        """Write what the pipe takes now, without a thread hop; the rest becomes the head of the next write, once
+        the pipe has room (the loop runs meanwhile: a ping answer waits only for the line being written)."""
+        try:
+            n = os.write(self._fd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError:
+            self.broken = True  # host closed its end; keep draining so producers never block
+            return
+        if n < len(data):
+            self._head = memoryview(data)[n:]
+            await anyio.wait_writable(self._fd)
+
     def close(self) -> None:
         """No more lines; :meth:`run` returns once everything queued is written."""
         self._closed = True
@@ -255,13 +271,17 @@ class LineWriter:
                     self._wake = anyio.Event()
                     await self._wake.wait()
                     continue
-                batch = self._take_batch()
-                if len(self._queue) < self._high_water:
-                    self._space.set()
-                batch.append(b"")
-                data = self._head + b"\n".join(batch) if self._head else b"\n".join(batch)
-                self._head = b""
-                if not self.broken:
+                if self._head:  # the rest of a line (or batch) the pipe took in part: alone, nothing may overtake it
+                    data, self._head = self._head, b""
+                else:
+                    batch = self._take_batch()
+                    if len(self._queue) < self._high_water:
+                        self._space.set()
+                    batch.append(b"")
+                    data = b"\n".join(batch)
+                if self._direct and not self.broken:
+                    await self._write_on_loop(data)
+                elif not self.broken:
                     # abandonable: if the host stopped reading, a write blocked on a full pipe must
                     # not keep the process alive at exit (the thread is left behind; we _exit).
                     self._writing = True

@@ -25,11 +25,13 @@ def _drain(fd: int, into: list[bytes]) -> threading.Thread:
 
 
 @pytest.mark.anyio
-async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact() -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["thread", "loop"])
+async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact(direct: bool) -> None:
+    """direct=True: batches are written on the loop (the 1 MiB line in many partial writes); else in a thread."""
     r, w = os.pipe()
     got: list[bytes] = []
     reader = _drain(r, got)
-    writer = LineWriter(w, high_water=64)
+    writer = LineWriter(w, high_water=64, direct=direct)
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
         for i, line in enumerate(LINES):
@@ -48,10 +50,11 @@ async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact() ->
 
 
 @pytest.mark.anyio
-async def test_the_writer_keeps_draining_once_the_host_closed_its_end() -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["thread", "loop"])
+async def test_the_writer_keeps_draining_once_the_host_closed_its_end(direct: bool) -> None:
     r, w = os.pipe()
     os.close(r)
-    writer = LineWriter(w, high_water=4)
+    writer = LineWriter(w, high_water=4, direct=direct)
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
         for line in LINES[:100]:
