@@ -43,6 +43,24 @@ _NESTED = (
 )
 
 
+def line_head(type_: str, request_id: str, session_id: str, iteration: int) -> bytes:
+    """The bytes of a stream line up to ``"seq":`` (the same for every event of a type in one request; cached).
+    UnicodeEncodeError when a string holds a lone surrogate (:meth:`MetonaStreamEvent.to_line` escapes those)."""
+    key = (type_, request_id, session_id, iteration)
+    head = _HEADS.get(key)
+    if head is None:
+        if len(_HEADS) >= _HEADS_MAX:
+            _HEADS.clear()
+        head = _HEADS[key] = (_HEAD_TO_SEQ % (_esc(type_), _esc(request_id), _esc(session_id), iteration)).encode()
+    return head
+
+
+def delta_line(head: bytes, seq: int, timestamp: int, delta: str) -> bytes:
+    """The line of a delta event (:func:`line_head` gives ``head``), as :meth:`MetonaStreamEvent.to_line` writes it;
+    orjson.JSONEncodeError for a lone surrogate in ``delta``."""
+    return head + _SEQ_TIMESTAMP % (seq, timestamp) + b',"delta":' + _dumps(delta) + b"}"
+
+
 class MetonaStreamEventType(StrEnum):
     TEXT_DELTA = "text_delta"
     REASONING_DELTA = "reasoning_delta"
@@ -97,12 +115,7 @@ class MetonaStreamEvent(WireModel):
         """
         f = self.__dict__
         try:
-            key = (f["type"], f["request_id"], f["session_id"], f["iteration"])
-            head = _HEADS.get(key)
-            if head is None:
-                if len(_HEADS) >= _HEADS_MAX:
-                    _HEADS.clear()
-                head = _HEADS[key] = (_HEAD_TO_SEQ % (_esc(key[0]), _esc(key[1]), _esc(key[2]), key[3])).encode("utf-8")
+            head = line_head(f["type"], f["request_id"], f["session_id"], f["iteration"])
             line = head + _SEQ_TIMESTAMP % (f["seq"], f["timestamp"])
             delta = f["delta"]
             if delta is not None:
