@@ -40,7 +40,10 @@ class LineSplitter:
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._buf = bytearray()
+        # the pieces of the line so far, joined once at its newline (issue 22: a growing bytearray re-copied a
+        # 10 MB line many times over as it grew)
+        self._parts: list[bytes] = []
+        self._size = 0
         self._skipping = 0  # > 0 while discarding an oversized line (bytes seen so far)
 
     def feed(self, chunk: bytes) -> list[Incoming]:
@@ -50,35 +53,41 @@ class LineSplitter:
         while start < n:
             nl = chunk.find(b"\n", start)
             end = n if nl < 0 else nl
-            piece = chunk[start:end]
+            size = end - start
             if self._skipping:
-                self._skipping += len(piece)
-            elif len(self._buf) + len(piece) > self.max_bytes:
-                self._skipping = len(self._buf) + len(piece)
-                self._buf.clear()
-            else:
-                self._buf += piece
+                self._skipping += size
+            elif self._size + size > self.max_bytes:
+                self._skipping = self._size + size
+                self._parts.clear()
+                self._size = 0
+            elif nl < 0 or self._parts:
+                self._parts.append(chunk[start:end])
+                self._size += size
             if nl < 0:
                 break
             if self._skipping:
                 out.append(OversizedLine(self._skipping))
                 self._skipping = 0
+            elif self._parts:
+                out.append(self._take())
             else:
-                out.append(bytes(self._buf))
-                self._buf.clear()
+                out.append(chunk[start:end])  # a whole line in this chunk: one copy
             start = nl + 1
         return out
+
+    def _take(self) -> bytes:
+        line = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+        self._parts.clear()
+        self._size = 0
+        return line
 
     def finish(self) -> list[Incoming]:
         """At EOF: a last line without its newline still counts."""
         if self._skipping:
             size, self._skipping = self._skipping, 0
             return [OversizedLine(size)]
-        if self._buf.strip():
-            line = bytes(self._buf)
-            self._buf.clear()
-            return [line]
-        return []
+        line = self._take()
+        return [line] if line.strip() else []
 
 
 def on_the_loop(fd: int) -> bool:
