@@ -330,7 +330,7 @@ class LineWriter:
                     os.set_blocking(self._fd, True)
 
 
-def _write_all(fd: int, data: bytes) -> bool:
+def _write_all(fd: int, data: bytes | memoryview) -> bool:
     view = memoryview(data)
     try:
         while view:

@@ -32,10 +32,10 @@ class CoalescingChunkedReader(ChunkedReader):
 
     def __call__(self, buf: Any) -> Data | EndOfMessage | None:
         if self._pending is not None:
-            event, self._pending = self._pending, None
-            if isinstance(event, Exception):
-                raise event
-            return event
+            pending, self._pending = self._pending, None
+            if isinstance(pending, Exception):
+                raise pending
+            return pending
         parts: list[bytes] = []
         while True:
             if not (self._reading_trailer or self._bytes_in_chunk):
@@ -52,7 +52,7 @@ class CoalescingChunkedReader(ChunkedReader):
                     raise
                 self._pending = exc
                 return Data(data=b"".join(parts))
-            if type(event) is Data:
+            if isinstance(event, Data):
                 parts.append(event.data)
                 continue
             if not parts:
@@ -96,7 +96,7 @@ def coalesce_chunks(response: Any) -> bool:
     read through httpcore's HTTP/1.1 connection with h11's chunked reader; False (nothing changed) otherwise."""
     stream = getattr(getattr(getattr(response, "stream", None), "_stream", None), "_httpcore_stream", None)
     connection = getattr(getattr(stream, "_stream", None), "_connection", None)
-    state = getattr(connection, "_h11_state", None)
+    state: Any = getattr(connection, "_h11_state", None)
     reader = getattr(state, "_reader", None)
     if type(reader) is not ChunkedReader or reader._bytes_in_chunk or reader._bytes_to_discard:
         return False
