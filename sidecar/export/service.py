@@ -258,7 +258,8 @@ class ExportService:
         await ctx.progress("export", 2, 4)
         result: ExportResult = await self._exporters[fmt].export(prepared, options)
         warnings = [*prepared.warnings, *result.warnings]
-        _check_loss(document, prepared.dropped, warnings)
+        # a walk of the whole document (~4 ms at 7,000 nodes): off the loop, as the parse and the render are
+        await anyio.to_thread.run_sync(_check_loss, document, prepared.dropped, warnings)
         await ctx.progress("write", 3, 4)
         file_name = sanitize_file_name(document.title, fmt)
         target = self.root / f"{ctx.job_id}{EXTENSIONS[fmt]}"

@@ -3,9 +3,9 @@ start-up and may answer the first request before the event loop exists), the onl
 
 When the host's stdin is a pipe or a socket (what a host spawning us gives), it is switched to
 non-blocking mode and read by the event loop itself (``wait_readable``): a request costs no thread
-hop to arrive. Anything else (a file, a terminal, Windows) is read in a worker thread. Writes stay
-batched in a worker thread: measured, writing on the loop (per line, or per loop turn until idle)
-made the stream path 0.3-0.4x the bare read against 0.5-0.9x (bench_stream_e2e.py).
+hop to arrive. Anything else (a file, a terminal, Windows) is read in a worker thread. Writes are
+batched; on such a pipe each batch is written on the loop too (what the pipe does not take waits for
+room while the loop runs on), elsewhere in a worker thread.
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ class LineSplitter:
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._buf = bytearray()
+        # the pieces of the line so far, joined once at its newline (issue 22: a growing bytearray re-copied a
+        # 10 MB line many times over as it grew)
+        self._parts: list[bytes] = []
+        self._size = 0
         self._skipping = 0  # > 0 while discarding an oversized line (bytes seen so far)
 
     def feed(self, chunk: bytes) -> list[Incoming]:
@@ -50,35 +53,41 @@ class LineSplitter:
         while start < n:
             nl = chunk.find(b"\n", start)
             end = n if nl < 0 else nl
-            piece = chunk[start:end]
+            size = end - start
             if self._skipping:
-                self._skipping += len(piece)
-            elif len(self._buf) + len(piece) > self.max_bytes:
-                self._skipping = len(self._buf) + len(piece)
-                self._buf.clear()
-            else:
-                self._buf += piece
+                self._skipping += size
+            elif self._size + size > self.max_bytes:
+                self._skipping = self._size + size
+                self._parts.clear()
+                self._size = 0
+            elif nl < 0 or self._parts:
+                self._parts.append(chunk[start:end])
+                self._size += size
             if nl < 0:
                 break
             if self._skipping:
                 out.append(OversizedLine(self._skipping))
                 self._skipping = 0
+            elif self._parts:
+                out.append(self._take())
             else:
-                out.append(bytes(self._buf))
-                self._buf.clear()
+                out.append(chunk[start:end])  # a whole line in this chunk: one copy
             start = nl + 1
         return out
+
+    def _take(self) -> bytes:
+        line = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+        self._parts.clear()
+        self._size = 0
+        return line
 
     def finish(self) -> list[Incoming]:
         """At EOF: a last line without its newline still counts."""
         if self._skipping:
             size, self._skipping = self._skipping, 0
             return [OversizedLine(size)]
-        if self._buf.strip():
-            line = bytes(self._buf)
-            self._buf.clear()
-            return [line]
-        return []
+        line = self._take()
+        return [line] if line.strip() else []
 
 
 def on_the_loop(fd: int) -> bool:
@@ -150,11 +159,16 @@ def _read(fd: int) -> bytes:
 class LineWriter:
     """The single writer of the wire. Producers queue finished lines; one task writes them in batches.
 
-    * Batching: every line that is ready is joined into one ``write`` made off the event loop, so a
-      host that reads slowly never blocks the loop, and throughput is not bound by per-line writes.
+    * Batching: every line that is ready is joined into one ``write``, so throughput is not bound by
+      per-line writes. ``direct`` (a pipe or socket the loop can wait on): written on the loop, without a
+      thread hop; a host that reads slowly never blocks the loop (the rest of a partial write is written
+      once the pipe has room, before anything else). Otherwise the write is made in a worker thread.
     * Backpressure: ``send`` returns at once while fewer than ``high_water`` lines wait, else it
       waits for the writer to catch up (a runaway stream cannot eat memory); every ``yield_every``
       lines it yields to the loop so a fast producer never starves the read loop.
+    * Gathering (``direct``): while a producer keeps adding lines, the writer waits a loop turn at a time, up
+      to ``gather_lines`` lines, so that a fast stream is written in fewer, bigger writes while the read loop
+      still gets in every ``yield_every`` lines; a turn without new lines, or a priority line, writes at once.
     * A priority lane for control answers (``ping``): they go out ahead of bulk lines already
       queued. Only use it for lines whose order relative to others does not matter.
     """
@@ -165,15 +179,16 @@ class LineWriter:
         high_water: int = 1024,
         batch_bytes: int = 64 << 10,
         yield_every: int = 16,
+        gather_lines: int = 64,
         *,
         direct: bool = False,
     ) -> None:
         self._fd = fd
-        # direct: a pipe/socket switched to non-blocking mode, so that a priority line can be written on the loop
-        # itself while no batch is being written (no thread hop: the ping's tail, issue 22)
+        # direct: a pipe/socket switched to non-blocking mode, written on the loop itself; a priority line is written
+        # at once unless part of a write waits for room (no thread hop: the ping's tail and the stream, issue 22)
         self._direct = direct and on_the_loop(fd)
         self._writing = False  # a batch is in a worker thread's write
-        self._head = b""  # the rest of a line written in part on the loop: goes out before anything else
+        self._head: bytes | memoryview = b""  # the rest of a write the pipe took in part: goes out before anything
         self._high_water = high_water
         self._batch_bytes = batch_bytes
         self._queue: deque[bytes] = deque()
@@ -184,6 +199,8 @@ class LineWriter:
         self._closed = False
         self._yield_every = yield_every
         self._since_yield = 0
+        self._gather_lines = gather_lines
+        self._sent = 0  # lines queued so far (the writer's way to see whether a producer is still going)
         self._drained = anyio.Event()
         self.broken = False
 
@@ -200,6 +217,7 @@ class LineWriter:
             if self._closed:
                 return
         (self._priority if priority else self._queue).append(line)
+        self._sent += 1
         self._wake.set()
         self._since_yield += 1
         if self._since_yield >= self._yield_every:
@@ -226,6 +244,20 @@ class LineWriter:
             self._wake.set()
         return True
 
+    async def _write_on_loop(self, data: bytes | memoryview) -> None:
+        """Write what the pipe takes now, without a thread hop; the rest becomes the head of the next write, once
+        the pipe has room (the loop runs meanwhile: a ping answer waits only for the line being written)."""
+        try:
+            n = os.write(self._fd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError:
+            self.broken = True  # host closed its end; keep draining so producers never block
+            return
+        if n < len(data):
+            self._head = memoryview(data)[n:]
+            await anyio.wait_writable(self._fd)
+
     def close(self) -> None:
         """No more lines; :meth:`run` returns once everything queued is written."""
         self._closed = True
@@ -247,6 +279,7 @@ class LineWriter:
         return batch
 
     async def run(self) -> None:
+        seen = -1
         try:
             while True:
                 if not self._queue and not self._priority and not self._head:
@@ -255,13 +288,29 @@ class LineWriter:
                     self._wake = anyio.Event()
                     await self._wake.wait()
                     continue
-                batch = self._take_batch()
-                if len(self._queue) < self._high_water:
-                    self._space.set()
-                batch.append(b"")
-                data = self._head + b"\n".join(batch) if self._head else b"\n".join(batch)
-                self._head = b""
-                if not self.broken:
+                if (
+                    self._direct
+                    and self._sent != seen
+                    and len(self._queue) < self._gather_lines
+                    and not (self._priority or self._head or self._closed)
+                ):
+                    # Lines came in since the last look: a producer is still going. Let it run one more turn and
+                    # write what it made together (one write per gather_lines, not per yield_every); a turn that
+                    # brings nothing new, a priority line or a full gather is written at once (issue 22).
+                    seen = self._sent
+                    await anyio.lowlevel.checkpoint()
+                    continue
+                if self._head:  # the rest of a line (or batch) the pipe took in part: alone, nothing may overtake it
+                    data, self._head = self._head, b""
+                else:
+                    batch = self._take_batch()
+                    if len(self._queue) < self._high_water:
+                        self._space.set()
+                    batch.append(b"")
+                    data = b"\n".join(batch)
+                if self._direct and not self.broken:
+                    await self._write_on_loop(data)
+                elif not self.broken:
                     # abandonable: if the host stopped reading, a write blocked on a full pipe must
                     # not keep the process alive at exit (the thread is left behind; we _exit).
                     self._writing = True
@@ -281,7 +330,7 @@ class LineWriter:
                     os.set_blocking(self._fd, True)
 
 
-def _write_all(fd: int, data: bytes) -> bool:
+def _write_all(fd: int, data: bytes | memoryview) -> bool:
     view = memoryview(data)
     try:
         while view:

@@ -36,6 +36,13 @@ def make_client(transport: Any = None, *, read_timeout_s: float = DEFAULT_READ_T
     )
 
 
+def coalesce_chunks(response: httpx.Response) -> bool:
+    """Let ``response``'s chunked body arrive in as few pieces as the network gives (see :mod:`._chunked`)."""
+    from ._chunked import coalesce_chunks
+
+    return coalesce_chunks(response)
+
+
 @contextmanager
 def transport_errors(provider: str, *, started: bool = False) -> Iterator[None]:
     """Map httpx's transport exceptions to ProviderError (network_timeout / network_error).

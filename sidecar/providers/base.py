@@ -260,6 +260,7 @@ class BaseAdapter:
 
     async def _consume_stream(self, response: httpx.Response, asm: StreamAssembler) -> None:
         provider = self.config.provider_id
+        _http.coalesce_chunks(response)  # every whole HTTP chunk at hand in one piece (issue 22: h11 paid per chunk)
         chunks = response.aiter_raw()
         try:
             with _http.transport_errors(provider, started=True):

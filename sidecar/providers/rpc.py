@@ -7,7 +7,7 @@ from typing import Any
 from ..core.common import EmptyParams
 from ..ipc.context import RequestContext
 from ..ipc.router import Method, Notification
-from ..ir import MetonaResponse, MetonaStreamEvent
+from ..ir import MetonaResponse
 from .errors import ProviderError, to_sidecar_error
 from .fallback import PROVIDER_SWITCHED
 from .models import (
@@ -28,6 +28,7 @@ from .models import (
     ProviderUpdateParams,
 )
 from .service import ProviderService
+from .stream import LineEmit
 
 
 def methods(providers: ProviderService) -> list[Method[Any, Any]]:
@@ -70,11 +71,7 @@ def methods(providers: ProviderService) -> list[Method[Any, Any]]:
             raise to_sidecar_error(exc) from None
 
     async def stream(ctx: RequestContext, p: ChatParams) -> MetonaResponse:
-        send_line = ctx.outbox.send_line  # the hot path of a stream: one call layer less per line
-
-        async def emit(event: MetonaStreamEvent) -> None:
-            await send_line(event.to_line())
-
+        emit = LineEmit(ctx.outbox.send_line)  # the hot path of a stream: one call layer less per line
         try:
             return await providers.chat(p.provider_id, p.model, p.request, emit=emit, notify=ctx.notify)
         except ProviderError as exc:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
+import orjson
 
 from ..ir import (
     MetonaError,
@@ -39,10 +40,26 @@ from ..ir import (
     MetonaToolDef,
     ToolCallDelta,
 )
+from ..ir.events import delta_line, line_head
 from .errors import ProviderError, provider_error
 from .toolparse import ToolTextFallback
 
 Emit = Callable[[MetonaStreamEvent], Awaitable[None] | None]
+
+
+class LineEmit:
+    """An :data:`Emit` whose consumer only writes each event's wire line (``chat/stream``): the assembler hands it a
+    text delta's line without building the event first (issue 22: the event object and its rendering were a sixth
+    of the stream path). Called with an event, it writes that event's line."""
+
+    __slots__ = ("send_line",)
+
+    def __init__(self, send_line: Callable[[bytes], Awaitable[None]]) -> None:
+        self.send_line = send_line
+
+    def __call__(self, event: MetonaStreamEvent) -> Awaitable[None]:
+        return self.send_line(event.to_line())
+
 
 T = MetonaStreamEventType
 _new = object.__new__
@@ -107,6 +124,14 @@ class StreamAssembler:
         self._sid = session_id
         self._iteration = iteration
         self._emit = emit
+        self._send_line: Callable[[bytes], Awaitable[None]] | None = None  # text deltas' lines, written directly
+        self._text_head = b""
+        if type(emit) is LineEmit:
+            try:
+                self._text_head = line_head(T.TEXT_DELTA, request_id, session_id, iteration)
+                self._send_line = emit.send_line
+            except UnicodeEncodeError:  # a lone surrogate in an id: every line takes the event's escaping path
+                pass
         self._seq = 0
         self._started_ns = time.perf_counter_ns()
         self._text: list[str] = []
@@ -155,6 +180,16 @@ class StreamAssembler:
         self._text.append(delta)
         seq = self._seq
         self._seq = seq + 1
+        timestamp = time.time_ns() // 1_000_000
+        send_line = self._send_line
+        if send_line is not None:
+            try:
+                line = delta_line(self._text_head, seq, timestamp, delta)
+            except orjson.JSONEncodeError:  # a lone surrogate: the event's line escapes it
+                pass
+            else:
+                await send_line(line)
+                return
         emit = self._emit
         if emit is None:
             return
@@ -166,7 +201,7 @@ class StreamAssembler:
                     "session_id": self._sid,
                     "iteration": self._iteration,
                     "seq": seq,
-                    "timestamp": time.time_ns() // 1_000_000,
+                    "timestamp": timestamp,
                     "delta": delta,
                     "tool_call_delta": None,
                     "tool_call": None,

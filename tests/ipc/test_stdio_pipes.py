@@ -25,11 +25,13 @@ def _drain(fd: int, into: list[bytes]) -> threading.Thread:
 
 
 @pytest.mark.anyio
-async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact() -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["thread", "loop"])
+async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact(direct: bool) -> None:
+    """direct=True: batches are written on the loop (the 1 MiB line in many partial writes); else in a thread."""
     r, w = os.pipe()
     got: list[bytes] = []
     reader = _drain(r, got)
-    writer = LineWriter(w, high_water=64)
+    writer = LineWriter(w, high_water=64, direct=direct)
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
         for i, line in enumerate(LINES):
@@ -48,10 +50,11 @@ async def test_the_writer_puts_every_line_on_a_pipe_in_order_and_byte_exact() ->
 
 
 @pytest.mark.anyio
-async def test_the_writer_keeps_draining_once_the_host_closed_its_end() -> None:
+@pytest.mark.parametrize("direct", [False, True], ids=["thread", "loop"])
+async def test_the_writer_keeps_draining_once_the_host_closed_its_end(direct: bool) -> None:
     r, w = os.pipe()
     os.close(r)
-    writer = LineWriter(w, high_water=4)
+    writer = LineWriter(w, high_water=4, direct=direct)
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer.run)
         for line in LINES[:100]:
@@ -133,3 +136,40 @@ async def test_a_direct_writer_puts_priority_lines_out_at_once_and_finishes_a_pa
     os.close(w)
     await anyio.to_thread.run_sync(reader.join)
     assert got[0].split(b"\n") == [big, b'{"ping":2}', b"bulk", b""]
+
+
+@pytest.mark.anyio
+async def test_a_direct_writer_gathers_a_busy_producers_lines_and_writes_a_quiet_one_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 22: while a producer keeps adding lines (yielding every 16), the writer writes them 64 at a time; a
+    line after which the producer goes quiet is written in the next loop turn, not held back."""
+    writes: list[int] = []
+    real = LineWriter._write_on_loop
+
+    async def counting(self: LineWriter, data: bytes | memoryview) -> None:
+        writes.append(len(data))
+        await real(self, data)
+
+    monkeypatch.setattr(LineWriter, "_write_on_loop", counting)
+    r, w = os.pipe()
+    writer = LineWriter(w, direct=True)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer.run)
+        for i in range(640):
+            await writer.send(b"%d" % i)
+        await anyio.wait_readable(r)  # the producer is quiet now: what it sent goes out
+        got = b""
+        while got.count(b"\n") < 640:
+            await anyio.wait_readable(r)
+            got += os.read(r, 1 << 20)
+        assert got.split(b"\n")[:-1] == [b"%d" % i for i in range(640)]
+        assert len(writes) <= 640 // 64 + 1  # not one write per 16-line yield (40)
+        await writer.send(b"alone")
+        with anyio.fail_after(5):
+            await anyio.wait_readable(r)  # written although nothing else comes
+        assert os.read(r, 100) == b"alone\n"
+        writer.close()
+        await writer.wait_drained()
+    os.close(w)
+    os.close(r)

@@ -113,6 +113,16 @@ def test_line_escaping_is_json_and_single_line() -> None:
     assert MetonaStreamEvent.from_line(line).delta == event.delta
 
 
+@pytest.mark.parametrize("start", range(0, 0x10000, 0x1000))
+def test_every_character_is_escaped_as_the_json_module_does(start: int) -> None:
+    """Strings go out through orjson (issue 22): its escaping must be the json module's, byte for byte."""
+    text = "".join(chr(c) for c in range(start, start + 0x1000) if not 0xD800 <= c < 0xE000) + "😀\U0010ffff"
+    for make in (MetonaStreamEvent.text_delta, MetonaStreamEvent.reasoning_delta):
+        event = make(text, text, 7, 3, 1719000000000, text)
+        expected = json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+        assert event.to_line() == expected.encode("utf-8")
+
+
 def test_lone_surrogate_falls_back_to_ascii_escapes() -> None:
     event = MetonaStreamEvent.text_delta(*IDS, 0, 1, "半个\ud83d")
     line = event.to_line()

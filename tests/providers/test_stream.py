@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -10,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sidecar.ir import MetonaErrorCode, MetonaStreamEvent, MetonaTokenUsage
-from sidecar.providers import _http
+from sidecar.providers import _http, stream
 from sidecar.providers.errors import ProviderError, retry_after_ms
-from sidecar.providers.stream import StreamAssembler
+from sidecar.providers.stream import LineEmit, StreamAssembler
 
 pytestmark = pytest.mark.anyio
 
@@ -191,3 +192,28 @@ async def test_a_failure_closed_from_a_cancelled_request_still_ends_with_done() 
         scope.cancel()
         await asm.fail(_error())
     assert [e.type.value for e in events] == ["text_delta", "error", "done"]
+
+
+@pytest.mark.parametrize("request_id", ["r", "r\ud800"])
+async def test_a_line_emitter_gets_the_lines_the_events_render(
+    request_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LineEmit (issue 22): text deltas go out as lines built without the event; every line, in order, is the one
+    the event path renders, byte for byte (lone surrogates in a delta or an id included)."""
+    monkeypatch.setattr(stream.time, "time_ns", lambda: 1_719_000_000_123_456_789)
+    lines: list[bytes] = []
+
+    async def send_line(line: bytes) -> None:
+        lines.append(line)
+
+    events: list[MetonaStreamEvent] = []
+    for emit in (LineEmit(send_line), events.append):
+        asm = StreamAssembler(provider="p", model="m", request_id=request_id, session_id="s", iteration=2, emit=emit)
+        for piece in ("流式", 'a "q"\n', "😀\ud83d", "", "x"):
+            await asm.text(piece)
+        await asm.reasoning("r")
+        await asm.text("after")
+        await asm.done()
+    assert lines == [e.to_line() for e in events]
+    assert [e.seq for e in events] == list(range(9))
+    assert json.loads(lines[2].decode("utf-8"))["delta"] == "😀\ud83d"  # valid UTF-8, escaped
