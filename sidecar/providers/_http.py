@@ -38,8 +38,10 @@ def make_client(transport: Any = None, *, read_timeout_s: float = DEFAULT_READ_T
 
 def coalesce_chunks(response: httpx.Response) -> bool:
     """Let ``response``'s chunked body arrive in as few pieces as the network gives (see :mod:`._chunked`)."""
-    from ._chunked import coalesce_chunks
-
+    try:  # it leans on h11's private reader: another h11 keeps its own reader rather than break every stream
+        from ._chunked import coalesce_chunks
+    except ImportError:
+        return False
     return coalesce_chunks(response)
 
 
