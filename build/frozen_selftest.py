@@ -157,11 +157,28 @@ def check_playwright(tmp: Path) -> str:
     return f"HTML -> PDF via {chromium} ({len(pdf)} bytes)"
 
 
+def check_report_plots(tmp: Path) -> str:
+    """The benchmark report's plots: matplotlib (Agg → SVG) with its fonts, PIL, contourpy, kiwisolver."""
+    from sidecar.benchmarks import report
+
+    plt = report._plt()
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.barh([0, 1], [0.25, 0.75], color="#4C78A8")
+    ax.set_title("frozen")
+    svg = report._svg(fig)
+    assert svg.lstrip().startswith("<svg") and "<path" in svg, svg[:120]
+    import matplotlib
+
+    return f"matplotlib {matplotlib.__version__} SVG plot ({len(svg)} chars)"
+
+
 def check_metadata_and_exclusions(tmp: Path) -> str:
-    versions = {d: importlib.metadata.version(d) for d in ("lancedb", "mcp", "httpx", "python-docx", "playwright")}
+    versions = {
+        d: importlib.metadata.version(d) for d in ("lancedb", "mcp", "httpx", "python-docx", "playwright", "matplotlib")
+    }
     present = [
         m
-        for m in ("torch", "torchaudio", "pyannote", "faster_whisper", "scipy", "pandas", "matplotlib")
+        for m in ("torch", "torchaudio", "pyannote", "faster_whisper", "openvino", "scipy", "pandas")
         if importlib.util.find_spec(m) is not None
     ]
     if not getattr(sys, "frozen", False):
@@ -179,6 +196,7 @@ CHECKS = [
     check_docx,
     check_mcp,
     check_playwright,
+    check_report_plots,
     check_metadata_and_exclusions,
 ]
 

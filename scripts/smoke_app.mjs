@@ -2,7 +2,7 @@
 // The Electron-shaped smoke test (issue 19): the app's view of the sidecar, end to end, then a SIGKILLed app.
 //
 //   node scripts/smoke_app.mjs                              # .venv/bin/python -m sidecar (a source checkout)
-//   node scripts/smoke_app.mjs --sidecar dist/metona-sidecar  # the shipped binary (or env SMOKE_SIDECAR_CMD)
+//   node scripts/smoke_app.mjs --sidecar dist/metona/metona-sidecar  # the shipped binary (or SMOKE_SIDECAR_CMD)
 //
 // An "app" process (this script with --app, a Node parent like Electron's main process) is started with a bare
 // desktop environment: PATH=/usr/bin:/bin, an empty HOME, TMPDIR on tmpfs (/dev/shm) when there is one, plus the
@@ -11,13 +11,11 @@
 // unavailable one FAILS the run: the shipped app does everything), then transcribes a short espeak-ng speech file,
 // gets a local-model answer, installs an MCP plugin (tools/mcp-ref's server-everything, handed over the way the
 // host does: a package folder under plugins/.incoming), and exports a PDF. Then this script SIGKILLs the app and
-// checks that every process under it (the sidecar — both processes of a one-file binary —, its workers, Chromium,
-// the MCP server, the child guard) and every member of their process groups is gone within 3 s.
+// checks that every process under it (the sidecar — one process, the one the client spawned, binary or venv —,
+// its workers, Chromium, the MCP server, the child guard) and every member of their process groups is gone within 3 s.
 // Exit 0: passed; 1: failed (the reason on stderr). The client must be built (bash scripts/setup).
 // --partial (a development aid, e.g. for a binary without its engines): the steps whose component is unavailable
 // are left out and the rest, the SIGKILL check included, still runs; the run FAILS all the same, naming them.
-// --known-gap NAME[,NAME]: components whose absence is a written, open gap (not used by these steps) and does not
-// fail the run; each is still printed. Today: the one-file binary's matplotlib (benchmark report plots, issue 19).
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,12 +36,9 @@ const { values: opts } = parseArgs({
     sidecar: { type: "string" },
     audio: { type: "string" },
     partial: { type: "boolean", default: false },
-    "known-gap": { type: "string", default: "" },
     log: { type: "string" },
   },
 });
-
-const KNOWN_GAPS = new Set(opts["known-gap"].split(",").filter(Boolean));
 
 if (opts.app) await runApp();
 else process.exitCode = await orchestrate();
@@ -67,7 +62,6 @@ async function orchestrate() {
     const log = join(work, "sidecar.log");
     const args = [SELF, "--app", "--audio", audio, "--log", log, ...(sidecar ? ["--sidecar", sidecar] : [])];
     if (opts.partial) args.push("--partial");
-    if (KNOWN_GAPS.size) args.push("--known-gap", [...KNOWN_GAPS].join(","));
     console.error(`[smoke] sidecar: ${sidecar || "python -m sidecar (.venv)"}; HOME=${home} TMPDIR=${tmp}`);
     app = spawn(process.execPath, args, { cwd: home, env, stdio: ["ignore", "pipe", "inherit"] });
     const report = await appReport(app);
@@ -178,7 +172,7 @@ function classify(tree, report) {
   const kinds = {};
   const add = (kind, p) => (kinds[kind] ??= []).push(p.pid);
   for (const p of tree) {
-    if (p.pid === report.sidecarPid || p.pid === report.pythonPid) add("sidecar", p);
+    if (p.pid === report.sidecarPid) add("sidecar", p);
     else if (p.pid === report.mcpPid || p.cmd.includes("server-everything")) add("mcp server", p);
     else if (/media.?worker|transcri/i.test(p.cmd)) add("transcription worker", p);
     else if (/localmodel|local.?model/i.test(p.cmd)) add("local model worker", p);
@@ -256,11 +250,11 @@ async function runApp() {
       }),
     );
     const init = client.initialized;
-    const missing = Object.entries(init.capabilities.components).filter(([, c]) => !c.available);
-    for (const [name, c] of missing.filter(([name]) => KNOWN_GAPS.has(name)))
-      console.error(`[smoke] known gap: ${name} unavailable (${c.detail ?? "unavailable"})`);
-    const unavailable = missing
-      .filter(([name]) => !KNOWN_GAPS.has(name))
+    if (init.pid !== client.pid) {
+      throw new Error(`the spawned process ${client.pid} is not the sidecar (initialize: pid ${init.pid})`);
+    }
+    const unavailable = Object.entries(init.capabilities.components)
+      .filter(([, c]) => !c.available)
       .map(([name, c]) => `${name} (${c.detail ?? "unavailable"})`);
     if (unavailable.length && !opts.partial) throw new Error(`initialize reports unavailable: ${unavailable.join("; ")}`);
     const has = (...names) => names.every((n) => init.capabilities.components[n]?.available);
@@ -291,7 +285,7 @@ async function runApp() {
       if (pdf.subarray(0, 5).toString("latin1") !== "%PDF-") throw new Error("the export is not a PDF");
       ran.push("pdf");
     }
-    emit({ ok: true, sidecarPid: client.pid, pythonPid: init.pid, mcpPid, ran, unavailable });
+    emit({ ok: true, sidecarPid: client.pid, mcpPid, ran, unavailable });
   } catch (error) {
     emit({ ok: false, error: `${error?.data?.code ?? ""} ${error?.message ?? error}` });
     await client?.dispose();

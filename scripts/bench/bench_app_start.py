@@ -1,17 +1,16 @@
 #!/usr/bin/env python3
-"""The app's start and first use: spawn → ``initialize`` of the one-file binary (TMPDIR on disk, on tmpfs, and from
-a kept unpack folder) and of the venv, then the first transcription and the first local-model answer of a fresh
-process, binary vs venv — ratios from one run.
+"""The app's start and first use: spawn → ``initialize`` of the binary (its one-folder where build.sh put it, and a
+copy on tmpfs), of the venv and of a bare ``python -c "import anyio"``, then the first transcription and the first
+local-model answer of a fresh process, binary vs venv — ratios from one run.
 
-    .venv/bin/python scripts/bench/bench_app_start.py [--runs 7] [--binary dist/metona-sidecar] [--no-first-use]
+    .venv/bin/python scripts/bench/bench_app_start.py [--runs 7] [--binary dist/metona/metona-sidecar] [--no-first-use]
 
-Goals (issue 19): spawn → initialize < 1 s with TMPDIR on disk, < 0.5 s on tmpfs; first transcription and first
-local answer from the binary ≤ 1.2× the venv's. A one-file PyInstaller binary unpacks its libraries into
-``$TMPDIR/_MEIxxxxxx`` on every start (``--runtime-tmpdir`` only picks that parent folder at build time, which is
-what TMPDIR does at run time: the same rows). "kept unpack dir" runs the bootloader in its child mode from a copy
-of one unpack folder (``_PYI_APPLICATION_HOME_DIR``; what a persistent extraction dir, or a one-folder build,
-would give); PyInstaller's one-file mode has no switch to keep it. Start runs are interleaved case by case.
-First use needs the engines beside the binary (``dist/metona-engines/``): when its ``initialize`` reports
+Goals (issue 19): spawn → initialize < 1 s on disk (< 0.5 s: issue 22's goal); first transcription and first
+local answer from the binary ≤ 1.2× the venv's. The binary is a one-folder build: nothing is unpacked on start, so
+TMPDIR plays no part; what can differ is where its folder lives (the disk, or tmpfs: a copy of the sidecar's bundle
+in /dev/shm, engines left out). The page cache is warm in both (one untimed round first): the difference is the
+file system's lookup cost, not a disk read. Start runs are interleaved case by case; the load average is printed.
+First use needs the engines beside the binary (``dist/metona/metona-engines/``): when its ``initialize`` reports
 transcription or the local model unavailable, that row says "engines absent". The venv's local model is the one
 scripts/setup prepared (``.cache/local-model``); the binary uses what it ships.
 """
@@ -22,6 +21,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from scripts.bench.bench_binary_start import bundle_mib  # noqa: E402
+from sidecar.workers import engines  # noqa: E402
 from tests.support import speech  # noqa: E402
 from tests.support.sidecar_proc import Sidecar  # noqa: E402
 
@@ -54,23 +56,20 @@ def spawn(cmd: str | None, work: Path, env: dict[str, str]) -> tuple[Sidecar, fl
     return sc, time.perf_counter() - t0, init["capabilities"]["components"]
 
 
-def kept_unpack_dir(binary: str, work: Path) -> dict[str, str]:
-    """Copy the unpack folder of one live start; the env that runs the bootloader as the child from that copy."""
-    unpack = work / "unpack"
-    unpack.mkdir()
-    sc, _, _ = spawn(binary, work, {"TMPDIR": str(unpack)})
-    try:
-        (live,) = unpack.glob("_MEI*")
-        kept = work / "kept" / live.name  # the bootloader checks the folder's name
-        shutil.copytree(live, kept, symlinks=True)
-    finally:
-        sc.close()
-    return {
-        "TMPDIR": str(kept.parent),
-        "_PYI_ARCHIVE_FILE": binary,
-        "_PYI_APPLICATION_HOME_DIR": str(kept),
-        "_PYI_PARENT_PROCESS_LEVEL": "1",
-    }
+def bare_import() -> float:
+    """Spawn → exit of ``python -c "import anyio"`` (issue 22's yardstick: all that answering needs)."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import anyio"], check=True, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def copy_to_tmpfs(binary: Path, shm: Path) -> Path:
+    """The sidecar's one-folder (executable + ``_internal/``, not the engines) copied into tmpfs."""
+    folder = Path(tempfile.mkdtemp(prefix="metona-bench-", dir=shm)) / binary.parent.name
+    folder.mkdir()
+    shutil.copy2(binary, folder / binary.name)
+    shutil.copytree(binary.parent / "_internal", folder / "_internal", symlinks=True)
+    return folder / binary.name
 
 
 def fs_type(path: Path) -> str:
@@ -82,15 +81,20 @@ def fs_type(path: Path) -> str:
     return kind
 
 
-def start_times(cases: dict[str, tuple[str | None, dict[str, str]]], runs: int, work: Path) -> dict[str, list[float]]:
+def start_times(cases: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name in cases}
     for i in range(runs + 1):  # the first round warms the page cache and is not counted
-        for name, (cmd, env) in cases.items():
-            sc, took, _ = spawn(cmd, work, env)
-            sc.close()
+        for name, run in cases.items():
+            took = run()
             if i:
                 times[name].append(took)
     return times
+
+
+def start_once(cmd: str | None, work: Path) -> float:
+    sc, took, _ = spawn(cmd, work, {})
+    sc.close()
+    return took
 
 
 def wait_job(sc: Sidecar, method: str, job_id: str) -> dict[str, Any]:
@@ -150,36 +154,38 @@ def first_use(cmd: str | None, env: dict[str, str], work: Path, audio: Path) -> 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7, help="timed starts per case (after one untimed round)")
-    ap.add_argument("--binary", default=str(ROOT / "dist" / "metona-sidecar"))
+    ap.add_argument("--binary", default=str(ROOT / engines.SHIPPED_BINARY))
     ap.add_argument("--no-first-use", action="store_true", help="only the start times")
     args = ap.parse_args()
-    binary = str(Path(args.binary).resolve())
-    if not Path(binary).exists():
+    binary = Path(args.binary).resolve()
+    if not binary.exists():
         print(f"bench_app_start: {binary} not found; build it with: bash build/build.sh", file=sys.stderr)
         return 1
     (ROOT / "build" / "bench").mkdir(parents=True, exist_ok=True)
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(prefix="app-start-", dir=ROOT / "build" / "bench") as tmp:
         work = Path(tmp)
-        disk = work / "tmp-disk"
-        disk.mkdir()
-        cases: dict[str, tuple[str | None, dict[str, str]]] = {
-            f"binary, TMPDIR on disk ({fs_type(disk)})": (binary, {"TMPDIR": str(disk)}),
+        cases: dict[str, Callable[[], float]] = {
+            f"binary, folder on disk ({fs_type(binary)})": lambda: start_once(str(binary), work),
         }
-        if shm.is_dir() and fs_type(shm) == "tmpfs":
-            ram = Path(tempfile.mkdtemp(prefix="metona-bench-", dir=shm))
-            cases["binary, TMPDIR on tmpfs"] = (binary, {"TMPDIR": str(ram)})
-        cases[f"binary, kept unpack dir ({fs_type(work)})"] = (binary, kept_unpack_dir(binary, work))
-        cases["venv: python -m sidecar"] = (None, {})
         try:
-            times = start_times(cases, args.runs, work)
+            if shm.is_dir() and fs_type(shm) == "tmpfs":
+                on_tmpfs = copy_to_tmpfs(binary, shm)
+                cases["binary, folder on tmpfs"] = lambda: start_once(str(on_tmpfs), work)
+            cases["venv: python -m sidecar"] = lambda: start_once(None, work)
+            cases['python -c "import anyio"'] = bare_import
+            load_before = os.getloadavg()
+            times = start_times(cases, args.runs)
+            load_after = os.getloadavg()
         finally:
             if shm.is_dir():
                 for leftover in shm.glob("metona-bench-*"):
                     shutil.rmtree(leftover, ignore_errors=True)
         venv = statistics.median(times["venv: python -m sidecar"])
-        size = Path(binary).stat().st_size / 2**20
-        print(f"spawn -> initialize, medians of {args.runs} (min-max); {binary}: {size:.0f} MiB")
+        print(
+            f"spawn -> initialize, medians of {args.runs} (min-max); {binary}: {bundle_mib(binary):.0f} MiB;"
+            f" load average {load_before[0]:.2f} -> {load_after[0]:.2f} ({os.cpu_count()} CPUs)"
+        )
         for name, ts in times.items():
             med = statistics.median(ts)
             print(f"  {name:40s} {med:6.3f} s ({min(ts):.3f}-{max(ts):.3f})  {med / venv:4.2f}x the venv")
@@ -191,7 +197,7 @@ def main() -> int:
         print(f"first use in a fresh process ({audio.end:.1f} s of espeak-ng speech; en-fast; local: 16 tokens)")
         rows = {
             "venv": first_use(None, VENV_ENV, work, wav),
-            "binary": first_use(binary, {}, work, wav),
+            "binary": first_use(str(binary), {}, work, wav),
         }
         for label in rows["venv"]:
             v, b = rows["venv"][label], rows["binary"][label]

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The shipped layout against the source install (issue 19): first transcription and first local answer.
 
-    .venv/bin/python scripts/bench/bench_engines.py [--runs 3] [--binary dist/metona-sidecar] [--only binary|venv]
+    .venv/bin/python scripts/bench/bench_engines.py [--runs 3] [--binary dist/metona/metona-sidecar] \
+        [--only binary|venv]
 
-Each run spawns a sidecar on a fresh data directory (the venv's ``python -m sidecar``, then the one-file binary
-with ``dist/metona-engines`` beside it) and times, over real stdio:
+Each run spawns a sidecar on a fresh data directory (the venv's ``python -m sidecar``, then the binary with its
+engines folder ``dist/metona/metona-engines/`` beside it) and times, over real stdio:
   * spawn → ``initialize`` answered;
   * the first transcription: ``media/transcriptions/create`` → ``Completed`` of a ≈7 s espeak-ng clip (en-fast =
     tiny.en, with diarization): worker start + model loads + the job;
@@ -27,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from sidecar.workers import engines  # noqa: E402
 from tests.support import speech  # noqa: E402
 from tests.support.sidecar_proc import Sidecar, worker_pids  # noqa: E402
 
@@ -43,20 +45,6 @@ def vm_hwm_mb(pid: int | None) -> float:
     except OSError:
         pass
     return float("nan")
-
-
-def sidecar_python_pid(sc: Sidecar) -> int:
-    """The process that runs the sidecar's Python: the spawned one, or the one-file bootloader's child."""
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == sc.proc.pid:
-                    cmd = (proc / "cmdline").read_bytes()
-                    if b"metona-sidecar" in cmd:
-                        return int(proc.name)
-            except OSError:
-                continue
-    return sc.proc.pid
 
 
 def transcribe(sc: Sidecar, wav: Path) -> float:
@@ -108,7 +96,7 @@ def one_run(cmd: str | None, wav: Path) -> dict[str, float]:
             out["local_answer_s"] = local_answer(sc)
             (local,) = worker_pids(sc.proc.pid, "sidecar.localmodel.worker", "local-model-worker")
             out["local_worker_rss_mb"] = vm_hwm_mb(local)
-            out["sidecar_rss_mb"] = vm_hwm_mb(sidecar_python_pid(sc))
+            out["sidecar_rss_mb"] = vm_hwm_mb(sc.proc.pid)
         finally:
             sc.close()
     return out
@@ -117,7 +105,7 @@ def one_run(cmd: str | None, wav: Path) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--binary", default=str(ROOT / "dist" / "metona-sidecar"))
+    ap.add_argument("--binary", default=str(ROOT / engines.SHIPPED_BINARY))
     ap.add_argument("--only", choices=["binary", "venv"])
     ns = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="metona-bench-audio-") as tmp:

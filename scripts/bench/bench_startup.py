@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Spawn → ``initialize`` result, against the bare start-up import set, measured in one run.
 
-    python scripts/bench/bench_startup.py [--runs 15] [--binary dist/metona-sidecar]
+    python scripts/bench/bench_startup.py [--runs 15] [--binary dist/metona/metona-sidecar]
 
 The goal (issue 22): the sidecar's spawn → initialize result ≤ 1.5× a bare ``python -c "import anyio"``
 (the event loop library is all that answering needs; the domain layer loads after the answer).

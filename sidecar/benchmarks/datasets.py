@@ -32,7 +32,7 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def builtin_datasets_dir() -> Path:
-    """The repository's ``datasets/`` (inside the one-file binary: bundled beside the code)."""
+    """The repository's ``datasets/`` (inside the binary: bundled beside the code)."""
     frozen = getattr(sys, "_MEIPASS", None)
     if frozen:
         return Path(frozen) / "datasets"

@@ -2,8 +2,8 @@
 plots — metric bars with 95 % intervals, the latency distribution, per-tag breakdown and a diff against a previous
 run — drawn by matplotlib (Agg, SVG inlined: no network, no script needed to read it).
 
-matplotlib is imported here only (never on the sidecar's start-up path). Where it is missing (the one-file binary
-leaves it out), the report says so in place of each plot instead of drawing something by hand.
+matplotlib is imported here only (never on the sidecar's start-up path; the binary carries it too). Where it is
+missing (an install without it), the report says so in place of each plot instead of drawing something by hand.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..workers import engines
 from . import demo_media as media
 from .wire_client import WireClient, WireError
 
@@ -591,12 +592,12 @@ def key_variable(preset: str) -> str:
 
 def checkouts(binary: str | None) -> list[Path]:
     """The source checkouts whose setup (reference servers, prepared model) the demo may use, nearest first: the
-    one this package runs from, then the one a binary was built in (``<checkout>/dist/metona-sidecar``); when the
-    demo runs inside the one-file binary, only the latter (its package lives in a temporary unpack folder)."""
+    one this package runs from, then the one a binary was built in (``<checkout>/dist/metona/metona-sidecar``); when
+    the demo runs inside the binary, only the latter (its package lives in the binary's bundle)."""
     found = [] if getattr(sys, "frozen", False) else [CHECKOUT]
     for exe in (binary, sys.executable if getattr(sys, "frozen", False) else None):
         if exe:
-            found.append(Path(exe).resolve().parent.parent)
+            found.append(engines.checkout_of(exe))
     return list(dict.fromkeys(found))
 
 
@@ -627,14 +628,14 @@ def _env(root: Path, binary: str | None = None) -> dict[str, str]:
 
 
 def sidecar_command(binary: str | None) -> list[str]:
-    """How the app starts the sidecar: ``--binary PATH`` (the packaged one-file executable), the binary the demo
+    """How the app starts the sidecar: ``--binary PATH`` (the packaged executable), the binary the demo
     itself runs in, else ``python -m sidecar`` on this interpreter."""
     if binary:
         path = Path(binary).expanduser().resolve()
         if not path.is_file() or not os.access(path, os.X_OK):
             raise WireError("SIDECAR_BINARY_NOT_FOUND", f"--binary {binary} is not an executable file")
         return [str(path)]
-    if getattr(sys, "frozen", False):  # the one-file binary running its own demo: it is the sidecar too
+    if getattr(sys, "frozen", False):  # the binary running its own demo: it is the sidecar too
         return [sys.executable]
     return [sys.executable, "-m", "sidecar"]
 
@@ -776,7 +777,7 @@ def main(argv: list[str]) -> int:
     (root / "data").mkdir()
     started, load_before = time.perf_counter(), os.getloadavg()[0]
     steps = [Step(name, needs, fn, PREPARE.get(name)) for name, needs, fn in STEPS]
-    binary = cmd[0] if len(cmd) == 1 else None  # --binary, or the one-file binary this demo runs in
+    binary = cmd[0] if len(cmd) == 1 else None  # --binary, or the binary this demo runs in
     client = WireClient(cmd, _env(root, binary), root / "sidecar-stderr.log")
     provider: dict[str, Any] = {"id": None, "model": None, "kind": None}
     code = 0

@@ -1,6 +1,6 @@
 """Where the browser-side assets are (the pinned npm ``mermaid`` bundle), found without importing anything.
 
-Order: ``METONA_MERMAID_JS`` (a path to ``mermaid.min.js``), the one-file binary's bundle
+Order: ``METONA_MERMAID_JS`` (a path to ``mermaid.min.js``), the binary's bundle
 (``<_MEIPASS>/render-assets/mermaid/``), the checkout's ``tools/render/node_modules/mermaid/`` (installed by
 ``scripts/setup`` with ``npm ci`` from ``tools/render/package-lock.json``).
 """

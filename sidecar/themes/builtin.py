@@ -1,5 +1,5 @@
 """The built-in themes ``light`` and ``dark``: always installed, never removable (THEME_BUILTIN_PROTECTED).
-Their CSS is here (not data files) so the one-file binary carries it without extra packaging."""
+Their CSS is here (not data files) so the binary carries it without extra packaging."""
 
 from __future__ import annotations
 

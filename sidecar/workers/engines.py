@@ -1,14 +1,16 @@
-"""How a worker child is started, in one place — and where the one-file binary finds its engines.
+"""How a worker child is started, in one place — and where the binary finds its engines.
 
-From the source install a worker is ``python -m <module>`` with the sidecar's own interpreter. The one-file binary
-(``dist/metona-sidecar``) carries no torch, ctranslate2 or openvino (every start would unpack them): those live in
-the **engines folder**, a PyInstaller one-folder build ``metona-engines/`` beside the binary (or at
+From the source install a worker is ``python -m <module>`` with the sidecar's own interpreter. The binary
+(``dist/metona/metona-sidecar``, a one-folder build) carries no torch, ctranslate2 or openvino: those live in the
+**engines folder**, a PyInstaller one-folder build ``metona-engines/`` beside the binary's executable (or at
 ``METONA_ENGINES_DIR``), whose executable runs the worker named by its first argument
 (``metona-engines media-worker``). The light maths worker stays inside the binary (``metona-sidecar math-worker``).
 
 The engines folder also holds the models, ready to use (``engines.json`` says where): the Whisper models as
-CTranslate2 folders, the diarization weights, and the local model already converted for openvino. Without an
-engines folder the binary reports transcription, diarization and the local model unavailable, with the reason.
+CTranslate2 folders, the diarization weights, and the local model already converted for openvino. The engines
+carry their own copy of the worker code, so ``engines.json`` records the build id of the build that made them
+(:data:`BUILD_ID_FILE` in the binary holds its own): engines from another build are refused. Without usable
+engines the binary reports transcription, diarization and the local model unavailable, with the reason.
 Stdlib only: ``initialize`` and the workers import this.
 """
 
@@ -28,6 +30,12 @@ FOLDER = "metona-engines"
 EXECUTABLE = FOLDER + (".exe" if os.name == "nt" else "")
 MANIFEST = "engines.json"
 FORMAT = 1
+SHIPPED_BINARY = Path("dist", "metona", "metona-sidecar" + (".exe" if os.name == "nt" else ""))
+"""Where build/build.sh puts the binary, relative to the checkout: ``dist/metona/`` is what the app bundles (the
+binary's one-folder, with the engines folder inside it)."""
+BUILD_ID_FILE = "metona-build-id"
+"""In the binary's bundle (``sys._MEIPASS``): the id of the build that made it (build/build_id.py), which the
+engines' ``engines.json`` must repeat as ``build_id``."""
 
 WORKERS: Mapping[str, str] = {
     "media-worker": "sidecar.media.worker",
@@ -81,8 +89,24 @@ def expected_root(environ: Mapping[str, str], executable: str) -> Path:
     return Path(executable).resolve().parent / FOLDER
 
 
-def locate(root: Path) -> tuple[Engines | None, str | None]:
-    """The engines at ``root``, or why not (safe to show)."""
+def checkout_of(binary: str | Path) -> Path:
+    """The checkout a binary at :data:`SHIPPED_BINARY` was built in."""
+    return Path(binary).resolve().parents[len(SHIPPED_BINARY.parts) - 1]
+
+
+def own_build_id() -> str | None:
+    """The build id the binary carries (None from the source install, or if the file is missing)."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    if not bundle:
+        return None
+    try:
+        return (Path(bundle) / BUILD_ID_FILE).read_text("utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def locate(root: Path, build_id: str | None) -> tuple[Engines | None, str | None]:
+    """The engines at ``root`` made by the build ``build_id``, or why not (safe to show)."""
     if not (root / EXECUTABLE).is_file():
         return None, f"no engines folder at {root} (build/build.sh puts {FOLDER}/ beside the binary; or set {ENV})"
     try:
@@ -91,12 +115,18 @@ def locate(root: Path) -> tuple[Engines | None, str | None]:
         return None, f"the engines folder {root} has no readable {MANIFEST}: {exc}"
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         return None, f"the engines folder {root} is of another format (expected {FORMAT})"
+    theirs = manifest.get("build_id")
+    if build_id is None or theirs != build_id:
+        return None, (
+            f"the engines folder {root} comes from another build (engines: {theirs or 'no build id'}, sidecar:"
+            f" {build_id or 'no build id'}); build/build.sh builds both together"
+        )
     return Engines(root, manifest), None
 
 
 @functools.cache
 def _current() -> tuple[Engines | None, str | None]:
-    return locate(expected_root(os.environ, sys.executable))
+    return locate(expected_root(os.environ, sys.executable), own_build_id())
 
 
 def current() -> tuple[Engines | None, str | None]:

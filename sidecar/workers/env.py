@@ -40,7 +40,7 @@ def worker_env(environ: Mapping[str, str], *, source_root: str | None = None) ->
 
 
 def _restore_library_path(env: dict[str, str]) -> None:
-    """A PyInstaller bootloader prepends its unpack folder to ``LD_LIBRARY_PATH`` (keeping the host's value in
+    """A PyInstaller bootloader prepends its bundle folder to ``LD_LIBRARY_PATH`` (keeping the host's value in
     ``LD_LIBRARY_PATH_ORIG``): a worker from the engines folder must load its own libraries, not the binary's."""
     original = env.pop("LD_LIBRARY_PATH_ORIG", None)
     if original:

@@ -5,7 +5,7 @@ stopped with it: SIGTERM to the group, a bounded grace, then SIGKILL.
 
 A SIGKILL of the sidecar itself cannot be caught, so nothing of ours would run and a child that ignores EOF on
 its stdin (or a grandchild that never reads it) would live on. The :class:`OrphanGuard` covers that: one tiny
-POSIX ``sh`` per sidecar (no Python, no start of the one-file binary: ``/bin/sh`` exists on every POSIX host),
+POSIX ``sh`` per sidecar (no Python, no start of the binary: ``/bin/sh`` exists on every POSIX host),
 started on the first ``spawn``/``adopt``, in a session of its own (a kill of the sidecar's process group does not
 reach it). Its stdin is a pipe whose write end only the sidecar holds (close-on-exec, and closed in the child of a
 ``fork``); the sidecar writes ``+<pgid>`` when a child's group is tracked and ``-<pgid>`` when it is forgotten or
@@ -144,7 +144,7 @@ class OrphanGuard:
                 stdout=subprocess.DEVNULL,  # never our stdout (the wire) nor our stderr (it may be gone first)
                 stderr=subprocess.DEVNULL,
                 cwd="/",
-                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},  # not the one-file binary's LD_LIBRARY_PATH
+                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},  # not the binary's LD_LIBRARY_PATH
                 start_new_session=True,  # a kill of our process group does not reach it
             )
         except OSError as exc:

@@ -35,6 +35,7 @@ from sidecar.cli.demo import (
     transcript_citation,
 )
 from sidecar.cli.wire_client import WireError
+from sidecar.workers import engines
 
 
 def _demo(tmp_path: Path, quiet: bool = False) -> Demo:
@@ -275,7 +276,7 @@ def test_without_the_local_model_the_scripted_mock_says_so(tmp_path: Path) -> No
 
 def test_binary_command_env_and_the_checkout_it_was_built_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     checkout = tmp_path / "clone"
-    binary = checkout / "dist" / "metona-sidecar"
+    binary = checkout / engines.SHIPPED_BINARY
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
     with pytest.raises(WireError) as missing:

@@ -1,10 +1,10 @@
-"""``metona-sidecar demo --binary PATH``: the demo (this venv) drives the packaged one-file sidecar, as the app does.
+"""``metona-sidecar demo --binary PATH``: the demo (this venv) drives the packaged sidecar, as the app does.
 
-Runs only where scripts/test's stage 2 names the binary (``SIDECAR_CMD=dist/metona-sidecar``). What the binary
-reports decides what must hold, never the demo's own outcome: a binary that reports transcription available
-(``dist/metona-engines/`` beside it) must walk the whole chain with every step ok; one that does not (the one-file
-build alone) must fail ``transcribe`` with the sidecar's typed error, skip exactly the steps that need it, and still
-install the reference MCP server as a plugin (found in the checkout, run on its own venv's interpreter, never the
+Runs only where scripts/test's stage 2 names the binary (``SIDECAR_CMD=dist/metona/metona-sidecar``). What the
+binary reports decides what must hold, never the demo's own outcome: a binary that reports transcription available
+(``dist/metona/metona-engines/`` beside it) must walk the whole chain with every step ok; one that does not (the
+sidecar built alone) must fail ``transcribe`` with the sidecar's typed error, skip exactly the steps that need it, and
+still install the reference MCP server as a plugin (found in the checkout, run on its own venv's interpreter, never the
 sidecar's) and run the RAG benchmark.
 """
 

@@ -1,7 +1,7 @@
 """The embedded local model over real stdio, no network: ``providers/create {preset: "local"}``, streamed Chinese
 and English answers with real token counts, an agent run whose calculator call is parsed, run and fed back, a
 cancel mid-generation within 1 s, and no worker left after shutdown or after the sidecar is SIGKILLed. One sidecar
-(one model load) serves the module. Against the one-file binary the same tests run with the worker and the model
+(one model load) serves the module. Against the binary the same tests run with the worker and the model
 (converted at build time) from the engines folder beside it; a binary without engines reports the model unavailable."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
         sc.close()
 
 
-@pytest.mark.skipif(not FROZEN, reason="the one-file binary's view")
+@pytest.mark.skipif(not FROZEN, reason="the binary's view")
 def test_the_binary_without_engines_reports_the_local_model_unavailable(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     data_dir.mkdir()

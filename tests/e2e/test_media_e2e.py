@@ -1,8 +1,8 @@
 """Transcription over real stdio: espeak-ng speech by three voices → en-fast and default profiles, diarization,
 a note whose search hit cites the audio, cancel within 1 s while ping answers, bad files, no worker left.
 
-One sidecar serves the module (its worker keeps the models loaded between tests). Against the one-file binary
-(SIDECAR_CMD) the same tests run with its worker started from the engines folder beside it (dist/metona-engines);
+One sidecar serves the module (its worker keeps the models loaded between tests). Against the binary
+(SIDECAR_CMD) the same tests run with its worker started from the engines folder beside it (dist/metona/metona-engines);
 a binary without engines reports transcription unavailable, with its reason.
 """
 

@@ -1,8 +1,8 @@
 """No orphans after a SIGKILL of the sidecar (sidecar/workers/supervisor.py's child guard), over real stdio.
 
 A fixture plugin whose server ignores EOF on its stdin and SIGTERM, and whose grandchild does the same, plus the
-Chromium of a Mermaid render: after ``kill -9`` of the sidecar's whole process group (both processes of a
-one-file binary), every process of those groups, and the guard itself, is gone within ~3 s."""
+Chromium of a Mermaid render: after ``kill -9`` of the sidecar's whole process group (the venv's or the
+binary's: one process either way), every process of those groups, and the guard itself, is gone within ~3 s."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def test_kill_9_leaves_no_server_grandchild_browser_or_guard(tmp_path: Path) -> 
             assert browser and os.getpgid(browser) == browser
             groups["Chromium's"] = browser
         members = {name: group_members(pgid) for name, pgid in groups.items()}
-        sidecar = group_members(sc.proc.pid)  # the sidecar (a one-file binary: its bootloader and Python child)
+        sidecar = group_members(sc.proc.pid)  # the sidecar's own group
         guards = guards_of(sidecar)
         assert len(guards) == 1, f"one guard per sidecar: {guards}"
         assert os.getsid(guards[0]) == guards[0], "the guard is in a session of its own"

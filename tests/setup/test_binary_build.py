@@ -1,7 +1,7 @@
-"""Checks of the PyInstaller one-file binary and the engines folder beside it (build: bash build/build.sh).
+"""Checks of the PyInstaller binary (one-folder dist/metona/) and the engines folder inside it (bash build/build.sh).
 
 Marked ``binary``; they run only when SIDECAR_CMD names the built binary, e.g.
-    SIDECAR_CMD=dist/metona-sidecar bash scripts/test -m "e2e or binary"
+    SIDECAR_CMD=dist/metona/metona-sidecar bash scripts/test -m "e2e or binary"
 (the e2e suite then also drives the binary through tests/support/sidecar_proc.py).
 """
 
@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.workers import engines
+
 pytestmark = pytest.mark.binary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +26,7 @@ if CMD and not os.path.isabs(CMD[0]) and (ROOT / CMD[0]).is_file():
     CMD[0] = str(ROOT / CMD[0])  # relative to the repo root, as tests/support/sidecar_proc.py runs it
 needs_binary = pytest.mark.skipif(
     not CMD or not Path(CMD[0]).is_file() or CMD[0].endswith(("python", "python3")),
-    reason="SIDECAR_CMD does not name the built binary (bash build/build.sh; SIDECAR_CMD=dist/metona-sidecar)",
+    reason=f"SIDECAR_CMD does not name the built binary (bash build/build.sh; SIDECAR_CMD={engines.SHIPPED_BINARY})",
 )
 
 
@@ -74,29 +76,27 @@ def test_binary_frozen_selftest(tmp_path: Path):
 
 
 @needs_binary
-def test_kill_9_of_the_bootloader_leaves_no_unpacked_folder(tmp_path: Path):
-    """One-file mode: SIGKILL to the bootloader must not leak the ~490 MiB unpack folder (build/launcher.py)."""
-    unpack = tmp_path / "tmp"
-    unpack.mkdir()
+def test_the_binary_is_one_process_that_unpacks_nothing(tmp_path: Path):
+    """One-folder: the spawned process is the sidecar (initialize answers its pid; no bootloader parent), and a start
+    writes nothing into TMPDIR, so a SIGKILL leaves nothing behind."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     proc = subprocess.Popen(
         [*CMD, "--data-dir", str(tmp_path / "data")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, "TMPDIR": str(unpack)},
+        env={**os.environ, "TMPDIR": str(tmp)},
     )
     assert proc.stdin and proc.stdout
-    proc.stdin.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    proc.stdin.write('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')
     proc.stdin.flush()
-    assert json.loads(proc.stdout.readline())["id"] == 1
-    assert list(unpack.glob("_MEI*")), "expected the one-file unpack folder in TMPDIR"
+    assert json.loads(proc.stdout.readline())["result"]["pid"] == proc.pid
+    assert (Path(CMD[0]).parent / "_internal").is_dir()
     proc.kill()
     proc.wait()
-    deadline = time.monotonic() + 15
-    while list(unpack.glob("_MEI*")) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not list(unpack.glob("_MEI*")), "unpack folder leaked after SIGKILL of the bootloader"
+    assert list(tmp.iterdir()) == []
 
 
 def _engines() -> Path:
@@ -105,11 +105,13 @@ def _engines() -> Path:
 
 @needs_binary
 def test_the_engines_folder_beside_the_binary_holds_its_models():
-    """dist/metona-engines/: the executable, the manifest the sidecar reads, and every model ready to load (the local
-    model converted, so no first-use conversion in the app)."""
+    """dist/metona/metona-engines/: the executable, the manifest the sidecar reads (of the binary's own build), and
+    every model ready to load (the local model converted, so no first-use conversion in the app)."""
     root = _engines()
     manifest = json.loads((root / "engines.json").read_text())
     assert manifest["format"] == 1
+    own = (Path(CMD[0]).parent / "_internal" / engines.BUILD_ID_FILE).read_text("utf-8").strip()
+    assert own and manifest["build_id"] == own
     for dist in ("faster_whisper", "ctranslate2", "torch", "pyannote_audio", "openvino_genai"):
         assert manifest["versions"][dist], dist
     models = {key: root / rel for key, rel in manifest["models"].items()}
@@ -125,7 +127,8 @@ def test_the_engines_folder_beside_the_binary_holds_its_models():
 @needs_binary
 def test_initialize_reports_the_engines_available(tmp_path: Path):
     """With the engines beside it the binary transcribes, labels speakers and has the local model; their versions
-    come from the engines' manifest (the one-file binary itself imports none of them)."""
+    come from the engines' manifest (the binary itself imports none of them). The benchmark report's plots
+    (matplotlib) are the binary's own."""
     manifest = json.loads((_engines() / "engines.json").read_text())
     proc = subprocess.Popen(
         [*CMD, "--data-dir", str(tmp_path / "data")],
@@ -140,7 +143,7 @@ def test_initialize_reports_the_engines_available(tmp_path: Path):
     components = json.loads(proc.stdout.readline())["result"]["capabilities"]["components"]
     proc.stdin.close()
     proc.wait(timeout=30)
-    for name in ("transcription", "whisper_model", "diarization", "diarization_weights", "local_model"):
+    for name in ("transcription", "whisper_model", "diarization", "diarization_weights", "local_model", "matplotlib"):
         assert components[name]["available"] is True, (name, components[name])
     assert components["faster_whisper"]["version"] == manifest["versions"]["faster_whisper"]
     assert components["pyannote_audio"]["version"] == manifest["versions"]["pyannote_audio"]

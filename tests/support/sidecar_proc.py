@@ -51,8 +51,7 @@ class Sidecar:
             stderr=self._stderr,
             env=full_env,
             cwd=ROOT,
-            # its own process group, so a test can SIGKILL all of it: a one-file binary is two
-            # processes (the unpacking bootloader and the Python child)
+            # its own process group, so a test can SIGKILL all of it (the sidecar and its workers)
             start_new_session=True,
             **(popen_kwargs or {}),
         )
@@ -141,7 +140,7 @@ class Sidecar:
 
     # -- ending -----------------------------------------------------------------------------------
     def kill_9(self) -> None:
-        """SIGKILL the whole sidecar (both processes of a one-file binary), as a crash would."""
+        """SIGKILL the whole sidecar (its process group: the sidecar and its workers), as a crash would."""
         os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=10)
 
@@ -174,8 +173,7 @@ class Sidecar:
 
 def worker_pids(sidecar_pid: int | None, module: str, entry: str) -> list[int]:
     """Live worker processes started as ``python -m <module>`` (source install) or ``metona-engines <entry>`` (the
-    binary's engines folder); with ``sidecar_pid``, only that sidecar's: its children, or the children of its child
-    when it is a one-file binary (the spawned bootloader runs the sidecar as its child)."""
+    binary's engines folder); with ``sidecar_pid``, only that sidecar's children."""
     procs: dict[int, tuple[list[bytes], str, int]] = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -186,10 +184,9 @@ def worker_pids(sidecar_pid: int | None, module: str, entry: str) -> list[int]:
         except OSError:
             continue
         procs[int(proc.name)] = (cmd, state, int(ppid))
-    parents = None if sidecar_pid is None else {sidecar_pid} | {p for p, v in procs.items() if v[2] == sidecar_pid}
     found = []
     for pid, (cmd, state, ppid) in procs.items():
         is_worker = module.encode() in cmd or (cmd[1:2] == [entry.encode()] and cmd[0].endswith(b"metona-engines"))
-        if is_worker and state != "Z" and (parents is None or ppid in parents):
+        if is_worker and state != "Z" and (sidecar_pid is None or ppid == sidecar_pid):
             found.append(pid)
     return found

@@ -1,4 +1,4 @@
-"""The one place that says how a worker starts, and how the one-file binary finds its engines folder."""
+"""The one place that says how a worker starts, and how the binary finds its engines folder (of its own build)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.core.settings import Settings
 from sidecar.localmodel import assets
 from sidecar.media import resolve
+from sidecar.system.capabilities import detect_components
 from sidecar.workers import engines
 from sidecar.workers.env import worker_env
 
+BUILD_ID = "0.1.0+0123456789abcdef"
 
-def _engines(root: Path, *, manifest: object = None, local: bool = True) -> Path:
-    """A fake engines folder: the executable, a manifest and the model folders it names."""
+
+def _engines(root: Path, *, manifest: object = None, local: bool = True, build_id: str | None = BUILD_ID) -> Path:
+    """A fake engines folder of the build ``build_id``: the executable, a manifest and the model folders it names."""
     (root / "models" / "whisper").mkdir(parents=True)
     (root / "models" / "diarization").mkdir(parents=True)
     if local:
@@ -24,6 +28,7 @@ def _engines(root: Path, *, manifest: object = None, local: bool = True) -> Path
     if manifest is None:
         manifest = {
             "format": engines.FORMAT,
+            **({"build_id": build_id} if build_id is not None else {}),
             "versions": {"faster_whisper": "1.2.3", "openvino_genai": "2025.1"},
             "models": {
                 "whisper_models": "models/whisper",
@@ -37,14 +42,16 @@ def _engines(root: Path, *, manifest: object = None, local: bool = True) -> Path
 
 @pytest.fixture
 def binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This process looks like the one-file binary dist/metona-sidecar (engines: none yet)."""
-    dist = tmp_path / "dist"
-    dist.mkdir()
+    """This process looks like the binary dist/metona/metona-sidecar of the build BUILD_ID (engines: none yet)."""
+    app = tmp_path / "dist" / "metona"
+    (app / "_internal").mkdir(parents=True)
+    (app / "_internal" / engines.BUILD_ID_FILE).write_text(BUILD_ID + "\n")
     monkeypatch.setattr(sys, "frozen", True, raising=False)
-    monkeypatch.setattr(sys, "executable", str(dist / "metona-sidecar"))
+    monkeypatch.setattr(sys, "_MEIPASS", str(app / "_internal"), raising=False)
+    monkeypatch.setattr(sys, "executable", str(app / "metona-sidecar"))
     monkeypatch.delenv(engines.ENV, raising=False)
     engines._current.cache_clear()
-    yield dist
+    yield app
     engines._current.cache_clear()
 
 
@@ -100,6 +107,38 @@ def test_an_engines_folder_with_a_bad_manifest_is_refused(binary: Path, manifest
     (root / engines.MANIFEST).write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
     found, why = engines.current()
     assert found is None and why is not None and str(root) in why
+
+
+ENGINE_COMPONENTS = ("faster_whisper", "pyannote_audio", "transcription", "diarization", "local_model")
+
+
+@pytest.mark.parametrize("theirs", ["0.1.0+fedcba9876543210", None])
+def test_engines_of_another_build_are_refused_and_initialize_says_why(
+    binary: Path, tmp_path: Path, theirs: str | None
+) -> None:
+    root = _engines(binary / engines.FOLDER, build_id=theirs)
+    found, why = engines.current()
+    assert found is None and why is not None
+    assert str(root) in why and "another build" in why and BUILD_ID in why and (theirs or "no build id") in why
+    components = detect_components(Settings(data_dir=tmp_path / "data"))
+    for name in ENGINE_COMPONENTS:
+        assert components[name]["available"] is False, name
+        assert components[name]["detail"] == why, name
+    assert resolve.engine_unavailable_reason() == why and assets.status() == (False, why)
+
+
+def test_the_same_engines_are_used_once_the_ids_agree(binary: Path, tmp_path: Path) -> None:
+    _engines(binary / engines.FOLDER)
+    components = detect_components(Settings(data_dir=tmp_path / "data"))
+    for name in ("faster_whisper", "pyannote_audio", "local_model"):
+        assert components[name]["available"] is True, (name, components[name])
+
+
+def test_a_binary_without_its_build_id_trusts_no_engines(binary: Path) -> None:
+    (binary / "_internal" / engines.BUILD_ID_FILE).unlink()
+    _engines(binary / engines.FOLDER)
+    found, why = engines.current()
+    assert found is None and why is not None and "sidecar: no build id" in why
 
 
 def test_engines_without_the_local_model_report_it_missing(binary: Path) -> None:

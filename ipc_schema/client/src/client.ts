@@ -36,7 +36,7 @@ export interface SidecarCommand {
   env?: NodeJS.ProcessEnv;
 }
 
-/** The shipped one-file binary. */
+/** The shipped binary (build/build.sh: `dist/metona/metona-sidecar`, one process; the app bundles `dist/metona/`). */
 export function binaryCommand(path: string, args: string[] = []): SidecarCommand {
   return { command: path, args };
 }
@@ -154,8 +154,6 @@ export class MetonaClient extends EventEmitter {
   private disposing: Promise<void> | null = null;
   /** Kills the current process and fences it off (see kill()); null when no process runs. */
   private killCurrent: (() => void) | null = null;
-  /** initialize's pid of the current process (the Python child when the binary is the one-file pair). */
-  private sidecarPid: number | undefined;
 
   private constructor(options: MetonaClientOptions) {
     super();
@@ -178,7 +176,7 @@ export class MetonaClient extends EventEmitter {
     return this.initResult;
   }
 
-  /** The pid of the process the client spawned (the sidecar, or the one-file binary's bootloader). */
+  /** The pid of the process the client spawned: the sidecar (`initialize` answers the same pid). */
   get pid(): number | undefined {
     return this.proc?.pid;
   }
@@ -255,7 +253,7 @@ export class MetonaClient extends EventEmitter {
   }
 
   /**
-   * Kill the running sidecar now (its whole process group: both processes of the one-file binary, its workers).
+   * Kill the running sidecar now (its whole process group: the sidecar and its workers).
    * The process is gone for the client at once: its pending requests reject with SIDECAR_EXITED, nothing it still
    * writes is read, and requests made from here on go to the next process (restart policy) or reject with
    * SIDECAR_EXITED (no restart). E.g. the app's "restart the back end" for a sidecar that stopped answering.
@@ -278,20 +276,14 @@ export class MetonaClient extends EventEmitter {
       cwd,
       env: env ?? process.env,
       stdio: ["pipe", "pipe", "pipe"],
-      // its own process group: the one-file binary is two processes, and both must go on a kill
+      // its own process group: the sidecar's workers go with it on a kill
       detached: true,
     });
-    // The client owns stdin: Node destroys a child's `stdin` when it sees the exit, before 'exit' is emitted. With
-    // the one-file binary that EOF reaches the bootloader's child, which would start a graceful shutdown (jobs
-    // cancelled, answers written) in the gap before the group kill below; the kill comes first, then stdin closes.
     const stdin = proc.stdin as Writable;
-    (proc as ChildProcess).stdin = null;
     this.proc = proc;
     this.stdin = stdin;
-    this.sidecarPid = undefined;
     this.partial = [];
     let reaped = false;
-    let sidecarPid: number | undefined; // initialize's pid: the one-file binary's Python child
     const fenced = (): boolean => reaped; // a listener run by one line of a chunk may kill() the process
     this.maxLineBytes = DEFAULT_MAX_LINE_BYTES;
     stdin.on("error", () => {}); // EPIPE when it died: its exit is handled below
@@ -306,17 +298,16 @@ export class MetonaClient extends EventEmitter {
     };
     // The fence: once the client has decided this process is dead (it killed it, or saw it killed), nothing it
     // still writes is read, and what is pending rejects. The group kill comes first, so no member of the group
-    // (the one-file binary's child is the real sidecar) can answer a request written afterwards.
+    // can answer a request written afterwards.
     this.killCurrent = () => {
-      killSidecar(proc, sidecarPid);
+      killGroup(proc);
       stdin.destroy();
       onGone(null, "SIGKILL");
     };
     proc.on("exit", (code: number | null, signal: NodeJS.Signals | null) => {
-      killGroup(proc); // whatever is left of the group (the binary's child) goes too
+      killGroup(proc); // whatever is left of the group (its workers) goes too
       stdin.destroy();
-      // killed: gone now, although the one-file binary's child may still write until the group kill lands;
-      // a normal exit waits for "close", so the answers it wrote before leaving are still read
+      // killed: gone now; a normal exit waits for "close", so the answers it wrote before leaving are still read
       if (signal !== null) onGone(code, signal);
     });
     proc.on("close", (code: number | null, signal: NodeJS.Signals | null) => onGone(code, signal));
@@ -341,8 +332,6 @@ export class MetonaClient extends EventEmitter {
         client_info: { name: this.options.clientName ?? "metona-client", version: this.options.clientVersion },
       })) as InitializeResult;
       this.maxLineBytes = result.capabilities.limits.max_line_bytes;
-      sidecarPid = result.pid;
-      this.sidecarPid = result.pid;
       return result;
     } catch (error) {
       killGroup(proc); // a process that did not initialize is of no use
@@ -361,7 +350,6 @@ export class MetonaClient extends EventEmitter {
     if (proc !== this.proc) return;
     this.proc = null;
     this.stdin = null;
-    this.sidecarPid = undefined;
     this.killCurrent = null;
     const error = exitedError(exitCode, signal);
     const pending = [...this.pending.values()];
@@ -445,7 +433,7 @@ export class MetonaClient extends EventEmitter {
       if (proc.exitCode !== null || proc.signalCode !== null) resolve();
       proc.once("close", () => resolve());
     });
-    const killer = setTimeout(() => killSidecar(proc, this.sidecarPid), grace);
+    const killer = setTimeout(() => killGroup(proc), grace);
     try {
       if (wasReady) {
         const acknowledged = this.send("shutdown", undefined).then(
@@ -637,31 +625,6 @@ export class MetonaClient extends EventEmitter {
       this.send("events/unsubscribe", { subscription_id: id }).catch(() => {}); // already ended: nothing to do
     }
   }
-}
-
-/** How long a one-file bootloader may take to delete its unpack folder after its child was killed. */
-const UNPACK_CLEANUP_MS = 3000;
-
-/**
- * Kill the sidecar. The one-file binary is a bootloader (the spawned pid) and its Python child (initialize's pid, the
- * one that answers): the child is killed first, so nothing can answer any more and the bootloader deletes its
- * ~520 MiB unpack folder and exits (a group kill would leave the folder in TMPDIR); the group goes at that exit (the
- * 'exit' handler) or after UNPACK_CLEANUP_MS. Otherwise (one process) the group is killed at once.
- */
-function killSidecar(proc: ChildProcess, sidecarPid: number | undefined): void {
-  const running = proc.exitCode === null && proc.signalCode === null;
-  if (!running || sidecarPid === undefined || sidecarPid === proc.pid) {
-    killGroup(proc);
-    return;
-  }
-  try {
-    process.kill(sidecarPid, "SIGKILL");
-  } catch {
-    killGroup(proc);
-    return;
-  }
-  const timer = setTimeout(() => killGroup(proc), UNPACK_CLEANUP_MS);
-  proc.once("exit", () => clearTimeout(timer));
 }
 
 function killGroup(proc: ChildProcess): void {
