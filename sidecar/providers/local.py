@@ -261,8 +261,13 @@ class LocalAdapter(BaseAdapter):
         args: dict[str, Any] | None = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
-            prefix = localtools.arguments_prefix(decision)
-            payload = {**base, "max_tokens": localtools.ARGUMENT_TOKENS, "prefix": prefix, "json_schema": schema}
+            system = {"role": "system", "content": localtools.arguments_prompt(tool)}
+            payload = {
+                "messages": [system, *base["messages"][1:]],
+                "max_tokens": localtools.ARGUMENT_TOKENS,
+                "prefix": localtools.arguments_prefix(decision),
+                "json_schema": schema,
+            }
             steps.append(await self._generate(payload, keep, asm))
             args = localtools.parse_arguments("".join(written))
         if args is None or localtools.repeated(choice, args, request.messages):

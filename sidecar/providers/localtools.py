@@ -10,8 +10,9 @@ as a prior: the model favours the first tool listed, and that is then the likeli
 
 1. **decision** — the reply must start ``{"tool": "<answer | one of the offered tools>"`` (a regular expression
    the runtime enforces token by token), so the model always chooses, and can only choose an offered tool;
-2. **arguments** — for a tool, the same reply goes on with ``, "arguments": `` and the runtime constrains the rest
-   to the tool's parameter schema (:func:`arguments_schema`): the call is valid JSON of the right shape;
+2. **arguments** — for a tool, the reply goes on with ``, "arguments": `` and the runtime constrains the rest to
+   the tool's parameter schema (:func:`arguments_schema`): the call is valid JSON of the right shape; this step's
+   prompt shows the chosen tool in full instead of the list (:func:`arguments_prompt`);
 3. for ``answer``, the answer is generated as plain text (streamed) without the tools in the prompt; after tool
    results, from the question with the results folded in.
 
@@ -46,6 +47,7 @@ FORMAT = (
 )
 QUERY_CHARS = 1000
 """Most characters of the request, and of the latest tool result, that the tool ranking embeds."""
+OPTIONAL_RULE = "Give an optional argument only when the request asks for something other than its default."
 _OPTIONAL_LEFT_OUT = ("number",)
 _KEEP = ("type", "enum", "const", "properties", "required", "items")
 _REGEX_SPECIAL = frozenset("\\.^$*+?()[]{}|-/")
@@ -88,6 +90,26 @@ def tool_prompt(tools: Sequence[MetonaToolDef]) -> str:
     """The system message of the decision: the tools one line each, the rule, the format."""
     lines = "\n".join(f"- {signature(t)}: {first_sentence(t.description)}" for t in tools)
     return f"# Tools\n{lines}\n\n{GUIDANCE}\n{FORMAT}"
+
+
+def arguments_prompt(tool: MetonaToolDef) -> str:
+    """The system message of the arguments step: the chosen tool in full (its description, each argument with its
+    type, whether it is required and its description, defaults included), the rule for optional arguments, the
+    format. The decision's one-line signature left the model guessing: it wrote ``"path": "workspace"`` where the
+    default (``.``) was meant, and chose ``"mode": "fts"`` over the better default."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    required = set(schema.get("required") or ())
+    lines = []
+    for key, spec in (schema.get("properties") or {}).items():
+        kind = str(spec.get("type") or "any")
+        if spec.get("enum"):
+            kind += ", one of " + "|".join(str(v) for v in spec["enum"])
+        need = "required" if key in required else "optional"
+        text = " ".join(str(spec.get("description") or "").split())
+        lines.append(f"- {key} ({kind}, {need})" + (f": {text}" if text else ""))
+    description = " ".join(tool.description.split())
+    args = "\n".join(lines)
+    return f"# Tool\n{tool.name}: {description}\n\nArguments:\n{args}\n\n{OPTIONAL_RULE}\n{FORMAT}"
 
 
 def tool_summary(tool: MetonaToolDef) -> str:

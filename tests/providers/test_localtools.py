@@ -153,6 +153,15 @@ def test_history_shows_calls_in_the_decision_format_and_results_as_tool_messages
     assert rendered[2] == {"role": "tool", "content": "37*43 = 1591"}
 
 
+def test_the_arguments_prompt_shows_the_chosen_tool_in_full() -> None:
+    prompt = lt.arguments_prompt(defs(WRITE)[0])
+    assert prompt.startswith("# Tool\nwrite_file: Write a UTF-8 text file in the workspace. mode: create or append.\n")
+    assert "- path (string, required): Relative path.\n" in prompt
+    assert "- mode (string, one of create|append, optional): How.\n" in prompt
+    assert "- tags (array, optional): Tags.\n" in prompt
+    assert prompt.endswith(f"{lt.OPTIONAL_RULE}\n{lt.FORMAT}")
+
+
 def test_the_ranking_query_is_the_request_and_the_latest_result() -> None:
     assert lt.query_text(request(messages=HISTORY).messages) == "What is 37*43?\n37*43 = 1591"
     assert lt.query_text(request(messages=HISTORY[:1]).messages) == "What is 37*43?"
@@ -214,7 +223,9 @@ async def test_a_tool_decision_then_schema_constrained_arguments_make_one_call()
     assert system["role"] == "system" and system["content"].startswith("# Tools\n- calculator(")
     assert "You are Metona." not in system["content"]
     assert arguments["prefix"] == '{"tool": "calculator", "arguments": '
-    assert arguments["json_schema"]["required"] == ["expression"] and arguments["messages"] == decision["messages"]
+    assert arguments["json_schema"]["required"] == ["expression"]
+    assert arguments["messages"][0] == {"role": "system", "content": lt.arguments_prompt(defs(CALC)[0])}
+    assert arguments["messages"][1:] == decision["messages"][1:]
     assert response.usage.input_tokens == 200 and response.usage.output_tokens == 10
 
 
