@@ -33,16 +33,17 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "benchmark": "agent-core-v1@1.1.0",
     "tool_mode": "constrained",
     "precision": "f32",
-    "repeat": 1,
+    "repeat": 3,
     "cases": 31,
-    "task_success_rate": 0.4194,
-    "tool_selection_accuracy": 0.5161,
-    "tool_argument_accuracy": 0.5625,
+    "task_success_rate": 0.5161,
+    "tool_selection_accuracy": 0.6452,
+    "tool_argument_accuracy": 0.7,
     "invalid_tool_call_rate": 0.0,
-    "irrelevance_success_rate": 0.2857,
+    "irrelevance_success_rate": 0.4286,
 }
-"""The packaged model's measured tool use: ``metona-sidecar bench agent --dataset agent-core-v1 --provider local``
-(the figures in the README's local model section). Reported in the model's metadata as ``tool_use``."""
+"""The packaged model's measured tool use: ``metona-sidecar bench agent --dataset agent-core-v1 --provider local
+--repeat 3`` (2026-12-02, the figures in the README's local model section; pass^3 = pass^1). Reported in the
+model's metadata as ``tool_use``."""
 TOOL_CALLING_BAR = {"task_success_rate": 0.70, "tool_selection_accuracy": 0.80, "irrelevance_success_rate": 0.75}
 """The rates (at least) and ``invalid_tool_call_rate`` (at most :data:`INVALID_CALLS_BAR`) that earn the claim."""
 INVALID_CALLS_BAR = 0.02
