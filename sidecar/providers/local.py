@@ -262,9 +262,9 @@ class LocalAdapter(BaseAdapter):
         args: dict[str, Any] | None = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
-            system = {"role": "system", "content": localtools.arguments_prompt(tool)}
+            full_tool = {"role": "system", "content": localtools.arguments_prompt(tool)}
             payload = {
-                "messages": [system, *base["messages"][1:]],
+                "messages": [full_tool, *base["messages"][1:]],
                 "max_tokens": localtools.ARGUMENT_TOKENS,
                 "prefix": localtools.arguments_prefix(decision),
                 "json_schema": schema,
