@@ -3,12 +3,16 @@
 Offered the full tool declarations in its chat template, the embedded model mostly answers from memory, and the
 calls it does write are free text (issue 24: task success 0.30 on agent-core-v1). Here the choice is made in two
 constrained generations over one compact prompt (the model's own chat template; the tools one line each: name,
-argument signature, the description's first sentence):
+argument signature, the description's first sentence; not the agent's system prompt, which the 0.5B model read
+as a reason to call the first tool listed, and which doubled the prompt to ~530 tokens). The tools are listed in
+the order of their similarity to the request (and the latest tool result, :func:`query_text`), a tool retriever
+as a prior: the model favours the first tool listed, and that is then the likeliest one:
 
 1. **decision** — the reply must start ``{"tool": "<answer | one of the offered tools>"`` (a regular expression
    the runtime enforces token by token), so the model always chooses, and can only choose an offered tool;
-2. **arguments** — for a tool, the same reply goes on with ``, "arguments": `` and the runtime constrains the rest
-   to the tool's parameter schema (:func:`arguments_schema`): the call is valid JSON of the right shape;
+2. **arguments** — for a tool, the reply goes on with ``, "arguments": `` and the runtime constrains the rest to
+   the tool's parameter schema (:func:`arguments_schema`): the call is valid JSON of the right shape; this step's
+   prompt shows the chosen tool in full instead of the list (:func:`arguments_prompt`);
 3. for ``answer``, the answer is generated as plain text (streamed) without the tools in the prompt; after tool
    results, from the question with the results folded in.
 
@@ -41,6 +45,9 @@ FORMAT = (
     'Reply with {"tool": <name>, "arguments": <JSON object>} to call one tool, or {"tool": "answer"} to answer '
     "directly."
 )
+QUERY_CHARS = 1000
+"""Most characters of the request, and of the latest tool result, that the tool ranking embeds."""
+OPTIONAL_RULE = "Give an optional argument only when the request asks for something other than its default."
 _OPTIONAL_LEFT_OUT = ("number",)
 _KEEP = ("type", "enum", "const", "properties", "required", "items")
 _REGEX_SPECIAL = frozenset("\\.^$*+?()[]{}|-/")
@@ -79,11 +86,51 @@ def signature(tool: MetonaToolDef) -> str:
     return f"{tool.name}({', '.join(args)})"
 
 
-def tool_prompt(system: str, tools: Sequence[MetonaToolDef]) -> str:
-    """The system message of the decision: the caller's system text, the tools one line each, the rule, the format."""
+def tool_prompt(tools: Sequence[MetonaToolDef]) -> str:
+    """The system message of the decision: the tools one line each, the rule, the format."""
     lines = "\n".join(f"- {signature(t)}: {first_sentence(t.description)}" for t in tools)
-    head = f"{system}\n\n" if system else ""
-    return f"{head}# Tools\n{lines}\n\n{GUIDANCE}\n{FORMAT}"
+    return f"# Tools\n{lines}\n\n{GUIDANCE}\n{FORMAT}"
+
+
+def arguments_prompt(tool: MetonaToolDef) -> str:
+    """The system message of the arguments step: the chosen tool in full (its description, each argument with its
+    type, whether it is required and its description, defaults included), the rule for optional arguments, the
+    format. The decision's one-line signature left the model guessing: it wrote ``"path": "workspace"`` where the
+    default (``.``) was meant, and chose ``"mode": "fts"`` over the better default."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    required = set(schema.get("required") or ())
+    lines = []
+    for key, spec in (schema.get("properties") or {}).items():
+        kind = str(spec.get("type") or "any")
+        if spec.get("enum"):
+            kind += ", one of " + "|".join(str(v) for v in spec["enum"])
+        need = "required" if key in required else "optional"
+        text = " ".join(str(spec.get("description") or "").split())
+        lines.append(f"- {key} ({kind}, {need})" + (f": {text}" if text else ""))
+    description = " ".join(tool.description.split())
+    args = "\n".join(lines)
+    return f"# Tool\n{tool.name}: {description}\n\nArguments:\n{args}\n\n{OPTIONAL_RULE}\n{FORMAT}"
+
+
+def tool_summary(tool: MetonaToolDef) -> str:
+    """What a tool is compared with the request by: its name in words and its description's first sentence."""
+    return f"{tool.name.replace('_', ' ')}: {first_sentence(tool.description)}"
+
+
+def query_text(messages: Sequence[MetonaMessage]) -> str:
+    """What the tools are ranked for: the last user message and the turn's latest tool result (what a next call
+    would work on), each at most :data:`QUERY_CHARS` characters."""
+    start = turn_start(messages)
+    question = messages[start - 1].content if start > 0 else ""
+    results = [m for m in messages[start:] if m.role == "tool"]
+    latest = tool_text(results[-1]) if results else ""
+    return "\n".join(t[:QUERY_CHARS] for t in (question, latest) if t)
+
+
+def ranked(tools: Sequence[MetonaToolDef], similarities: Sequence[float]) -> list[MetonaToolDef]:
+    """The tools by decreasing similarity to the request; equal ones keep the offered order."""
+    order = sorted(range(len(tools)), key=lambda i: -similarities[i])
+    return [tools[i] for i in order]
 
 
 def _literal(text: str) -> str:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from unittest.mock import ANY
 
 import jsonschema
+import numpy as np
 import pytest
 
 from sidecar.ir import MetonaRequest, MetonaToolDef
@@ -36,6 +38,25 @@ WRITE = {
     },
 }
 CALC = {**tool("calculator", "expression"), "description": "Evaluate an arithmetic expression: + - * /."}
+TIME = {
+    **tool("get_current_time"),
+    "description": "The current date and time.",
+    "parameters": {"type": "object", "properties": {}},
+}
+
+
+class FavouringEmbedder:
+    """Ranks the tool whose summary starts with ``favoured`` first (the others tie): the request's vector is
+    (1, 0), that tool's (1, 0), every other text's (0, 1)."""
+
+    def __init__(self, favoured: str = "") -> None:
+        self.favoured = favoured
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        hit = [i == 0 or (bool(self.favoured) and t.startswith(self.favoured)) for i, t in enumerate(texts)]
+        return np.array([[1.0, 0.0] if h else [0.0, 1.0] for h in hit], dtype=np.float32)
 
 
 def defs(*tools: dict[str, Any]) -> list[MetonaToolDef]:
@@ -86,8 +107,8 @@ def test_arguments_cut_short_are_no_call() -> None:
 
 
 def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
-    prompt = lt.tool_prompt("You are Metona.", defs(CALC, WRITE))
-    assert prompt.startswith("You are Metona.\n\n# Tools\n")
+    prompt = lt.tool_prompt(defs(CALC, WRITE))
+    assert prompt.startswith("# Tools\n")  # the agent's system prompt is not part of the decision
     assert "- calculator(expression: string): Evaluate an arithmetic expression\n" in prompt
     signature = (
         "write_file(path: string, content: string, mode?: create|append, tags?: array, limit?: number, size: number)"
@@ -132,6 +153,29 @@ def test_history_shows_calls_in_the_decision_format_and_results_as_tool_messages
     assert rendered[2] == {"role": "tool", "content": "37*43 = 1591"}
 
 
+def test_the_arguments_prompt_shows_the_chosen_tool_in_full() -> None:
+    prompt = lt.arguments_prompt(defs(WRITE)[0])
+    assert prompt.startswith("# Tool\nwrite_file: Write a UTF-8 text file in the workspace. mode: create or append.\n")
+    assert "- path (string, required): Relative path.\n" in prompt
+    assert "- mode (string, one of create|append, optional): How.\n" in prompt
+    assert "- tags (array, optional): Tags.\n" in prompt
+    assert prompt.endswith(f"{lt.OPTIONAL_RULE}\n{lt.FORMAT}")
+
+
+def test_the_ranking_query_is_the_request_and_the_latest_result() -> None:
+    assert lt.query_text(request(messages=HISTORY).messages) == "What is 37*43?\n37*43 = 1591"
+    assert lt.query_text(request(messages=HISTORY[:1]).messages) == "What is 37*43?"
+    long = request(messages=[{"role": "user", "content": "x" * 5000, "timestamp": 1}]).messages
+    assert lt.query_text(long) == "x" * lt.QUERY_CHARS
+    assert lt.tool_summary(defs(WRITE)[0]) == "write file: Write a UTF-8 text file in the workspace"
+
+
+def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None:
+    tools = defs(CALC, WRITE, TIME)
+    assert [t.name for t in lt.ranked(tools, [0.1, 0.5, 0.1])] == ["write_file", "calculator", "get_current_time"]
+    assert [t.name for t in lt.ranked(tools, [0.0, 0.0, 0.0])] == ["calculator", "write_file", "get_current_time"]
+
+
 # ---- the adapter's steps -------------------------------------------------------------------------------------
 
 
@@ -152,16 +196,18 @@ class ScriptedRuntime:
         return {"input_tokens": 100, "output_tokens": 5, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
 
 
-def local(runtime: ScriptedRuntime) -> LocalAdapter:
+def local(runtime: ScriptedRuntime, embedder: FavouringEmbedder | None = None) -> LocalAdapter:
     config = ProviderConfig(
         provider_id="local", preset="local", protocol="local", base_url="local://embedded", options={}
     )
-    return LocalAdapter(config, runtime=runtime)
+    return LocalAdapter(config, runtime=runtime, embedder=embedder or FavouringEmbedder())
 
 
-async def run(runtime: ScriptedRuntime, req: MetonaRequest) -> tuple[Any, list[Any]]:
+async def run(
+    runtime: ScriptedRuntime, req: MetonaRequest, embedder: FavouringEmbedder | None = None
+) -> tuple[Any, list[Any]]:
     events: list[Any] = []
-    response = await local(runtime).send_stream(req, events.append)
+    response = await local(runtime, embedder).send_stream(req, events.append)
     return response, events
 
 
@@ -174,11 +220,32 @@ async def test_a_tool_decision_then_schema_constrained_arguments_make_one_call()
     decision, arguments = runtime.payloads
     assert "tools" not in decision and decision["regex"] == lt.decision_regex(["calculator", "write_file"])
     system = decision["messages"][0]
-    assert system["role"] == "system" and "# Tools\n- calculator(" in system["content"]
-    assert system["content"].startswith("You are Metona.")
+    assert system["role"] == "system" and system["content"].startswith("# Tools\n- calculator(")
+    assert "You are Metona." not in system["content"]
     assert arguments["prefix"] == '{"tool": "calculator", "arguments": '
-    assert arguments["json_schema"]["required"] == ["expression"] and arguments["messages"] == decision["messages"]
+    assert arguments["json_schema"]["required"] == ["expression"]
+    assert arguments["messages"][0] == {"role": "system", "content": lt.arguments_prompt(defs(CALC)[0])}
+    assert arguments["messages"][1:] == decision["messages"][1:]
     assert response.usage.input_tokens == 200 and response.usage.output_tokens == 10
+
+
+async def test_the_decision_lists_the_tools_most_similar_to_the_request_first() -> None:
+    embedder = FavouringEmbedder("write file")
+    runtime = ScriptedRuntime(['{"tool": "answer"'], ["Hi."])
+    await run(runtime, request(messages=HISTORY, tools=[CALC, WRITE]), embedder)
+    assert embedder.calls == [["What is 37*43?\n37*43 = 1591", "calculator: Evaluate an arithmetic expression", ANY]]
+    decision = runtime.payloads[0]
+    assert decision["regex"] == lt.decision_regex(["write_file", "calculator"])
+    assert decision["messages"][0]["content"].index("- write_file(") < decision["messages"][0]["content"].index(
+        "- calculator("
+    )
+
+
+async def test_a_tool_without_parameters_is_called_with_no_arguments_generation() -> None:
+    runtime = ScriptedRuntime(['{"tool": "get_current_time"'])
+    response, _ = await run(runtime, request(tools=[CALC, TIME]))
+    assert response.tool_calls and response.tool_calls[0].name == "get_current_time"
+    assert response.tool_calls[0].args == {} and len(runtime.payloads) == 1
 
 
 async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None:
