@@ -125,6 +125,7 @@ class McpHost:
         self._ring: StderrRing | None = None
         self._stdout: StdoutFilter | None = None
         self._calls: set[anyio.CancelScope] = set()
+        self._call_ended_at: float | None = None  # when the last call ended (see _ping_allowance)
         self._stop = anyio.Event()
         self._done = anyio.Event()
         self._done.set()
@@ -378,9 +379,11 @@ class McpHost:
             raise host_error("MCP_TOOL_SCHEMA_INVALID", exc.message) from None
         return tools
 
-    def _ping_allowance(self) -> float:
-        """How long a ping may go unanswered: 1 s, or while a call is in flight as long as a call may take."""
-        if self._calls:
+    def _ping_allowance(self, sent_at: float) -> float:
+        """How long a ping sent at ``sent_at`` may go unanswered: 1 s, or as long as a call may take if a call was in
+        flight since it was sent (a server busy with a call answers the ping after the call's result: the call
+        ending first must not leave the ping 1 s)."""
+        if self._calls or (self._call_ended_at is not None and self._call_ended_at >= sent_at):
             return max(PING_TIMEOUT_S, self.spec.manifest.tools.timeout_ms / 1000)
         return PING_TIMEOUT_S
 
@@ -412,7 +415,7 @@ class McpHost:
                     return f"the server exited (code {process.returncode})"
                 return f"the connection to the server failed: {_reason(ping.failure, process)}"
             if ping.sent_at is not None:
-                allowance = self._ping_allowance()
+                allowance = self._ping_allowance(ping.sent_at)
                 if now - ping.sent_at > allowance:
                     return f"the server did not answer a ping within {allowance:g} s"
             elif ping.answered_at is not None:
@@ -491,6 +494,7 @@ class McpHost:
                 ) from None
             finally:
                 self._calls.discard(scope)
+                self._call_ended_at = anyio.current_time()
         if scope.cancelled_caught:
             raise ToolError("the plugin's server stopped or stopped answering during the call", "PLUGIN_HOST_UNHEALTHY")
         return map_result(result, self.spec.manifest.tools.max_result_bytes)
