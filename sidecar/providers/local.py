@@ -47,6 +47,8 @@ model's metadata as ``tool_use``."""
 TOOL_CALLING_BAR = {"task_success_rate": 0.70, "tool_selection_accuracy": 0.80, "irrelevance_success_rate": 0.75}
 """The rates (at least) and ``invalid_tool_call_rate`` (at most :data:`INVALID_CALLS_BAR`) that earn the claim."""
 INVALID_CALLS_BAR = 0.02
+TOOL_VECTORS_MAX = 256
+"""Most tool summaries whose vectors an adapter keeps for the tool ranking (plugins can add many tools)."""
 
 
 def claims_tool_calling(measured: dict[str, Any]) -> bool:
@@ -90,6 +92,9 @@ class LocalAdapter(BaseAdapter):
         self.embedder = embedder
         """What ranks the offered tools for the decision (None: the embedded default, USE multilingual, the one
         the memory store uses: ~15 ms for a request and seven tools, after its ~1 s load on first use)."""
+        self._tool_vectors: dict[str, Any] = {}
+        """A tool summary's vector: the same tools are offered at every decision, so only the request is embedded
+        again (bounded by :data:`TOOL_VECTORS_MAX`)."""
 
     @property
     def model_path(self) -> str | None:
@@ -281,9 +286,16 @@ class LocalAdapter(BaseAdapter):
         import anyio
 
         embedder = self.embedder if self.embedder is not None else default_embedder()
-        texts = [localtools.query_text(request.messages), *(localtools.tool_summary(t) for t in tools)]
-        vectors = await anyio.to_thread.run_sync(embedder.embed, texts)
-        return localtools.ranked(tools, [float(v @ vectors[0]) for v in vectors[1:]])
+        summaries = [localtools.tool_summary(t) for t in tools]
+        known = self._tool_vectors
+        have = {s: known[s] for s in summaries if s in known}  # this decision's own (another may clear the cache)
+        new = [s for s in dict.fromkeys(summaries) if s not in have]
+        vectors = await anyio.to_thread.run_sync(embedder.embed, [localtools.query_text(request.messages), *new])
+        have.update(zip(new, vectors[1:], strict=True))
+        if len(known) + len(new) > TOOL_VECTORS_MAX:
+            known.clear()
+        known.update((s, have[s]) for s in new)
+        return localtools.ranked(tools, [float(have[s] @ vectors[0]) for s in summaries])
 
     def _account(self, asm: StreamAssembler, steps: list[dict[str, Any]]) -> None:
         """Usage summed over the generations of the call; speed and finish from the last (the one the user saw)."""

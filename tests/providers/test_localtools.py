@@ -241,6 +241,17 @@ async def test_the_decision_lists_the_tools_most_similar_to_the_request_first() 
     )
 
 
+async def test_the_tools_are_embedded_once_per_adapter_and_the_request_at_every_decision() -> None:
+    embedder = FavouringEmbedder("write file")
+    adapter = local(ScriptedRuntime(['{"tool": "answer"'], ["Hi."], ['{"tool": "answer"'], ["Hi."]), embedder)
+    for question in ("first question", "second question"):
+        await adapter.send_stream(request(messages=[{"role": "user", "content": question, "timestamp": 1}],
+                                          tools=[CALC, WRITE]), lambda e: None)  # fmt: skip
+    tools = ["calculator: Evaluate an arithmetic expression", ANY]
+    assert embedder.calls == [["first question", *tools], ["second question"]]
+    assert adapter.runtime.payloads[2]["regex"] == lt.decision_regex(["write_file", "calculator"])
+
+
 async def test_a_tool_without_parameters_is_called_with_no_arguments_generation() -> None:
     runtime = ScriptedRuntime(['{"tool": "get_current_time"'])
     response, _ = await run(runtime, request(tools=[CALC, TIME]))
