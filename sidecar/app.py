@@ -29,6 +29,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .core.errors import SidecarError, UnavailableError
+from .core.malloc import cap_arenas
 from .core.settings import Settings, prepare_data_dir
 from .ipc import jsonrpc
 from .ipc.dispatcher import Dispatcher
@@ -189,4 +190,5 @@ def run(settings: Settings, stdio: tuple[int, int] | None = None, first: FirstRe
     # The event loop answers ping while worker threads render, parse or embed: they hand the GIL back every 0.5 ms
     # instead of 5 ms (issue 22: ping p99 during an export 36-47 -> 7-20 ms; the stream path's CPU unchanged)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    cap_arenas()  # before the worker threads start: a long session must not keep a heap per thread
     return anyio.run(serve, settings, in_fd, out_fd, first)
