@@ -25,6 +25,7 @@ import json
 import os
 import queue
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -560,6 +561,9 @@ def fuzz(
         and all(v == "ok" for v in integrity.values())
         and lance_ok
     )
+    if keep is None and figures["clean"]:  # a temp folder is kept only when there is something to look at
+        shutil.rmtree(tmp, ignore_errors=True)
+        figures["data_dir"] = None
     return figures
 
 
@@ -568,7 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keep", type=Path, default=None, help="use this folder (kept) instead of a temp one")
+    keep_help = "a folder to use and keep (default: a temp one, removed after a clean run)"
+    parser.add_argument("--keep", type=Path, default=None, help=keep_help)
     parser.add_argument("--stall", type=float, default=120.0, help="seconds without an answer owed: the run fails")
     parser.add_argument("--progress", type=int, default=5000, help="a progress line on stderr every N lines")
     args = parser.parse_args(argv)
