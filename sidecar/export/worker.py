@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -109,12 +110,13 @@ def _error(error: Error) -> Exception:
 class ExportWorker:
     """The sidecar's side: one child, one request at a time; killed on cancel and started again by the next."""
 
-    def __init__(self, children: ChildSupervisor, task_group: TaskGroup) -> None:
+    def __init__(self, children: ChildSupervisor, task_group: TaskGroup, *, argv: Sequence[str] | None = None) -> None:
+        """``argv`` starts the child (default: :func:`~sidecar.workers.engines.worker_argv` ``export-worker``)."""
         self._channel = WorkerChannel(
             children,
             task_group,
             name=WORKER_NAME,
-            argv=engines.worker_argv("export-worker"),
+            argv=engines.worker_argv("export-worker") if argv is None else argv,
             env=lambda: worker_env(os.environ),
             on_fault=_fault,
             on_error=_error,

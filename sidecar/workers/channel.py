@@ -170,11 +170,20 @@ class WorkerChannel:
             self._next_id += 1
             request_id = f"r{self._next_id}"
             send, receive = anyio.create_memory_object_stream[_Item](math.inf)
+            request = Request(id=request_id, op=op, params=dict(params))
             session.pending[request_id] = send
             logger.debug("%s: request %s (%s)", self.name, request_id, op)
             try:
-                request = Request(id=request_id, op=op, params=dict(params))
-                return await self._exchange(session, request, receive, on_event, timeout_s)
+                sent = await self._write(session, request)
+                if not sent and session.fault is None:
+                    # nothing was sent: the worker died while idle and its reader has not seen the EOF yet. The
+                    # request never reached it, so a fresh worker gets it (once)
+                    session.pending.pop(request_id, None)
+                    await self._drop(session)
+                    session = await self._ensure()
+                    session.pending[request_id] = send
+                    sent = await self._write(session, request)
+                return await self._exchange(session, sent, receive, on_event, timeout_s)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     await self._write(session, Cancel(id=request_id))
@@ -190,14 +199,14 @@ class WorkerChannel:
     async def _exchange(
         self,
         session: _Session,
-        request: Request,
+        sent: bool,
         receive: MemoryObjectReceiveStream[_Item],
         on_event: OnEvent | None,
         timeout_s: float | None,
     ) -> dict[str, Any]:
         if session.fault is not None:
             raise self._on_fault(session.fault)
-        if not await self._write(session, request):  # the worker is gone: its reader reports how
+        if not sent:  # the worker is gone: its reader reports how
             await self._kill(session)
         with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as scope:
             async for item in receive:

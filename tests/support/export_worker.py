@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
@@ -12,10 +12,10 @@ from sidecar.workers.supervisor import ChildSupervisor
 
 
 @asynccontextmanager
-async def export_worker() -> AsyncIterator[ExportWorker]:
+async def export_worker(argv: Sequence[str] | None = None) -> AsyncIterator[ExportWorker]:
     children = ChildSupervisor()
     async with anyio.create_task_group() as tg:
-        worker = ExportWorker(children, tg)
+        worker = ExportWorker(children, tg, argv=argv)
         try:
             yield worker
         finally:

@@ -178,6 +178,16 @@ async def test_a_garbage_line_fails_the_request_and_the_next_one_gets_a_fresh_wo
         assert channel.starts == 2 and channel.pid != first
 
 
+async def test_a_request_that_could_not_be_written_goes_to_a_fresh_worker() -> None:
+    """A worker gone while idle, before its reader saw the EOF: the request never reached it, so it is not failed
+    (issue 22: an export after its worker was killed between exports failed now and then)."""
+    async with running() as (channel, children):
+        assert await channel.request("deaf", {}) == {}
+        first = channel.pid
+        assert await channel.request("echo", {"x": 1}) == {"x": 1}
+        assert channel.starts == 2 and channel.pid != first and first not in children.pids
+
+
 async def test_a_crash_mid_request_fails_every_request_in_flight(caplog: pytest.LogCaptureFixture) -> None:
     async with running() as (channel, children):
         held = anyio.Event()
