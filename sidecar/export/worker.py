@@ -31,9 +31,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from sidecar.core.errors import SidecarError
-from sidecar.workers import engines
-from sidecar.workers.channel import PROTOCOL_ERROR, WorkerChannel, WorkerFault
-from sidecar.workers.env import worker_env
 from sidecar.workers.protocol import Error, Request, WorkerOutput, read_requests
 
 from .errors import ExportRenderFailed, ExportUnsupportedContent
@@ -41,6 +38,7 @@ from .errors import ExportRenderFailed, ExportUnsupportedContent
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
+    from sidecar.workers.channel import WorkerFault
     from sidecar.workers.supervisor import ChildSupervisor
 
     from .ast import Document, Node
@@ -112,6 +110,11 @@ class ExportWorker:
 
     def __init__(self, children: ChildSupervisor, task_group: TaskGroup, *, argv: Sequence[str] | None = None) -> None:
         """``argv`` starts the child (default: :func:`~sidecar.workers.engines.worker_argv` ``export-worker``)."""
+        # (imported here: the child imports this module and needs none of the channel's side)
+        from sidecar.workers import engines
+        from sidecar.workers.channel import WorkerChannel
+        from sidecar.workers.env import worker_env
+
         self._channel = WorkerChannel(
             children,
             task_group,
@@ -186,6 +189,8 @@ class ExportWorker:
 
     async def _malformed(self) -> Exception:
         """An answer that is not an export's: the child is broken; stop it (the next export starts another)."""
+        from sidecar.workers.channel import PROTOCOL_ERROR, WorkerFault
+
         await self._kill()
         return _fault(WorkerFault(PROTOCOL_ERROR, f"the {WORKER_NAME} answered a malformed result"))
 
@@ -320,8 +325,9 @@ def _node_data(n: Node) -> dict[str, Any]:
 
 
 def serve(stdin: TextIO, out: WorkerOutput) -> None:
-    """Say hello once the parser, Pygments and the writers are imported, then answer one request at a time."""
-    from . import docx, html  # noqa: F401 - loaded before the hello: the first export does not pay for them
+    """Say hello once the parser, Pygments and the HTML writer are imported (DOCX's on its first use), then
+    answer one request at a time."""
+    from . import html  # noqa: F401 - loaded before the hello
     from .ast import parse_markdown
 
     parse_markdown("")  # builds the parser (its plugins, linkify)
