@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -71,6 +72,21 @@ OnEvent = Callable[[Progress | Delta], Awaitable[None]]
 OnFault = Callable[[WorkerFault], Exception]
 OnError = Callable[[Error], Exception]
 _Item = Progress | Delta | Result | Error | WorkerFault
+
+
+def _exited(session: _Session) -> bool:
+    """The worker has exited though its reader has not seen it yet (a zombie, or reaped by the loop's watcher a
+    moment ago): asked without reaping it (``WNOWAIT``), so the loop still gets its exit status. A request sent now
+    would be lost with it, and asyncio reports the broken pipe only a loop turn after the write."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None or session.process.returncode is not None:
+        return session.process.returncode is not None
+    try:
+        return waitid(os.P_PID, session.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # reaped already
+        return True
+    except OSError:
+        return False
 
 
 def exit_reason(name: str, returncode: int | None) -> str:
@@ -251,7 +267,7 @@ class WorkerChannel:
     async def _ensure(self) -> _Session:
         async with self._start_lock:
             session = self._session
-            if session is not None and session.alive and session.hello is not None:
+            if session is not None and session.alive and session.hello is not None and not _exited(session):
                 return session
             if session is not None:
                 await self._drop(session)
