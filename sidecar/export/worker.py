@@ -22,16 +22,14 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import sys
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-import anyio
-
 from sidecar.core.errors import SidecarError
-from sidecar.workers.protocol import Error, Request, WorkerOutput, read_requests
+from sidecar.workers.protocol import Error, WorkerOutput, run_worker, serve_requests
+from sidecar.workers.single import SingleChild
 
 from .errors import ExportRenderFailed, ExportUnsupportedContent
 
@@ -105,7 +103,7 @@ def _error(error: Error) -> Exception:
     return _ERRORS.get(error.code, ExportRenderFailed)(error.message, code=error.code, details=error.details)
 
 
-class ExportWorker:
+class ExportWorker(SingleChild):
     """The sidecar's side: one child, one request at a time; killed on cancel and started again by the next."""
 
     def __init__(self, children: ChildSupervisor, task_group: TaskGroup, *, argv: Sequence[str] | None = None) -> None:
@@ -115,7 +113,7 @@ class ExportWorker:
         from sidecar.workers.channel import WorkerChannel
         from sidecar.workers.env import worker_env
 
-        self._channel = WorkerChannel(
+        channel = WorkerChannel(
             children,
             task_group,
             name=WORKER_NAME,
@@ -126,16 +124,7 @@ class ExportWorker:
             hello_timeout_s=HELLO_TIMEOUT_S,
             stop_grace_s=0.0,  # its work is ours to drop: nothing to flush
         )
-        self._lock = anyio.Lock()
-
-    @property
-    def pid(self) -> int | None:
-        return self._channel.pid
-
-    @property
-    def started(self) -> int:
-        """Children started so far."""
-        return self._channel.starts
+        super().__init__(channel)
 
     async def start(self, work: ExportWork) -> ToPrepare | Written:
         """Parse ``work`` and write it, or (if it has diagrams, formulas or images) answer the nodes to prepare."""
@@ -193,14 +182,6 @@ class ExportWorker:
 
         await self._kill()
         return _fault(WorkerFault(PROTOCOL_ERROR, f"the {WORKER_NAME} answered a malformed result"))
-
-    async def _kill(self) -> None:
-        """Kill the child's process group now; the next export starts a new child."""
-        with anyio.CancelScope(shield=True):
-            await self._channel.stop()
-
-    async def aclose(self) -> None:
-        await self._channel.aclose()
 
 
 def _asset_data(asset: Asset) -> dict[str, Any]:
@@ -331,37 +312,19 @@ def serve(stdin: TextIO, out: WorkerOutput) -> None:
     from .ast import parse_markdown
 
     parse_markdown("")  # builds the parser (its plugins, linkify)
-    writer = ExportWriter()
     out.hello("export", os.getpid())
-    for message in read_requests(stdin):
-        if not isinstance(message, Request):
-            continue  # a cancelled export is stopped by a kill of this process
-        if message.op != OP_EXPORT:
-            out.error(message.id, RENDER_FAILED, "unknown worker op")
-            continue
-        try:
-            data = writer.export(message.params)
-        except SidecarError as exc:
-            out.error(message.id, exc.code, exc.message, exc.details)
-        except Exception as exc:
-            logger.exception("export worker: the export failed")
-            out.error(
-                message.id,
-                RENDER_FAILED,
-                f"The export failed unexpectedly ({type(exc).__name__}).",
-                {"exception": type(exc).__name__},
-            )
-        else:
-            out.result(message.id, data)
+    serve_requests(
+        stdin,
+        out,
+        OP_EXPORT,
+        ExportWriter().export,
+        RENDER_FAILED,
+        lambda exc: f"The export failed unexpectedly ({type(exc).__name__}).",
+    )
 
 
 def main() -> None:
-    from sidecar.workers.io import claim_stdout, exit_with_parent
-
-    proto = claim_stdout()
-    exit_with_parent(lambda: os._exit(3))
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    serve(sys.stdin, WorkerOutput(proto))
+    run_worker(serve)
 
 
 if __name__ == "__main__":

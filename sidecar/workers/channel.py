@@ -1,4 +1,4 @@
-"""The sidecar's side of a worker child: one class for the transcription, local-model and math workers.
+"""The sidecar's side of a worker child: one class for the transcription, local-model, math and export workers.
 
 :class:`WorkerChannel` starts the worker through the :class:`~sidecar.workers.supervisor.ChildSupervisor` (its own
 process group, stopped with the sidecar) on the first request, waits for its :class:`~.protocol.Hello` within

@@ -1,4 +1,5 @@
-"""The stdio of a worker child (transcription, local model, maths SVG): stdlib only, loaded before any heavy library."""
+"""The stdio of a worker child (transcription, local model, maths SVG, export): stdlib only, loaded before any heavy
+library."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.e2e.test_export_e2e import _wait
 from tests.support.sidecar_proc import Sidecar, worker_pids
 
 pytestmark = pytest.mark.e2e
@@ -29,16 +29,6 @@ def _workers(sc: Sidecar) -> list[int]:
 def _create(sc: Sidecar, markdown: str) -> str:
     job = sc.result("exports/create", {"source": {"type": "markdown", "markdown": markdown}, "format": "html"})
     return str(job["job_id"])
-
-
-def _wait(sc: Sidecar, job_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + SLOW
-    while True:
-        job = sc.result("exports/get", {"job_id": job_id})
-        if job["status"] in ("completed", "failed", "cancelled"):
-            return job
-        assert time.monotonic() < deadline, job
-        time.sleep(0.05)
 
 
 def _html(sc: Sidecar, markdown: str = DOC) -> bytes:

@@ -25,6 +25,7 @@ from sidecar.export.prepare import Preparer
 from sidecar.export.types import Assets, Prepared
 from sidecar.export.worker import ExportWork, ExportWorker, ToPrepare, Written
 from tests.support.export_worker import export_worker
+from tests.support.single_child import alive
 
 pytestmark = pytest.mark.anyio
 
@@ -140,7 +141,7 @@ async def test_a_document_the_child_forgot_is_parsed_again() -> None:
         assert pid is not None
         os.kill(pid, signal.SIGKILL)  # the kept document dies with it
         with anyio.fail_after(10):
-            while _alive(pid):  # noqa: ASYNC110 - a process to reap, nothing to wait on
+            while alive(pid):  # noqa: ASYNC110 - a process to reap, nothing to wait on
                 await anyio.sleep(0.01)
         written, _ = await _write(worker, work)
         assert worker.started == 2 and written.content.startswith(b"<!DOCTYPE html>")
@@ -187,14 +188,6 @@ async def test_a_broken_child_fails_its_export_typed_and_the_next_export_starts_
         assert written.content.startswith(b"<!DOCTYPE html>") and worker.started == 2
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 async def test_a_cancelled_export_kills_the_childs_work() -> None:
     async with export_worker() as worker:
         await _write(worker, _work(PLAIN, "html"))  # warm: the child is up
@@ -205,6 +198,6 @@ async def test_a_cancelled_export_kills_the_childs_work() -> None:
                 tg.start_soon(worker.start, _work(HEAVY, "html", key="export_heavy"))
                 await anyio.wait_all_tasks_blocked()  # the request is written; the child is parsing
                 scope.cancel()
-        assert worker.pid is None and not _alive(pid)
+        assert worker.pid is None and not alive(pid)
         written, _ = await _write(worker, _work(PLAIN, "html", key="export_2"))
         assert written.content.startswith(b"<!DOCTYPE html>") and worker.started == 2

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-
-import anyio
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 
 from sidecar.export.worker import ExportWorker
-from sidecar.workers.supervisor import ChildSupervisor
+from tests.support.single_child import single_child
 
 
-@asynccontextmanager
-async def export_worker(argv: Sequence[str] | None = None) -> AsyncIterator[ExportWorker]:
-    children = ChildSupervisor()
-    async with anyio.create_task_group() as tg:
-        worker = ExportWorker(children, tg, argv=argv)
-        try:
-            yield worker
-        finally:
-            await worker.aclose()
-            await children.stop_all(0.5)
-            assert children.pids == []
+def export_worker(argv: Sequence[str] | None = None) -> AbstractAsyncContextManager[ExportWorker]:
+    return single_child(lambda children, tg: ExportWorker(children, tg, argv=argv))
