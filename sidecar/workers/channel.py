@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -75,18 +74,20 @@ _Item = Progress | Delta | Result | Error | WorkerFault
 
 
 def _exited(session: _Session) -> bool:
-    """The worker has exited though its reader has not seen it yet (a zombie, or reaped by the loop's watcher a
-    moment ago): asked without reaping it (``WNOWAIT``), so the loop still gets its exit status. A request sent now
-    would be lost with it, and asyncio reports the broken pipe only a loop turn after the write."""
-    waitid = getattr(os, "waitid", None)
-    if waitid is None or session.process.returncode is not None:
-        return session.process.returncode is not None
-    try:
-        return waitid(os.P_PID, session.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:  # reaped already
+    """The worker has exited though its reader has not seen it yet: a zombie, or reaped by asyncio's watcher thread
+    a moment ago (its exit status not yet on the loop). A request sent now would be lost with it, and asyncio
+    reports the broken pipe only a loop turn after the write. Linux: its ``/proc`` entry says (``waitid`` with
+    ``WNOWAIT`` does not, while the watcher thread waits on the pid); elsewhere only the known exit status."""
+    if session.process.returncode is not None:
         return True
-    except OSError:
+    if not sys.platform.startswith("linux"):
         return False
+    try:
+        with open(f"/proc/{session.process.pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # gone: reaped
+    return state in (b"Z", b"X")
 
 
 def exit_reason(name: str, returncode: int | None) -> str:
