@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> None:
 
         math_main()
         sys.exit(0)
+    if args[:1] == ["export-worker"]:  # an export's parse and writers in a child (issue 22): the binary's entry
+        from .export.worker import main as export_worker_main
+
+        export_worker_main()
+        sys.exit(0)
     if args[:1] == ["local-model"]:  # prepare the embedded model once (issue 15); loads only for this subcommand
         from .cli.local_model import main as local_main
 

@@ -35,6 +35,7 @@ from .core.settings import Settings, default_secret_key_file
 from .embeddings import default_embedder
 from .export import rpc as export_rpc
 from .export.service import ExportService
+from .export.worker import ExportWorker
 from .ipc.router import Method, Notification
 from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
@@ -240,8 +241,13 @@ async def open_services(
     media = await open_media(
         settings, storage, knowledge, WorkerClient(children, tg), tmp_dir=settings.data_dir / "tmp" / "media"
     )
-    # export: jobs (kind "export") over the AST → html/pdf/docx; PDF and DOCX rasters use the render browser
-    exports = ExportService(settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes)
+    # export: jobs (kind "export") over the AST → html/pdf/docx, parsed and written in the export worker (a child,
+    # started on the first export); PDF and DOCX rasters use the render browser
+    export_worker = ExportWorker(children, tg)
+    stack.push_async_callback(export_worker.aclose)
+    exports = ExportService(
+        settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes, worker=export_worker
+    )
     await exports.start(tg)
     return Services(
         db=db,
@@ -292,10 +298,14 @@ async def open_export_tool(settings: Settings, work: Path, stack: AsyncExitStack
         notes_db = await Database.open(settings.data_dir)
         stack.push_async_callback(notes_db.close)
         knowledge = await open_knowledge(notes_db, settings.data_dir)
-    render = open_render(replace(settings, data_dir=work), ChildSupervisor(), tg)
+    children = ChildSupervisor()
+    stack.push_async_callback(children.stop_all)
+    render = open_render(replace(settings, data_dir=work), children, tg)
     stack.push_async_callback(render.close)
+    worker = ExportWorker(children, tg)
+    stack.push_async_callback(worker.aclose)
     themes = ThemeService(settings.data_dir, settings.app_version)
-    exports = ExportService(work, storage.jobs, render=render, knowledge=knowledge, themes=themes)
+    exports = ExportService(work, storage.jobs, render=render, knowledge=knowledge, themes=themes, worker=worker)
     await exports.start()
     return ExportTool(storage.jobs, exports)
 

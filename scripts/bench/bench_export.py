@@ -36,6 +36,7 @@ from sidecar.core.settings import Settings  # noqa: E402
 from sidecar.export.models import ExportCreateParams  # noqa: E402
 from sidecar.export.pdf import count_pages  # noqa: E402
 from sidecar.export.service import ExportService  # noqa: E402
+from sidecar.export.worker import ExportWorker  # noqa: E402
 from sidecar.jobs import JobManager  # noqa: E402
 from sidecar.storage.sqlite import Database  # noqa: E402
 from sidecar.themes.service import ThemeService  # noqa: E402
@@ -138,9 +139,11 @@ async def main(rounds: int, sections: int) -> dict[str, object]:
         await log.migrate()
         async with anyio.create_task_group() as tg:
             jobs = JobManager(db, log, tg)
-            render = open_render(Settings(data_dir=work), ChildSupervisor(), tg)
+            children = ChildSupervisor()
+            render = open_render(Settings(data_dir=work), children, tg)
             themes = ThemeService(work, "1.0.0")
-            svc = ExportService(work, jobs, render=render, knowledge=None, themes=themes)
+            worker = ExportWorker(children, tg)
+            svc = ExportService(work, jobs, render=render, knowledge=None, themes=themes, worker=worker)
             await svc.start()
             warm_md = generate(sections, 0)
             _, pdf, warnings = await _export(svc, warm_md, "pdf")
@@ -178,6 +181,8 @@ async def main(rounds: int, sections: int) -> dict[str, object]:
                 figures[fmt] = entry
             await jobs.shutdown(2)
             await render.close()
+            await worker.aclose()
+            await children.stop_all(0.5)
             tg.cancel_scope.cancel()
         await db.close()
         return figures

@@ -5,10 +5,12 @@
 
 Goal (issue 22): ping p99 < 1 ms idle, during a 200 lines/s stream, while 10 MB answers are written and while an
 export renders. The stream is the dev method ``dev/stream`` (paced with ``delay_ms``, or unpaced: as fast as the
-writer takes lines); the 10 MB answers are ``dev/echo`` calls one after the other; the export is a Markdown → HTML
-``exports/create`` (polled until done), one after the other. Pings are sent one at a time and timed from write
-to the matching answer line. The floor is measured in the same run:
-a minimal asyncio echo process (``--echo``: the loop's own pipe transports, one answer per line).
+writer takes lines); the 10 MB answers are ``dev/echo`` calls one after the other (a 10 MB request line in, 10 MB
+out) and, the issue's case, ``dev/big_answer`` calls (a small request whose answer is 10 MB); the export is a
+Markdown → HTML ``exports/create`` (polled until done), one after the other. Pings are sent one at a time and
+timed from write to the matching answer line. The floor is measured in the same run: a minimal asyncio echo
+process (``--echo``: the loop's own pipe transports, one answer per line, orjson), idle and carrying the same
+10 MB traffic — a ping's answer cannot overtake a line already in the pipe, so that is the pipe's own share.
 """
 
 from __future__ import annotations
@@ -33,20 +35,41 @@ ECHO_GOAL_MS = 1.0
 
 
 def echo_server() -> None:
-    """``--echo``: answer every ``{"id": N}`` line with ``{"jsonrpc":"2.0","result":null,"id":N}`` (the floor)."""
+    """``--echo``: answer every ``{"id": N}`` line with ``{"jsonrpc":"2.0","result":null,"id":N}`` (the floor);
+    ``dev/echo`` with its params and ``dev/big_answer`` with its text, as the sidecar does."""
     import asyncio
+
+    import orjson
+
+    def result(message: dict[str, Any]) -> Any:
+        params = message.get("params") or {}
+        if message.get("method") == "dev/echo":
+            return params
+        if message.get("method") == "dev/big_answer":
+            text = params.get("text", "结果 ")
+            return {"text": (text * -(-params["chars"] // len(text)))[: params["chars"]]}
+        return None
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=1 << 20)
+        reader = asyncio.StreamReader(limit=1 << 26)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         while line := await reader.readline():
-            rid = json.loads(line)["id"]
-            writer.write(json.dumps({"jsonrpc": "2.0", "result": None, "id": rid}).encode() + b"\n")
+            message = orjson.loads(line)
+            writer.write(orjson.dumps({"jsonrpc": "2.0", "result": result(message), "id": message["id"]}) + b"\n")
 
     asyncio.run(serve())
+
+
+BIG_LINE = 1 << 20
+
+
+def _big_answer(raw: bytes) -> dict[str, Any]:
+    """A big answer's id from its tail (``…,"id":N}``, the key order of every answer): parsing 10 MB here would
+    hold this process's GIL ~40 ms and delay the pings' timing, for the floor and the sidecar alike."""
+    return {"id": json.loads(raw[raw.rindex(b',"id":') + 6 :].rstrip()[:-1]), "result": None}
 
 
 class Client:
@@ -73,7 +96,7 @@ class Client:
         for raw in self.proc.stdout:
             now = time.perf_counter()
             if raw.startswith(b'{"jsonrpc"'):
-                msg = json.loads(raw)
+                msg = json.loads(raw) if len(raw) < BIG_LINE else _big_answer(raw)
                 rid = msg.get("id")
                 if rid == "stream":
                     self.stream_done.set()
@@ -115,16 +138,31 @@ class Client:
         self.proc.wait(timeout=30)
 
 
-def big_answers(c: Client) -> Callable[[threading.Event], None]:
-    """A load: ``dev/echo`` of a 10 MB string, one after the other (the sidecar parses, validates, encodes and
-    writes 10 MB per call: what a big tool result costs)."""
-    text = "结果 " * (10 * 1024 * 1024 // 7)
+BIG_TEXT = "结果 " * (10 * 1024 * 1024 // 7)  # 10 MB of UTF-8
+
+
+def big_echoes(c: Client) -> Callable[[threading.Event], None]:
+    """A load: ``dev/echo`` of a 10 MB string, one after the other (the sidecar reads a ~19 MB escaped line, then
+    encodes and writes 10 MB per call)."""
 
     def run(stop: threading.Event) -> None:
         n = 0
         while not stop.is_set():
             n += 1
-            c.call(f"big-{n}", "dev/echo", {"text": text})
+            c.call(f"big-{n}", "dev/echo", {"text": BIG_TEXT})
+
+    return run
+
+
+def big_answers(c: Client) -> Callable[[threading.Event], None]:
+    """A load: ``dev/big_answer`` of 10 MB, one after the other (a small request, a 10 MB answer: what a big tool
+    result costs the sidecar to encode and write)."""
+
+    def run(stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            c.call(f"big-{n}", "dev/big_answer", {"chars": len(BIG_TEXT), "text": "结果 "})
 
     return run
 
@@ -155,6 +193,24 @@ def exports_rendering(c: Client) -> Callable[[threading.Event], None]:
     return run
 
 
+def under_load(c: Client, load: Callable[[threading.Event], None], first_id: int, pings: int) -> list[float]:
+    """``pings`` pings while ``load`` runs in a thread (started 0.2 s before the first)."""
+    stop = threading.Event()
+    thread = threading.Thread(target=load, args=(stop,), daemon=True)
+    thread.start()
+    time.sleep(0.2)  # the first one is under way
+    busy = [c.ping(first_id + i) for i in range(pings)]
+    stop.set()
+    thread.join(120)
+    return busy
+
+
+BIG_LOADS = (
+    ("10 MB echoes (in and out)", big_echoes),
+    ("10 MB answers, small asks", big_answers),
+)
+
+
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(p * len(values)))]
@@ -173,24 +229,20 @@ def main() -> None:
         echo = Client(tmp, [sys.executable, __file__, "--echo"])
         echo.ping(1)
         floor = [echo.ping(10 + i) for i in range(args.pings)]
+        floor_rows = [
+            (f"floor: {name}", under_load(echo, load(echo), 300_000 + k * 10_000, args.pings), 0, 1.0)
+            for k, (name, load) in enumerate(BIG_LOADS)
+        ]
         echo.close()
         c = Client(tmp)
         c.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
         c.ping(1, "dev/echo")  # answers once the domain layer has loaded: "idle" means idle
         quiet = [c.ping(10 + i) for i in range(args.pings)]
         rows = [("asyncio echo (floor)", floor, 0, 1.0), ("idle sidecar", quiet, 0, 1.0)]
-        for name, load in (
-            ("10 MB answers being written", big_answers(c)),
-            ("an export rendering", exports_rendering(c)),
-        ):
-            stop = threading.Event()
-            thread = threading.Thread(target=load, args=(stop,), daemon=True)
-            thread.start()
-            time.sleep(0.2)  # the first one is under way
-            busy = [c.ping(200_000 + len(rows) * 10_000 + i) for i in range(args.pings)]
-            stop.set()
-            thread.join(120)
-            rows.append((name, busy, 0, 1.0))
+        for k, (name, load) in enumerate(BIG_LOADS):
+            rows.append(floor_rows[k])
+            rows.append((name, under_load(c, load(c), 200_000 + len(rows) * 10_000, args.pings), 0, 1.0))
+        rows.append(("an export rendering", under_load(c, exports_rendering(c), 200_000, args.pings), 0, 1.0))
         for name, params in (
             ("stream 200 lines/s", {"count": args.pings * 10, "delay_ms": 5}),
             ("paced stream (1 ms/line)", {"count": args.pings * 10, "delay_ms": 1}),
@@ -214,11 +266,11 @@ def main() -> None:
             c.stream_done.wait(120)
         c.close()
     print("ping round trip over real stdio (ms)")
-    print(f"{'condition':<26} {'n':>6} {'p50':>7} {'p99':>7} {'max':>7} {'stream lines/s':>15}")
+    print(f"{'condition':<34} {'n':>6} {'p50':>7} {'p99':>7} {'max':>7} {'stream lines/s':>15}")
     for name, vals, streamed, elapsed in rows:
         rate = f"{streamed / elapsed:,.0f}" if streamed else "-"
         print(
-            f"{name:<26} {len(vals):>6} {statistics.median(vals) * 1e3:>7.3f} {pct(vals, 0.99) * 1e3:>7.3f}"
+            f"{name:<34} {len(vals):>6} {statistics.median(vals) * 1e3:>7.3f} {pct(vals, 0.99) * 1e3:>7.3f}"
             f" {max(vals) * 1e3:>7.3f} {rate:>15}"
         )
     print(f"goal: p99 < {ECHO_GOAL_MS:g} ms idle and during the 200 lines/s stream")

@@ -21,12 +21,10 @@ import re
 from typing import Any
 from xml.sax.saxutils import escape
 
-import anyio
-
 from . import highlight
 from .ast import Node
 from .html import code_style, diagram_alt
-from .models import ExportOptions, ExportResult
+from .models import ExportOptions
 from .types import Asset, Prepared
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -675,11 +673,3 @@ def _xml(markup: str) -> Any:
 
 def render_docx(prepared: Prepared, options: ExportOptions) -> bytes:
     return DocxWriter(prepared, options).build()
-
-
-class DocxExporter:
-    format = "docx"
-
-    async def export(self, document: Prepared, options: ExportOptions) -> ExportResult:
-        content = await anyio.to_thread.run_sync(render_docx, document, options, abandon_on_cancel=True)
-        return ExportResult(content=content)

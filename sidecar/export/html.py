@@ -8,11 +8,9 @@ import base64
 import re
 from html import escape
 
-import anyio
-
 from . import highlight
 from .ast import Node
-from .models import ExportOptions, ExportResult
+from .models import ExportOptions
 from .rawhtml import Vault, clean, removed_by_cleaning, unclosed_rawtext
 from .types import Prepared
 
@@ -293,11 +291,3 @@ def _style_text(css: str) -> str:
 
 def render_html(prepared: Prepared, options: ExportOptions, *, print_mode: bool = False) -> str:
     return HtmlWriter(prepared, options, print_mode=print_mode).document()
-
-
-class HtmlExporter:
-    format = "html"
-
-    async def export(self, document: Prepared, options: ExportOptions) -> ExportResult:
-        markup = await anyio.to_thread.run_sync(render_html, document, options, abandon_on_cancel=True)
-        return ExportResult(content=markup.encode("utf-8"), warnings=[])

@@ -108,14 +108,4 @@ class ExportFileChunk(Phase2Model):
     eof: bool
 
 
-class ExportResult(Phase2Model):
-    """What a :class:`~sidecar.export.types.DocumentExporter` returns: the bytes and its warnings."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    content: bytes
-    warnings: list[str] = Field(default_factory=list)
-    pages: int | None = None
-
-
 ExportFormat = Literal["html", "pdf", "docx"]

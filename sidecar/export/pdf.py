@@ -11,9 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .errors import ExportRenderFailed
-from .html import render_html
-from .models import ExportOptions, ExportResult
-from .types import Prepared
+from .models import ExportOptions
 
 if TYPE_CHECKING:
     from sidecar.render.browser import BrowserPool
@@ -41,12 +39,10 @@ class PdfExporter:
     def __init__(self, browser: BrowserPool) -> None:
         self.browser = browser
 
-    async def export(self, document: Prepared, options: ExportOptions) -> ExportResult:
+    async def print(self, markup: str, options: ExportOptions) -> tuple[bytes, int]:
+        """The PDF of the HTML writer's print markup (written in the export worker), and its page count."""
         from sidecar.render.browser import BrowserUnavailable, PageProfile
 
-        markup = await anyio.to_thread.run_sync(
-            lambda: render_html(document, options, print_mode=True), abandon_on_cancel=True
-        )
         margin = f"{options.margin_mm}mm"
         try:
             async with self.browser.page(PageProfile("export-pdf", _setup)) as lease:
@@ -77,4 +73,4 @@ class PdfExporter:
             if "cancel" in type(exc).__name__.lower():
                 raise
             raise ExportRenderFailed(f"Chromium could not print the PDF ({type(exc).__name__}).") from None
-        return ExportResult(content=pdf, pages=count_pages(pdf))
+        return pdf, count_pages(pdf)

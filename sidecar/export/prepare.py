@@ -23,8 +23,11 @@ import anyio
 
 from sidecar.core.errors import SidecarError
 
-from .ast import Document, Node
-from .types import Asset, Prepared
+from .ast import Node
+from .types import Asset, Assets, Prepared
+from .worker import nodes_to_prepare
+
+Preparing = Assets | Prepared
 
 if TYPE_CHECKING:
     from sidecar.knowledge.service import KnowledgeService
@@ -65,7 +68,14 @@ class Preparer:
 
     async def prepare(self, prepared: Prepared, fmt: str, progress: Any = None) -> None:
         # the walk of the whole document (~6 ms at 7,000 nodes) runs off the loop (issue 22: the ping's tail)
-        nodes, maths = await anyio.to_thread.run_sync(_nodes_to_prepare, prepared.document)
+        nodes, maths = await anyio.to_thread.run_sync(nodes_to_prepare, prepared.document)
+        await self.prepare_nodes(prepared, nodes, maths, fmt, progress)
+
+    async def prepare_nodes(
+        self, prepared: Preparing, nodes: list[Node], maths: list[Node], fmt: str, progress: Any = None
+    ) -> None:
+        """The assets of ``nodes`` (diagrams, images) and ``maths`` into ``prepared`` (the export service's
+        document is in the export worker: it sends these nodes)."""
         total = len(nodes) + len(maths)
         done = 0
         last = anyio.current_time()
@@ -92,7 +102,7 @@ class Preparer:
                 tg.start_soon(one, node)
 
     # ------------------------------------------------------------------------------------------ diagrams
-    async def _diagram(self, prepared: Prepared, node: Node, fmt: str) -> None:
+    async def _diagram(self, prepared: Preparing, node: Node, fmt: str) -> None:
         if self.render is None:
             prepared.warn("EXPORT_RENDER_FAILED", node, "no renderer in this process; shown as its source")
             return
@@ -112,7 +122,7 @@ class Preparer:
             asset = Asset("png", data=png, mime_type="image/png", width=result.width, height=result.height)
         prepared.assets[node.node_id] = asset
 
-    async def _raster(self, prepared: Prepared, node: Node, svg: str, width: float, height: float) -> bytes | None:
+    async def _raster(self, prepared: Preparing, node: Node, svg: str, width: float, height: float) -> bytes | None:
         """The PNG of a sanitised SVG, through the render cache (a re-export does not screenshot again)."""
         from sidecar.render.cache import cache_key
 
@@ -133,7 +143,7 @@ class Preparer:
         return png
 
     # --------------------------------------------------------------------------------------------- maths
-    async def _math(self, prepared: Prepared, node: Node, fmt: str) -> None:
+    async def _math(self, prepared: Preparing, node: Node, fmt: str) -> None:
         if self.render is None:
             prepared.warn("EXPORT_RENDER_FAILED", node, "no maths renderer; shown as TeX")
             return
@@ -169,7 +179,7 @@ class Preparer:
         prepared.warn("EXPORT_MATH_AS_IMAGE", node, f"no Word equation for this formula ({reason}); inserted as image")
 
     # -------------------------------------------------------------------------------------------- images
-    async def _image(self, prepared: Prepared, node: Node, fmt: str) -> None:
+    async def _image(self, prepared: Preparing, node: Node, fmt: str) -> None:
         src = str(node.attributes.get("src") or "").strip()
         data: bytes | None = None
         mime: str | None = None
@@ -266,25 +276,6 @@ def _image_size(data: bytes) -> tuple[float | None, float | None]:
             return float(im.width), float(im.height)
     except Exception:
         return None, None
-
-
-def _nodes_to_prepare(document: Document) -> tuple[list[Node], list[Node]]:
-    """The diagrams and images, and the formulas, of ``document`` and its footnotes (one pass; a 50-page document
-    has ~8,000 nodes)."""
-    nodes: list[Node] = []
-    maths: list[Node] = []
-    for n in document.walk():
-        if n.type in ("mermaid", "function_plot", "image"):
-            nodes.append(n)
-        elif n.type in ("math_inline", "math_block"):
-            maths.append(n)
-    for f in document.footnotes:
-        for n in f.walk():
-            if n.type == "image":
-                nodes.append(n)
-            elif n.type == "math_inline":
-                maths.append(n)
-    return nodes, maths
 
 
 async def _raster_setup(page: Any) -> None:

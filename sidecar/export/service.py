@@ -3,9 +3,11 @@ download.
 
 ``create`` checks everything it can before a job exists (format, source, options, theme), so a bad request
 leaves nothing behind. The markdown of a ``markdown`` source lives only in the runner's memory: the job row
-records its size and SHA-256, never the text. The runner parses (AST), prepares (diagrams, maths, images),
-exports, then writes ``<job_id>.<ext>`` atomically (temp file, fsync, rename) and returns the file metadata; a
-failed or cancelled job leaves no file. A completed file expires (``expires_at``, default 24 h): afterwards
+records its size and SHA-256, never the text. The runner has the export worker (a child process,
+:mod:`sidecar.export.worker`) parse it (AST), prepares what it names (diagrams, maths, images), has the
+worker write the format's bytes (PDF: its markup, printed here by the warm browser), then writes
+``<job_id>.<ext>`` atomically (temp file, fsync, rename) and returns the file metadata; a failed or cancelled
+job leaves no file. A completed file expires (``expires_at``, default 24 h): afterwards
 ``exports/file`` answers ``EXPORT_FILE_EXPIRED`` and the sweep (at start, before each create, every 10 min)
 deletes it.
 """
@@ -31,7 +33,7 @@ from pydantic import ValidationError
 from sidecar.core.common import OperationResponse, Page, iso, utc_now
 from sidecar.core.errors import NotFoundError, SidecarError
 
-from .ast import Document, parse_markdown, xml_safe
+from .ast import xml_safe
 from .errors import (
     ExportFileExpired,
     ExportFileNotReady,
@@ -48,11 +50,11 @@ from .models import (
     ExportFileChunk,
     ExportJob,
     ExportOptions,
-    ExportResult,
     ExportSource,
 )
 from .prepare import Preparer
-from .types import DocumentExporter, Prepared
+from .types import Assets
+from .worker import ExportWork, ExportWorker, ToPrepare
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -80,7 +82,6 @@ RESERVED = {
 }
 MAX_NAME_BYTES = 150
 _FILE_RE = re.compile(r"^(export_[0-9a-f]{32})\.(html|pdf|docx)$")
-_CONTENT_TYPES = {"text", "image", "math_inline", "math_block", "mermaid", "function_plot", "code_block", "code_inline"}
 
 
 def sanitize_file_name(title: str, fmt: str) -> str:
@@ -115,9 +116,10 @@ class ExportService:
         render: RenderService | None,
         knowledge: KnowledgeService | None,
         themes: ThemeService | None,
+        worker: ExportWorker,
         ttl_s: float = DEFAULT_TTL_S,
-        exporters: dict[str, DocumentExporter] | None = None,
     ) -> None:
+        """``worker`` parses and writes the documents (a child process, see :mod:`sidecar.export.worker`)."""
         self.root = Path(data_dir) / "exports"
         self._jobs = jobs
         self._render = render
@@ -125,18 +127,15 @@ class ExportService:
         self._themes = themes
         self.ttl_s = ttl_s
         self._preparer = Preparer(render, knowledge)
-        self._exporters = exporters if exporters is not None else self._default_exporters()
+        self._worker = worker
         self._last_sweep = 0.0
+        self._formats = {"html", "docx", "pdf"} if render is not None else {"html", "docx"}
 
-    def _default_exporters(self) -> dict[str, DocumentExporter]:
-        from .docx import DocxExporter
-        from .html import HtmlExporter
+    async def _print(self, markup: str, options: ExportOptions) -> tuple[bytes, int]:
         from .pdf import PdfExporter
 
-        exporters: dict[str, DocumentExporter] = {"html": HtmlExporter(), "docx": DocxExporter()}
-        if self._render is not None:
-            exporters["pdf"] = PdfExporter(self._render.browser)
-        return exporters
+        assert self._render is not None  # no PDF without a renderer (create refuses it)
+        return await PdfExporter(self._render.browser).print(markup, options)
 
     async def start(self, task_group: TaskGroup | None = None) -> None:
         await self._jobs.migrate()
@@ -157,7 +156,7 @@ class ExportService:
     # ----------------------------------------------------------------------------------------------- create
     async def create(self, p: ExportCreateParams) -> ExportJob:
         fmt = p.format.strip().lower()
-        if fmt not in FORMATS or fmt not in self._exporters:
+        if fmt not in FORMATS or fmt not in self._formats:
             raise ExportFormatUnsupported(
                 "Unsupported export format.", details={"format": p.format[:40], "supported": list(FORMATS)}
             )
@@ -243,28 +242,45 @@ class ExportService:
         metadata: dict[str, str],
     ) -> dict[str, Any]:
         await ctx.progress("parse", 0, 4)
-        document = await anyio.to_thread.run_sync(parse_markdown, markdown, title or None, abandon_on_cancel=True)
-        ctx.check_cancelled()
-        metadata = {key: xml_safe(value) for key, value in metadata.items()}
-        prepared = Prepared(
-            document, theme_css=theme_css, dark=dark, metadata=metadata, check_cancelled=ctx.check_cancelled
+        work = ExportWork(
+            key=ctx.job_id,
+            fmt=fmt,
+            markdown=markdown,
+            title=title or None,
+            options=options.model_dump(mode="json"),
+            theme_css=theme_css,
+            dark=dark,
+            metadata={key: xml_safe(value) for key, value in metadata.items()},
         )
+        # parsing, highlighting and writing run in the export worker (a child: they hold the GIL for their time)
+        written = await self._worker.start(work)
+        ctx.check_cancelled()
+        prepared = Assets(dark=dark, check_cancelled=ctx.check_cancelled)
         await ctx.progress("render", 1, 4)
+        if isinstance(written, ToPrepare):
 
-        async def progress(phase: str, current: int, total: int) -> None:
-            await ctx.progress(phase, current, total, message=f"{current}/{total} diagrams, formulas and images")
+            async def progress(phase: str, current: int, total: int) -> None:
+                await ctx.progress(phase, current, total, message=f"{current}/{total} diagrams, formulas and images")
 
-        await self._preparer.prepare(prepared, fmt, progress)
-        await ctx.progress("export", 2, 4)
-        result: ExportResult = await self._exporters[fmt].export(prepared, options)
-        warnings = [*prepared.warnings, *result.warnings]
-        # a walk of the whole document (~4 ms at 7,000 nodes): off the loop, as the parse and the render are
-        await anyio.to_thread.run_sync(_check_loss, document, prepared.dropped, warnings)
+            await self._preparer.prepare_nodes(prepared, written.nodes, written.maths, fmt, progress)
+            await ctx.progress("export", 2, 4)
+            written = await self._worker.finish(work, prepared.assets)
+        else:
+            await ctx.progress("export", 2, 4)
+        content, pages = written.content, None
+        if fmt == "pdf":
+            content, pages = await self._print(written.content.decode("utf-8"), options)
+        warnings = [*prepared.warnings, *written.warnings]
+        if written.severe_loss:
+            raise ExportUnsupportedContent(
+                "Nothing in this document can be exported (it is all raw HTML).",
+                details={"nodes": written.dropped[:50], "warnings": warnings[:50]},
+            )
         await ctx.progress("write", 3, 4)
-        file_name = sanitize_file_name(document.title, fmt)
+        file_name = sanitize_file_name(written.title, fmt)
         target = self.root / f"{ctx.job_id}{EXTENSIONS[fmt]}"
         try:
-            digest = await anyio.to_thread.run_sync(_write_atomic, target, result.content)
+            digest = await anyio.to_thread.run_sync(_write_atomic, target, content)
             ctx.check_cancelled()
         except BaseException:
             with contextlib.suppress(OSError):
@@ -274,11 +290,11 @@ class ExportService:
         file = ExportFile(
             file_name=file_name,
             mime_type=MIME_TYPES[fmt],
-            size=len(result.content),
+            size=len(content),
             sha256=digest,
             expires_at=iso(expires),
         )
-        return {"file": file.model_dump(mode="json"), "warnings": warnings, "pages": result.pages}
+        return {"file": file.model_dump(mode="json"), "warnings": warnings, "pages": pages}
 
     # ----------------------------------------------------------------------------------------------- queries
     def _view(self, job: Job, params: dict[str, Any]) -> ExportJob:
@@ -398,18 +414,6 @@ class ExportService:
         if removed:
             logger.info("export sweep: removed %d file(s)", removed)
         return removed
-
-
-def _check_loss(document: Document, dropped: list[str], warnings: list[str]) -> None:
-    """Severe loss: the document had content, and every piece of it was dropped (raw HTML that the format cannot
-    carry or the sanitiser removed whole, say)."""
-    content = [n for n in document.walk() if n.type in _CONTENT_TYPES and (n.text or "").strip()]
-    raw = [n for n in document.walk() if n.type == "html"]
-    if dropped and not content and all(n.node_id in set(dropped) for n in raw):
-        raise ExportUnsupportedContent(
-            "Nothing in this document can be exported (it is all raw HTML).",
-            details={"nodes": dropped[:50], "warnings": warnings[:50]},
-        )
 
 
 def _expired(expires_at: str) -> bool:

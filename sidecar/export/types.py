@@ -1,13 +1,11 @@
-"""The exporter seam (phase-2 §10.3) and what the preparation step hands every exporter."""
+"""What the preparation step fills in and hands every writer (phase-2 §10.3)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from .ast import Document, Node
-from .models import ExportOptions, ExportResult
 
 
 @dataclass(slots=True)
@@ -24,6 +22,20 @@ class Asset:
 
 
 @dataclass(slots=True)
+class Assets:
+    """What the preparation fills in (phase-2 §10.3): every node's asset, warnings, cancellation. In the sidecar
+    while the document itself stays in the export worker (:mod:`sidecar.export.worker`)."""
+
+    assets: dict[str, Asset] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    dark: bool = False
+    check_cancelled: Callable[[], None] = lambda: None
+
+    def warn(self, code: str, node: Node | None, message: str) -> None:
+        self.warnings.append(warning(code, node, message))
+
+
+@dataclass(slots=True)
 class Prepared:
     """A document ready for an exporter: the AST, every node's asset, the theme, warnings so far, cancellation."""
 
@@ -37,11 +49,9 @@ class Prepared:
     check_cancelled: Callable[[], None] = lambda: None
 
     def warn(self, code: str, node: Node | None, message: str) -> None:
-        where = f"{node.node_id} ({node.type}) " if node is not None else ""
-        self.warnings.append(f"{code}: {where}{message}")
+        self.warnings.append(warning(code, node, message))
 
 
-class DocumentExporter(Protocol):
-    format: str
-
-    async def export(self, document: Prepared, options: ExportOptions) -> ExportResult: ...
+def warning(code: str, node: Node | None, message: str) -> str:
+    where = f"{node.node_id} ({node.type}) " if node is not None else ""
+    return f"{code}: {where}{message}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -59,32 +59,88 @@ _ORJSON_NODES = 20_000  # past this many values the check would cost what orjson
 _INT64 = (-(1 << 63), (1 << 64) - 1)  # what orjson encodes as integers
 
 
-def _orjson_writes_it_alike(obj: Any) -> bool:
-    """Whether orjson writes ``obj`` byte for byte as :func:`.early.encode` does: only objects with string keys,
-    lists, strings, bools, None and integers orjson takes; no floats (orjson writes 1e16 where repr() writes
-    1e+16), nothing else (orjson writes dataclasses and datetimes that the json module refuses)."""
+SLICE_CHARS = 1 << 17
+"""A string longer than this is encoded in slices of this many characters, the loop let in between (issue 22:
+orjson took ~25 ms for a 10 MB answer on the loop, and a ping waited; a slice takes well under a millisecond)."""
+
+
+def _orjson_plan(obj: Any) -> int | None:
+    """None unless orjson writes ``obj`` byte for byte as :func:`.early.encode` does (only objects with string
+    keys, lists, strings, bools, None and integers orjson takes; no floats: orjson writes 1e16 where repr()
+    writes 1e+16; nothing else: orjson writes dataclasses and datetimes that the json module refuses); else the
+    length of its longest string."""
     stack = [obj]
     budget = _ORJSON_NODES
     low, high = _INT64
+    longest = 0
     while stack:
         budget -= 1
         if budget < 0:
-            return False
+            return None
         node = stack.pop()
         kind = type(node)
         if kind is dict:
             for key in node:
                 if type(key) is not str:
-                    return False
+                    return None
             stack.extend(node.values())
         elif kind is list:
             stack.extend(node)
         elif kind is int:
             if not low <= node <= high:
-                return False
-        elif not (isinstance(node, str) or node is None or kind is bool):
-            return False
-    return True
+                return None
+        elif isinstance(node, str):
+            longest = max(longest, len(node))
+        elif not (node is None or kind is bool):
+            return None
+    return longest
+
+
+def _orjson_writes_it_alike(obj: Any) -> bool:
+    return _orjson_plan(obj) is not None
+
+
+def _pieces(obj: Any) -> Iterator[bytes]:
+    """orjson's bytes for ``obj`` (one :func:`_orjson_plan` accepts), in pieces: a long string in slices of
+    :data:`SLICE_CHARS` characters (JSON escapes each character alone, so the slices' escapes are the whole's)."""
+    kind = type(obj)
+    if kind is dict:
+        yield b"{"
+        for i, (key, value) in enumerate(obj.items()):
+            yield (b"," if i else b"") + orjson.dumps(key) + b":"
+            yield from _pieces(value)
+        yield b"}"
+    elif kind is list:
+        yield b"["
+        for i, value in enumerate(obj):
+            if i:
+                yield b","
+            yield from _pieces(value)
+        yield b"]"
+    elif kind is str and len(obj) > SLICE_CHARS:
+        yield b'"'
+        for start in range(0, len(obj), SLICE_CHARS):
+            yield orjson.dumps(obj[start : start + SLICE_CHARS])[1:-1]
+        yield b'"'
+    else:
+        yield orjson.dumps(obj)
+
+
+async def encode_answer_async(obj: Any) -> bytes:
+    """:func:`encode_answer`'s bytes; an answer holding a string longer than :data:`SLICE_CHARS` is encoded a slice
+    at a time, with the loop let in between (a ping is answered meanwhile)."""
+    longest = _orjson_plan(obj)
+    if longest is None or longest <= SLICE_CHARS:
+        return encode_answer(obj)
+    pieces: list[bytes] = []
+    try:
+        for piece in _pieces(obj):
+            pieces.append(piece)
+            if len(piece) > SLICE_CHARS:
+                await anyio.lowlevel.checkpoint()
+    except (orjson.JSONEncodeError, RecursionError):  # a lone surrogate, or nesting too deep: the json module's
+        return encode_answer(obj)
+    return b"".join(pieces)
 
 
 def encode_answer(obj: Any) -> bytes:
@@ -443,7 +499,8 @@ class Dispatcher:
         response, ctx = await self.handle_message(message)
         if response is not None:
             # A ping answer owes no order to any other line: let it overtake queued stream lines.
-            await self.writer.send(encode_answer(response), priority=ctx is not None and ctx.method == "ping")
+            line = await encode_answer_async(response)
+            await self.writer.send(line, priority=ctx is not None and ctx.method == "ping")
         if ctx is not None:
             await ctx.run_after_response()
 

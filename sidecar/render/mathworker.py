@@ -16,8 +16,7 @@ does (stdin EOF, or its parent changes after a SIGKILL).
 from __future__ import annotations
 
 import os
-import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 from anyio.abc import TaskGroup
@@ -25,7 +24,8 @@ from anyio.abc import TaskGroup
 from sidecar.workers import engines
 from sidecar.workers.channel import WorkerChannel, WorkerFault
 from sidecar.workers.env import worker_env
-from sidecar.workers.protocol import Error, Request, WorkerOutput, read_requests
+from sidecar.workers.protocol import Error, WorkerOutput, run_worker, serve_requests
+from sidecar.workers.single import SingleChild
 from sidecar.workers.supervisor import ChildSupervisor
 
 from .errors import MathParseFailed, MathRenderTimeout, MathWorkerFailed
@@ -47,14 +47,14 @@ def _error(error: Error) -> Exception:
     return MathParseFailed(error.message or "The TeX could not be typeset.")
 
 
-class MathWorker:
+class MathWorker(SingleChild):
     """The sidecar's side: one child, one formula at a time, killed on timeout or cancel and started again."""
 
     def __init__(
         self, children: ChildSupervisor, task_group: TaskGroup, *, timeout_s: float = MATH_SVG_TIMEOUT_S
     ) -> None:
         self.timeout_s = timeout_s
-        self._channel = WorkerChannel(
+        channel = WorkerChannel(
             children,
             task_group,
             name=WORKER_NAME,
@@ -65,16 +65,7 @@ class MathWorker:
             hello_timeout_s=timeout_s,
             stop_grace_s=0.0,  # no grace: a runaway layout would only use it up
         )
-        self._lock = anyio.Lock()
-
-    @property
-    def pid(self) -> int | None:
-        return self._channel.pid
-
-    @property
-    def started(self) -> int:
-        """Children started so far."""
-        return self._channel.starts
+        super().__init__(channel)
 
     async def svg(self, source: str, theme: str) -> tuple[str, list[str]]:
         async with self._lock:
@@ -94,48 +85,26 @@ class MathWorker:
                 raise
         return str(data["svg"]), [str(w) for w in data.get("warnings", [])]
 
-    async def _kill(self) -> None:
-        """Kill the child's process group now; the next formula starts a new child."""
-        with anyio.CancelScope(shield=True):
-            await self._channel.stop()
-
-    async def aclose(self) -> None:
-        await self._channel.aclose()
-
 
 # ---- the child ---------------------------------------------------------------------------------------------------
 
 
 def serve(stdin: TextIO, out: WorkerOutput) -> None:
     """Say hello once the typesetter is imported, then answer one ``svg`` request at a time until EOF."""
-    from sidecar.core.errors import SidecarError
-
     from .math import tex_to_svg
 
+    def svg(params: dict[str, Any]) -> dict[str, Any]:
+        svg, warnings = tex_to_svg(str(params["source"]), str(params.get("theme", "light")))
+        return {"svg": svg, "warnings": warnings}
+
     out.hello("math", os.getpid())
-    for message in read_requests(stdin):
-        if not isinstance(message, Request):
-            continue  # a cancelled formula is stopped by a kill of this process
-        if message.op != OP_SVG:
-            out.error(message.id, PARSE_FAILED, "unknown worker op")
-            continue
-        params = message.params
-        try:
-            svg, warnings = tex_to_svg(str(params["source"]), str(params.get("theme", "light")))
-        except SidecarError as exc:
-            out.error(message.id, exc.code, exc.message)
-        except Exception as exc:
-            out.error(message.id, PARSE_FAILED, f"The TeX could not be typeset ({type(exc).__name__}).")
-        else:
-            out.result(message.id, {"svg": svg, "warnings": warnings})
+    serve_requests(
+        stdin, out, OP_SVG, svg, PARSE_FAILED, lambda exc: f"The TeX could not be typeset ({type(exc).__name__})."
+    )
 
 
 def main() -> None:
-    from sidecar.workers.io import claim_stdout, exit_with_parent
-
-    proto = claim_stdout()
-    exit_with_parent(lambda: os._exit(3))
-    serve(sys.stdin, WorkerOutput(proto))
+    run_worker(serve)
 
 
 if __name__ == "__main__":

@@ -88,6 +88,14 @@ class EchoParams(Params):
     model_config = ConfigDict(extra="allow")
 
 
+class BigAnswerParams(Params):
+    """A small request whose answer is big: ``{"text": <text repeated to `chars` characters>}`` (what a big tool
+    result costs the sidecar to encode and write, without the cost of reading it)."""
+
+    chars: int = Field(ge=0, le=64 << 20)
+    text: str = Field("结果 ", min_length=1, max_length=1000)
+
+
 def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
     async def sleep(ctx: RequestContext, p: SleepParams) -> dict[str, Any]:
         await anyio.sleep(p.ms / 1000)
@@ -130,6 +138,9 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
     async def echo(ctx: RequestContext, p: EchoParams) -> dict[str, Any]:
         return dict(p.model_extra or {})
 
+    async def big_answer(ctx: RequestContext, p: BigAnswerParams) -> dict[str, Any]:
+        return {"text": (p.text * -(-p.chars // len(p.text)))[: p.chars]}
+
     return [
         Method("dev/sleep", SleepParams, dict[str, Any], sleep, dev=True),
         Method("dev/stream", StreamParams, dict[str, Any], stream, dev=True),
@@ -137,6 +148,7 @@ def dev_methods(children: ChildSupervisor) -> list[Method[Any, Any]]:
         Method("dev/print", PrintParams, dict[str, Any], stray_print, dev=True),
         Method("dev/modules", ModulesParams, dict[str, Any], modules, dev=True),
         Method("dev/echo", EchoParams, dict[str, Any], echo, dev=True),
+        Method("dev/big_answer", BigAnswerParams, dict[str, Any], big_answer, dev=True),
     ]
 
 

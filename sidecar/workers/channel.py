@@ -1,4 +1,4 @@
-"""The sidecar's side of a worker child: one class for the transcription, local-model and math workers.
+"""The sidecar's side of a worker child: one class for the transcription, local-model, math and export workers.
 
 :class:`WorkerChannel` starts the worker through the :class:`~sidecar.workers.supervisor.ChildSupervisor` (its own
 process group, stopped with the sidecar) on the first request, waits for its :class:`~.protocol.Hello` within
@@ -71,6 +71,23 @@ OnEvent = Callable[[Progress | Delta], Awaitable[None]]
 OnFault = Callable[[WorkerFault], Exception]
 OnError = Callable[[Error], Exception]
 _Item = Progress | Delta | Result | Error | WorkerFault
+
+
+def _exited(session: _Session) -> bool:
+    """The worker has exited though its reader has not seen it yet: a zombie, or reaped by asyncio's watcher thread
+    a moment ago (its exit status not yet on the loop). A request sent now would be lost with it, and asyncio
+    reports the broken pipe only a loop turn after the write. Linux: its ``/proc`` entry says (``waitid`` with
+    ``WNOWAIT`` does not, while the watcher thread waits on the pid); elsewhere only the known exit status."""
+    if session.process.returncode is not None:
+        return True
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        with open(f"/proc/{session.process.pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # gone: reaped
+    return state in (b"Z", b"X")
 
 
 def exit_reason(name: str, returncode: int | None) -> str:
@@ -170,11 +187,20 @@ class WorkerChannel:
             self._next_id += 1
             request_id = f"r{self._next_id}"
             send, receive = anyio.create_memory_object_stream[_Item](math.inf)
+            request = Request(id=request_id, op=op, params=dict(params))
             session.pending[request_id] = send
             logger.debug("%s: request %s (%s)", self.name, request_id, op)
             try:
-                request = Request(id=request_id, op=op, params=dict(params))
-                return await self._exchange(session, request, receive, on_event, timeout_s)
+                sent = await self._write(session, request)
+                if not sent and session.fault is None:
+                    # nothing was sent: the worker died while idle and its reader has not seen the EOF yet. The
+                    # request never reached it, so a fresh worker gets it (once)
+                    session.pending.pop(request_id, None)
+                    await self._drop(session)
+                    session = await self._ensure()
+                    session.pending[request_id] = send
+                    sent = await self._write(session, request)
+                return await self._exchange(session, sent, receive, on_event, timeout_s)
             except anyio.get_cancelled_exc_class():
                 with anyio.CancelScope(shield=True):
                     await self._write(session, Cancel(id=request_id))
@@ -190,14 +216,14 @@ class WorkerChannel:
     async def _exchange(
         self,
         session: _Session,
-        request: Request,
+        sent: bool,
         receive: MemoryObjectReceiveStream[_Item],
         on_event: OnEvent | None,
         timeout_s: float | None,
     ) -> dict[str, Any]:
         if session.fault is not None:
             raise self._on_fault(session.fault)
-        if not await self._write(session, request):  # the worker is gone: its reader reports how
+        if not sent:  # the worker is gone: its reader reports how
             await self._kill(session)
         with anyio.move_on_after(math.inf if timeout_s is None else timeout_s) as scope:
             async for item in receive:
@@ -242,7 +268,7 @@ class WorkerChannel:
     async def _ensure(self) -> _Session:
         async with self._start_lock:
             session = self._session
-            if session is not None and session.alive and session.hello is not None:
+            if session is not None and session.alive and session.hello is not None and not _exited(session):
                 return session
             if session is not None:
                 await self._drop(session)

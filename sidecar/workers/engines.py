@@ -4,7 +4,8 @@ From the source install a worker is ``python -m <module>`` with the sidecar's ow
 (``dist/metona/metona-sidecar``, a one-folder build) carries no torch, ctranslate2 or openvino: those live in the
 **engines folder**, a PyInstaller one-folder build ``metona-engines/`` beside the binary's executable (or at
 ``METONA_ENGINES_DIR``), whose executable runs the worker named by its first argument
-(``metona-engines media-worker``). The light maths worker stays inside the binary (``metona-sidecar math-worker``).
+(``metona-engines media-worker``). The light maths and export workers stay inside the binary
+(``metona-sidecar math-worker``, ``metona-sidecar export-worker``).
 
 The engines folder also holds the models, ready to use (``engines.json`` says where): the Whisper models as
 CTranslate2 folders, the diarization weights, and the local model already converted for openvino. The engines
@@ -41,6 +42,7 @@ WORKERS: Mapping[str, str] = {
     "media-worker": "sidecar.media.worker",
     "local-model-worker": "sidecar.localmodel.worker",
     "math-worker": "sidecar.render.mathworker",
+    "export-worker": "sidecar.export.worker",
 }
 """A worker's entry (the argument the frozen executables take) → its module (``python -m``)."""
 IN_ENGINES = frozenset({"media-worker", "local-model-worker"})

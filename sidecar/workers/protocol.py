@@ -1,4 +1,4 @@
-"""The one JSON-lines protocol between the sidecar and a worker child (transcription, local model, maths SVG).
+"""The one JSON-lines protocol between the sidecar and a worker child (transcription, local model, maths SVG, export).
 
 Both sides import these models: the parent (:mod:`sidecar.workers.channel`) and the worker (through
 :class:`WorkerOutput` and :func:`read_requests`). Only pydantic and the standard library are imported here, so a
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -154,6 +154,52 @@ class WorkerOutput:
 
     def error(self, request_id: str, code: str, message: str, details: dict[str, Any] | None = None) -> None:
         self.send(Error(id=request_id, code=code, message=message, details=details or {}))
+
+
+def run_worker(serve: Callable[[TextIO, WorkerOutput], None]) -> None:
+    """A one-op worker's entry (maths SVG, export): the real stdout becomes the protocol (what libraries print
+    goes to stderr), the process leaves when its parent changes (the sidecar died, even by SIGKILL), warnings go
+    to stderr; then ``serve`` reads stdin until EOF."""
+    import os
+    import sys
+
+    from .io import claim_stdout, exit_with_parent
+
+    proto = claim_stdout()
+    exit_with_parent(lambda: os._exit(3))
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    serve(sys.stdin, WorkerOutput(proto))
+
+
+def serve_requests(
+    lines: Iterable[str],
+    out: WorkerOutput,
+    op: str,
+    handle: Callable[[dict[str, Any]], dict[str, Any]],
+    failed_code: str,
+    unexpected: Callable[[Exception], str],
+) -> None:
+    """A one-op worker's loop (maths SVG, export): answer each ``op`` request in turn with ``handle``'s data until
+    EOF; a project error is answered with its code, message and details, any other exception with
+    ``failed_code`` and ``unexpected(exc)`` (its traceback goes to stderr). Cancels are not read: a domain that
+    gives a request up kills the worker."""
+    from sidecar.core.errors import SidecarError
+
+    for message in read_requests(lines):
+        if not isinstance(message, Request):
+            continue
+        if message.op != op:
+            out.error(message.id, failed_code, "unknown worker op")
+            continue
+        try:
+            data = handle(message.params)
+        except SidecarError as exc:
+            out.error(message.id, exc.code, exc.message, exc.details)
+        except Exception as exc:
+            logger.warning("%s failed", op, exc_info=True)
+            out.error(message.id, failed_code, unexpected(exc), {"exception": type(exc).__name__})
+        else:
+            out.result(message.id, data)
 
 
 def read_requests(lines: Iterable[str]) -> Iterator[Request | Cancel]:

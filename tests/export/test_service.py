@@ -27,6 +27,7 @@ from sidecar.render.service import RenderService
 from sidecar.storage.sqlite import Database
 from sidecar.themes.service import ThemeService
 from sidecar.trace.eventlog import EventLog
+from tests.support.export_worker import export_worker
 from tests.support.math_worker import math_worker
 
 pytestmark = pytest.mark.anyio
@@ -94,13 +95,13 @@ async def env(tmp_path: Path) -> AsyncIterator[tuple[ExportService, Path, JobMan
     db = await Database.open(data)
     log = EventLog(db)
     await log.migrate()
-    async with math_worker() as maths, anyio.create_task_group() as tg:
+    async with math_worker() as maths, export_worker() as worker, anyio.create_task_group() as tg:
         jobs = JobManager(db, log, tg)
         pool = BrowserPool(None)  # no browser: the raster/PDF paths degrade with their warnings/codes
         render = RenderService(data, pool, [MermaidRenderer(pool), FunctionPlotRenderer(), MathRenderer(maths)])
         themes = ThemeService(data, "1.0.0")
         await themes.start()
-        svc = ExportService(data, jobs, render=render, knowledge=FakeKnowledge(tmp_path), themes=themes)  # type: ignore[arg-type]
+        svc = ExportService(data, jobs, render=render, knowledge=FakeKnowledge(tmp_path), themes=themes, worker=worker)  # type: ignore[arg-type]
         await svc.start()
         yield svc, data, jobs
         await jobs.shutdown(1)

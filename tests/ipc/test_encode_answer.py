@@ -80,3 +80,40 @@ def test_a_cycle_or_a_huge_answer_is_left_to_the_json_module() -> None:
     huge = list(range(dispatcher._ORJSON_NODES + 1))
     assert not dispatcher._orjson_writes_it_alike(huge)
     assert encode_answer(_answer(huge)) == encode(_answer(huge))
+
+
+ODD = '结果 \n\t"\\ \u2028 😀𝄞 \x00\x1f\x7f\u0085 é'  # non-ASCII, astral, controls, quotes, backslashes
+BIG = [
+    {"text": ODD * (dispatcher.SLICE_CHARS // 7)},  # slices end mid-pattern, on astral and escaped characters
+    {"a": [ODD * 40_000, {"b": ODD[3:] * 50_000, "n": [1, None, True]}], "z": ""},
+    [_answer(ODD * 30_000), _answer("x")],
+    {"exact": "q" * dispatcher.SLICE_CHARS * 3, "plus": "\\" * (dispatcher.SLICE_CHARS + 1)},
+    {"half": ODD * 30_000 + "\ud83d"},  # orjson refuses a lone surrogate: the json module's bytes, as before
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("result", BIG, ids=["one", "nested", "batch", "edges", "surrogate"])
+async def test_a_big_answer_encoded_in_slices_is_byte_for_byte_the_whole(result: Any) -> None:
+    whole = encode_answer(_answer(result))
+    assert await dispatcher.encode_answer_async(_answer(result)) == whole == encode(_answer(result))
+
+
+@pytest.mark.anyio
+async def test_a_big_answer_lets_the_loop_in_between_its_slices() -> None:
+    """A ping read while a big answer is encoded is answered before it (issue 22): the encoder yields."""
+    import anyio
+
+    order: list[str] = []
+
+    async def big() -> None:
+        await dispatcher.encode_answer_async(_answer({"text": ODD * dispatcher.SLICE_CHARS}))
+        order.append("big answer encoded")
+
+    async def ping() -> None:
+        order.append("ping answered")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(big)
+        tg.start_soon(ping)
+    assert order == ["ping answered", "big answer encoded"]

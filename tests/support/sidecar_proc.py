@@ -172,8 +172,9 @@ class Sidecar:
 
 
 def worker_pids(sidecar_pid: int | None, module: str, entry: str) -> list[int]:
-    """Live worker processes started as ``python -m <module>`` (source install) or ``metona-engines <entry>`` (the
-    binary's engines folder); with ``sidecar_pid``, only that sidecar's children."""
+    """Live worker processes started as ``python -m <module>`` (source install), ``metona-engines <entry>`` (the
+    binary's engines folder) or ``metona-sidecar <entry>`` (a light worker of the binary); with ``sidecar_pid``,
+    only that sidecar's children."""
     procs: dict[int, tuple[list[bytes], str, int]] = {}
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -186,7 +187,8 @@ def worker_pids(sidecar_pid: int | None, module: str, entry: str) -> list[int]:
         procs[int(proc.name)] = (cmd, state, int(ppid))
     found = []
     for pid, (cmd, state, ppid) in procs.items():
-        is_worker = module.encode() in cmd or (cmd[1:2] == [entry.encode()] and cmd[0].endswith(b"metona-engines"))
+        frozen = cmd[0].endswith((b"metona-engines", b"metona-sidecar"))
+        is_worker = module.encode() in cmd or (cmd[1:2] == [entry.encode()] and frozen)
         if is_worker and state != "Z" and (sidecar_pid is None or ppid == sidecar_pid):
             found.append(pid)
     return found

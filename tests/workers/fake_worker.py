@@ -5,13 +5,15 @@ that is not a message before its hello; ``oldproto`` says hello in another proto
 ``echo`` (result: the params), ``stream`` (``n`` deltas, then a result), ``hold`` (a ``held`` progress, then no
 answer until ``release`` of the same ``key`` or a cancel), ``release``, ``cancelled`` (the ids cancelled so far),
 ``env`` (the names of its environment variables), ``fail`` (an error with the params' ``code``), ``garbage``
-(a line that is not a message), ``crash`` (a progress, a line on stderr, then exit status 7).
+(a line that is not a message), ``crash`` (a progress, a line on stderr, then exit status 7), ``deaf`` (closes its
+stdin, answers, then lives on reading nothing: the next request cannot be written).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 from sidecar.workers.io import claim_stdout
 from sidecar.workers.protocol import Cancel, Hello, WorkerOutput, read_requests
@@ -66,6 +68,10 @@ def main(mode: str) -> None:
         elif op == "garbage":
             proto.write("this is not a worker message\n")
             proto.flush()
+        elif op == "deaf":
+            os.close(0)
+            out.result(rid, {})
+            time.sleep(3600)
         elif op == "crash":
             out.progress(rid, "crashing", {})
             sys.stderr.write("fake worker: boom-marker\n")

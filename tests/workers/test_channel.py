@@ -178,6 +178,41 @@ async def test_a_garbage_line_fails_the_request_and_the_next_one_gets_a_fresh_wo
         assert channel.starts == 2 and channel.pid != first
 
 
+async def test_a_request_that_could_not_be_written_goes_to_a_fresh_worker() -> None:
+    """A worker gone while idle, before its reader saw the EOF: the request never reached it, so it is not failed
+    (issue 22: an export after its worker was killed between exports failed now and then)."""
+    async with running() as (channel, children):
+        assert await channel.request("deaf", {}) == {}
+        first = channel.pid
+        assert await channel.request("echo", {"x": 1}) == {"x": 1}
+        assert channel.starts == 2 and channel.pid != first and first not in children.pids
+
+
+def _wait_exited_blocking(pid: int) -> None:
+    """Until ``pid`` is a zombie or gone (reaped by asyncio's watcher thread, unknown to the loop yet), without a
+    loop turn: its reader cannot see the EOF meanwhile."""
+    import time
+
+    deadline = time.monotonic() + 10
+    stat = Path(f"/proc/{pid}/stat")
+    while stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
+async def test_a_worker_that_died_while_idle_is_replaced_before_the_next_request() -> None:
+    """Killed between requests and not yet seen by its reader (a zombie): the next request goes to a new worker;
+    asyncio reports the broken pipe of a write only a loop turn later, so writing first would lose the request."""
+    import signal
+
+    async with running() as (channel, _children):
+        first = (await channel.start()).pid
+        os.kill(first, signal.SIGKILL)
+        _wait_exited_blocking(first)
+        assert await channel.request("echo", {"x": 1}) == {"x": 1}
+        assert channel.starts == 2 and channel.pid != first
+
+
 async def test_a_crash_mid_request_fails_every_request_in_flight(caplog: pytest.LogCaptureFixture) -> None:
     async with running() as (channel, children):
         held = anyio.Event()
