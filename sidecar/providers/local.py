@@ -252,7 +252,7 @@ class LocalAdapter(BaseAdapter):
             return False
         tools = await self._ranked(request, tools)
         names = [t.name for t in tools]
-        system = localtools.tool_prompt(tools)
+        system = localtools.tool_prompt(tools, examples=not localtools.succeeded(request.messages))
         base = {"messages": [{"role": "system", "content": system}, *localtools.decision_history(request.messages)]}
         written: list[str] = []
 

@@ -121,6 +121,14 @@ def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     assert lt.first_sentence("no stop at all") == "no stop at all"
 
 
+def test_the_first_decision_shows_the_examples_of_answer_and_of_the_offered_tools_only() -> None:
+    prompt = lt.tool_prompt(defs(CALC, WRITE))
+    shots = prompt.split("\n\nExamples:\n")[1].split("\n")
+    assert shots == [f'{q} -> {{"tool": "{n}"}}' for q, n in lt.EXAMPLES if n in ("answer", "calculator")]
+    assert len(shots) == 3 and not any("knowledge_search" in s for s in shots)
+    assert "Examples:" not in lt.tool_prompt(defs(CALC, WRITE), examples=False)
+
+
 CALL = {"id": "c1", "name": "calculator", "args": {"expression": "37*43"}, "iteration": 1, "timestamp": 2}
 RESULT = {
     "toolCallId": "c1",
@@ -267,6 +275,7 @@ async def test_a_tool_decision_then_schema_constrained_arguments_make_one_call()
     assert decision["prefix"] == lt.DECISION_PREFIX and decision["stop"] == ['"'] and decision["score"] is True
     system = decision["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("# Tools\n- calculator(")
+    assert system["content"] == lt.tool_prompt(defs(CALC, WRITE))  # the first decision: with the examples
     assert "You are Metona." not in system["content"]
     assert arguments["prefix"] == '{"tool": "calculator", "arguments": '
     assert arguments["json_schema"]["required"] == ["expression"]
@@ -324,7 +333,7 @@ async def test_after_a_result_the_decision_sees_what_was_done_and_may_chain_anot
     done = '- calculator({"expression": "37*43"}) returned: 37*43 = 1591'
     assert decision["messages"][1]["content"] == f"What is 37*43?\n\nDone so far:\n{done}"
     assert decision["regex"] == lt.choice_regex(["write_file"])  # the tool that succeeded is not offered again
-    assert "- calculator(" not in decision["messages"][0]["content"]
+    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(WRITE), examples=False)
 
 
 async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> None:
