@@ -34,11 +34,11 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "precision": "f32",
     "repeat": 3,
     "cases": 31,
-    "task_success_rate": 0.5161,
-    "tool_selection_accuracy": 0.6452,
-    "tool_argument_accuracy": 0.7,
+    "task_success_rate": 0.6129,
+    "tool_selection_accuracy": 0.7419,
+    "tool_argument_accuracy": 0.65,
     "invalid_tool_call_rate": 0.0,
-    "irrelevance_success_rate": 0.4286,
+    "irrelevance_success_rate": 0.5714,
 }
 """The packaged model's measured tool use: ``metona-sidecar bench agent --dataset agent-core-v1 --provider local
 --repeat 3`` (2026-12-02, the figures in the README's local model section; pass^3 = pass^1). Reported in the
