@@ -7,9 +7,11 @@ stderr). A hello first, then one job at a time, in order:
 * ``load`` (``root``, ``path``?, ``threads``?, ``precision``?) → ``progress`` (stage, ``fraction``), then a result
   (``context_window``, timings)
 * ``generate`` (``messages``, ``tools``?, ``max_tokens``?, ``temperature``?, ``top_p``?, ``stop``?,
-  ``json_schema``? or ``regex``?, ``prefix``?) → ``delta`` lines, then a result (real token counts from the
-  runtime, ``finish``, timings). ``prefix`` is the start of the assistant's reply, written after the chat
-  template's generation prompt (the model continues it); ``json_schema`` / ``regex`` constrain what it writes.
+  ``json_schema``? or ``regex``?, ``prefix``?, ``score``?) → ``delta`` lines, then a result (real token counts
+  from the runtime, ``finish``, timings). ``prefix`` is the start of the assistant's reply, written after the chat
+  template's generation prompt (the model continues it); ``json_schema`` / ``regex`` constrain what it writes;
+  ``score`` adds ``score``: the log-probability the model gave the tokens it wrote (unconstrained: the model's own
+  confidence, not the constraint's).
 * a ``cancel`` stops that generation at its next token (or before it starts)
 
 Any failure of a job answers an ``error`` with ``model_unavailable``, ``context_length_exceeded``,
@@ -160,6 +162,8 @@ class Worker:
             config.structured_output_config = ov_genai.StructuredOutputConfig(json_schema=schema)
         elif job.get("regex"):
             config.structured_output_config = ov_genai.StructuredOutputConfig(regex=str(job["regex"]))
+        if job.get("score"):
+            config.logprobs = 1
         cancelled = False
         first: list[float] = []
         t0 = time.perf_counter()
@@ -181,7 +185,9 @@ class Worker:
         metrics = result.perf_metrics
         n_out = int(metrics.get_num_generated_tokens())
         elapsed = time.perf_counter() - t0
+        scores = list(result.scores) if job.get("score") else []
         return {
+            **({"score": float(scores[0])} if scores else {}),
             "cancelled": cancelled,
             "input_tokens": int(metrics.get_num_input_tokens()) or n_input,
             "output_tokens": n_out,

@@ -11,7 +11,6 @@ Usage counts are the runtime's own token counts. ``options.model_path`` (host-tr
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -35,11 +34,11 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "precision": "f32",
     "repeat": 3,
     "cases": 31,
-    "task_success_rate": 0.5161,
-    "tool_selection_accuracy": 0.6452,
-    "tool_argument_accuracy": 0.7,
+    "task_success_rate": 0.6129,
+    "tool_selection_accuracy": 0.7419,
+    "tool_argument_accuracy": 0.65,
     "invalid_tool_call_rate": 0.0,
-    "irrelevance_success_rate": 0.4286,
+    "irrelevance_success_rate": 0.5714,
 }
 """The packaged model's measured tool use: ``metona-sidecar bench agent --dataset agent-core-v1 --provider local
 --repeat 3`` (2026-12-02, the figures in the README's local model section; pass^3 = pass^1). Reported in the
@@ -243,24 +242,42 @@ class LocalAdapter(BaseAdapter):
         self, request: MetonaRequest, tools: list[Any], asm: StreamAssembler, steps: list[dict[str, Any]]
     ) -> bool:
         """The constrained decision and arguments (:mod:`.localtools`); True when a tool call was emitted, False
-        when the answer is to be written (the decision said so, the turn has made enough calls, the arguments were
-        cut short, or the call repeats one of the turn's)."""
-        if not tools or len(localtools.turn_calls(request.messages)) >= localtools.MAX_CALLS_PER_TURN:
+        when the answer is to be written (the decision said so, the turn has made enough calls or every offered
+        tool has succeeded in it, the model is unsure of a further tool after a result, the arguments were cut
+        short, or the call repeats one of the turn's)."""
+        if len(localtools.turn_calls(request.messages)) >= localtools.MAX_CALLS_PER_TURN:
+            return False
+        tools = localtools.still_offered(tools, request.messages)
+        if not tools:
             return False
         tools = await self._ranked(request, tools)
         names = [t.name for t in tools]
-        system = localtools.tool_prompt(tools)
-        base = {"messages": [{"role": "system", "content": system}, *localtools.render_history(request.messages)]}
+        system = localtools.tool_prompt(tools, examples=not localtools.succeeded(request.messages))
+        base = {"messages": [{"role": "system", "content": system}, *localtools.decision_history(request.messages)]}
         written: list[str] = []
 
         async def keep(text: str) -> None:
             written.append(text)
 
-        regex = localtools.decision_regex(names)
-        steps.append(await self._generate({**base, "max_tokens": 24, "regex": regex}, keep, asm))
-        decision = "".join(written)
+        regex = localtools.choice_regex(names)
+        step = await self._generate(
+            {
+                **base,
+                "max_tokens": 24,
+                "prefix": localtools.DECISION_PREFIX,
+                "regex": regex,
+                "stop": ['"'],
+                "score": True,
+            },
+            keep,
+            asm,
+        )
+        steps.append(step)
+        decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
         choice = localtools.decision_of(decision, names)
         if choice is None or choice == localtools.ANSWER:
+            return False
+        if localtools.succeeded(request.messages) and not localtools.confident(step.get("score")):
             return False
         tool = next(t for t in tools if t.name == choice)
         schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
@@ -369,20 +386,7 @@ def _folded(messages: list[MetonaMessage]) -> list[dict[str, Any]]:
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     head = [_message(m) for m in messages[: max(last_user, 0)]]
     question = messages[last_user].content if last_user >= 0 else ""
-    lines = []
-    for m in messages[last_user + 1 :]:
-        if m.role == "tool":
-            name = m.tool_result.tool_name if m.tool_result else "tool"
-            args = next(
-                (
-                    c.args
-                    for p in messages
-                    for c in p.tool_calls or ()
-                    if m.tool_result and c.id == m.tool_result.tool_call_id
-                ),
-                {},
-            )
-            lines.append(f"- {name}({json.dumps(args, ensure_ascii=False)}) returned: {tool_text(m)}")
+    lines = localtools.done_lines(messages)
     text = f"{question}\n\nTool results:\n" + "\n".join(lines) + f"\n\n{ANSWER_AFTER_TOOLS}"
     return [*head, {"role": "user", "content": text.strip()}]
 

@@ -4,6 +4,7 @@ the repeat guard, the compact prompt, and the adapter's steps over a scripted ru
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 from unittest.mock import ANY
@@ -67,10 +68,11 @@ def defs(*tools: dict[str, Any]) -> list[MetonaToolDef]:
 
 
 def test_the_decision_admits_answer_and_the_offered_tools_only() -> None:
-    pattern = lt.decision_regex(["calculator", "write_file", "a-b.c"])
+    pattern = lt.choice_regex(["calculator", "write_file", "a-b.c"])
+    assert lt.DECISION_PREFIX == '{"tool": "'
     for name in ("answer", "calculator", "write_file", "a-b.c"):
-        assert re.fullmatch(pattern, f'{{"tool": "{name}"')
-    for text in ('{"tool": "read_file"', '{"tool": "calc"', '{"tool":"answer"', "answer", '{"tool": "a-bxc"'):
+        assert re.fullmatch(pattern, f'{name}"')
+    for text in ('read_file"', 'calc"', "answer", 'a-bxc"', '{"tool": "answer"'):
         assert re.fullmatch(pattern, text) is None
     assert lt.decision_of('{"tool": "calculator"', ["calculator"]) == "calculator"
     assert lt.decision_of('{"tool": "answer"', ["calculator"]) == "answer"
@@ -119,6 +121,14 @@ def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     assert lt.first_sentence("no stop at all") == "no stop at all"
 
 
+def test_the_first_decision_shows_the_examples_of_answer_and_of_the_offered_tools_only() -> None:
+    prompt = lt.tool_prompt(defs(CALC, WRITE))
+    shots = prompt.split("\n\nExamples:\n")[1].split("\n")
+    assert shots == [f'{q} -> {{"tool": "{n}"}}' for q, n in lt.EXAMPLES if n in ("answer", "calculator")]
+    assert len(shots) == 3 and not any("knowledge_search" in s for s in shots)
+    assert "Examples:" not in lt.tool_prompt(defs(CALC, WRITE), examples=False)
+
+
 CALL = {"id": "c1", "name": "calculator", "args": {"expression": "37*43"}, "iteration": 1, "timestamp": 2}
 RESULT = {
     "toolCallId": "c1",
@@ -134,6 +144,8 @@ HISTORY = [
     {"role": "assistant", "content": "", "toolCalls": [CALL], "timestamp": 2},
     {"role": "tool", "content": "", "toolResult": RESULT, "timestamp": 3},
 ]
+FAILED = [*HISTORY[:2], {**HISTORY[2], "toolResult": {**RESULT, "success": False, "error": "busy"}}]
+"""The same call, failed: its tool stays offered to the next decision."""
 
 
 def test_the_repeat_guard_looks_at_the_current_turn_only() -> None:
@@ -144,6 +156,37 @@ def test_the_repeat_guard_looks_at_the_current_turn_only() -> None:
     assert not lt.repeated("write_file", {"expression": "37*43"}, req.messages)
     later = request(messages=[*HISTORY, {"role": "user", "content": "And again?", "timestamp": 4}], tools=[CALC])
     assert lt.turn_calls(later.messages) == [] and not lt.repeated("calculator", CALL["args"], later.messages)
+
+
+def test_confidence_is_the_score_against_the_bar_and_no_score_is_none() -> None:
+    bar = math.log(lt.NEXT_TOOL_MIN_P)
+    assert lt.confident(bar) and lt.confident(0.0) and not lt.confident(bar - 0.01)
+    assert not lt.confident(None) and not lt.confident(float("nan")) and not lt.confident(float("-inf"))
+
+
+def test_the_next_decision_offers_the_tools_not_yet_succeeded_in_this_turn() -> None:
+    tools = defs(CALC, WRITE)
+    req = request(messages=HISTORY, tools=[CALC, WRITE])
+    assert lt.succeeded(req.messages) == {"calculator"}
+    assert [t.name for t in lt.still_offered(tools, req.messages)] == ["write_file"]
+    assert [t.name for t in lt.still_offered(tools, request(messages=FAILED).messages)] == ["calculator", "write_file"]
+    later = request(messages=[*HISTORY, {"role": "user", "content": "And again?", "timestamp": 4}])
+    assert [t.name for t in lt.still_offered(tools, later.messages)] == ["calculator", "write_file"]
+
+
+def test_the_decision_history_folds_the_current_turn_into_its_request() -> None:
+    later = [*HISTORY, {"role": "assistant", "content": "1591.", "timestamp": 4},
+             {"role": "user", "content": "Now 2+2?", "timestamp": 5}]  # fmt: skip
+    assert lt.decision_history(request(messages=later).messages) == [
+        *lt.render_history(request(messages=HISTORY).messages),
+        {"role": "assistant", "content": "1591."},
+        {"role": "user", "content": "Now 2+2?"},
+    ]
+    (folded,) = lt.decision_history(request(messages=HISTORY).messages)
+    assert folded == {
+        "role": "user",
+        "content": 'What is 37*43?\n\nDone so far:\n- calculator({"expression": "37*43"}) returned: 37*43 = 1591',
+    }
 
 
 def test_history_shows_calls_in_the_decision_format_and_results_as_tool_messages() -> None:
@@ -182,8 +225,10 @@ def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None
 class ScriptedRuntime:
     """One list of text pieces per generation, in order; records every payload."""
 
-    def __init__(self, *scripts: list[str]) -> None:
+    def __init__(self, *scripts: list[str], score: float = -0.1) -> None:
         self.scripts = list(scripts)
+        self.score = score
+        """What a decision's result reports as its ``score`` (the model's log-probability of the name)."""
         self.payloads: list[dict[str, Any]] = []
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
@@ -193,7 +238,15 @@ class ScriptedRuntime:
         self.payloads.append(payload)
         for piece in self.scripts.pop(0):
             await on_delta(piece)
-        return {"input_tokens": 100, "output_tokens": 5, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
+        score = {"score": self.score} if payload.get("score") else {}
+        return {
+            "input_tokens": 100,
+            "output_tokens": 5,
+            "finish": "stop",
+            "tokens_per_s": 20.0,
+            "ttft_ms": 300,
+            **score,
+        }
 
 
 def local(runtime: ScriptedRuntime, embedder: FavouringEmbedder | None = None) -> LocalAdapter:
@@ -212,15 +265,17 @@ async def run(
 
 
 async def test_a_tool_decision_then_schema_constrained_arguments_make_one_call() -> None:
-    runtime = ScriptedRuntime(['{"tool": ', '"calculator"'], ['{"expression": ', '"2 ** 16"}'])
+    runtime = ScriptedRuntime(["calc", 'ulator"'], ['{"expression": ', '"2 ** 16"}'])
     response, events = await run(runtime, request(tools=[CALC, WRITE]))
     assert [e.type.value for e in events] == ["tool_call_complete", "usage", "done"]  # nothing of the steps shown
     assert response.tool_calls and response.tool_calls[0].name == "calculator"
     assert response.tool_calls[0].args == {"expression": "2 ** 16"}
     decision, arguments = runtime.payloads
-    assert "tools" not in decision and decision["regex"] == lt.decision_regex(["calculator", "write_file"])
+    assert "tools" not in decision and decision["regex"] == lt.choice_regex(["calculator", "write_file"])
+    assert decision["prefix"] == lt.DECISION_PREFIX and decision["stop"] == ['"'] and decision["score"] is True
     system = decision["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("# Tools\n- calculator(")
+    assert system["content"] == lt.tool_prompt(defs(CALC, WRITE))  # the first decision: with the examples
     assert "You are Metona." not in system["content"]
     assert arguments["prefix"] == '{"tool": "calculator", "arguments": '
     assert arguments["json_schema"]["required"] == ["expression"]
@@ -231,11 +286,11 @@ async def test_a_tool_decision_then_schema_constrained_arguments_make_one_call()
 
 async def test_the_decision_lists_the_tools_most_similar_to_the_request_first() -> None:
     embedder = FavouringEmbedder("write file")
-    runtime = ScriptedRuntime(['{"tool": "answer"'], ["Hi."])
-    await run(runtime, request(messages=HISTORY, tools=[CALC, WRITE]), embedder)
+    runtime = ScriptedRuntime(['answer"'], ["Hi."])
+    await run(runtime, request(messages=FAILED, tools=[CALC, WRITE]), embedder)
     assert embedder.calls == [["What is 37*43?\n37*43 = 1591", "calculator: Evaluate an arithmetic expression", ANY]]
     decision = runtime.payloads[0]
-    assert decision["regex"] == lt.decision_regex(["write_file", "calculator"])
+    assert decision["regex"] == lt.choice_regex(["write_file", "calculator"])
     assert decision["messages"][0]["content"].index("- write_file(") < decision["messages"][0]["content"].index(
         "- calculator("
     )
@@ -243,24 +298,24 @@ async def test_the_decision_lists_the_tools_most_similar_to_the_request_first() 
 
 async def test_the_tools_are_embedded_once_per_adapter_and_the_request_at_every_decision() -> None:
     embedder = FavouringEmbedder("write file")
-    adapter = local(ScriptedRuntime(['{"tool": "answer"'], ["Hi."], ['{"tool": "answer"'], ["Hi."]), embedder)
+    adapter = local(ScriptedRuntime(['answer"'], ["Hi."], ['answer"'], ["Hi."]), embedder)
     for question in ("first question", "second question"):
         await adapter.send_stream(request(messages=[{"role": "user", "content": question, "timestamp": 1}],
                                           tools=[CALC, WRITE]), lambda e: None)  # fmt: skip
     tools = ["calculator: Evaluate an arithmetic expression", ANY]
     assert embedder.calls == [["first question", *tools], ["second question"]]
-    assert adapter.runtime.payloads[2]["regex"] == lt.decision_regex(["write_file", "calculator"])
+    assert adapter.runtime.payloads[2]["regex"] == lt.choice_regex(["write_file", "calculator"])
 
 
 async def test_a_tool_without_parameters_is_called_with_no_arguments_generation() -> None:
-    runtime = ScriptedRuntime(['{"tool": "get_current_time"'])
+    runtime = ScriptedRuntime(['get_current_time"'])
     response, _ = await run(runtime, request(tools=[CALC, TIME]))
     assert response.tool_calls and response.tool_calls[0].name == "get_current_time"
     assert response.tool_calls[0].args == {} and len(runtime.payloads) == 1
 
 
 async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None:
-    runtime = ScriptedRuntime(['{"tool": "answer"'], ["Bon", "jour."])
+    runtime = ScriptedRuntime(['answer"'], ["Bon", "jour."])
     response, events = await run(runtime, request(tools=[CALC]))
     assert [e.type.value for e in events] == ["text_delta", "text_delta", "usage", "done"]
     assert response.content == "Bonjour." and response.tool_calls is None
@@ -269,24 +324,50 @@ async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None
     assert answer["messages"][-1] == {"role": "user", "content": "Hello"}
 
 
-async def test_after_a_result_the_decision_sees_it_and_may_chain_another_tool() -> None:
-    runtime = ScriptedRuntime(['{"tool": "write_file"'], ['{"path": "a.txt", "content": "1591"}'])
+async def test_after_a_result_the_decision_sees_what_was_done_and_may_chain_another_tool() -> None:
+    runtime = ScriptedRuntime(['write_file"'], ['{"path": "a.txt", "content": "1591"}'])
     response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, WRITE]))
     assert response.tool_calls and response.tool_calls[0].name == "write_file"
-    roles = [m["role"] for m in runtime.payloads[0]["messages"]]
-    assert roles == ["system", "user", "assistant", "tool"]
+    decision = runtime.payloads[0]
+    assert [m["role"] for m in decision["messages"]] == ["system", "user"]
+    done = '- calculator({"expression": "37*43"}) returned: 37*43 = 1591'
+    assert decision["messages"][1]["content"] == f"What is 37*43?\n\nDone so far:\n{done}"
+    assert decision["regex"] == lt.choice_regex(["write_file"])  # the tool that succeeded is not offered again
+    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(WRITE), examples=False)
+
+
+async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> None:
+    runtime = ScriptedRuntime(['write_file"'], ["It is 1591."], score=math.log(lt.NEXT_TOOL_MIN_P) - 0.01)
+    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, WRITE]))
+    assert response.tool_calls is None and response.content == "It is 1591."
+    assert (
+        "regex" not in runtime.payloads[1]
+        and "returned: 37*43 = 1591" in runtime.payloads[1]["messages"][-1]["content"]
+    )
+
+
+async def test_an_unsure_first_decision_still_calls_the_tool() -> None:
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'], score=-5.0)
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]))
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+
+
+async def test_when_every_offered_tool_has_succeeded_the_answer_is_written_without_a_decision() -> None:
+    runtime = ScriptedRuntime(["It is 1591."])
+    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC]))
+    assert response.content == "It is 1591." and len(runtime.payloads) == 1 and "regex" not in runtime.payloads[0]
 
 
 async def test_a_repeated_call_is_replaced_by_the_answer_from_the_results() -> None:
-    runtime = ScriptedRuntime(['{"tool": "calculator"'], ['{"expression": "37*43"}'], ["It is 1591."])
-    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC]))
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "37*43"}'], ["It is 1591."])
+    response, _ = await run(runtime, request(messages=FAILED, tools=[CALC]))
     assert response.tool_calls is None and response.content == "It is 1591."
     answer = runtime.payloads[2]
     assert "tools" not in answer and "returned: 37*43 = 1591" in answer["messages"][-1]["content"]
 
 
 async def test_arguments_cut_short_give_the_answer_not_an_invalid_call() -> None:
-    runtime = ScriptedRuntime(['{"tool": "calculator"'], ['{"expression": "1 +'], ["I cannot."])
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "1 +'], ["I cannot."])
     response, _ = await run(runtime, request(tools=[CALC]))
     assert response.tool_calls is None and response.content == "I cannot."
 
@@ -297,7 +378,7 @@ async def test_enough_calls_in_a_turn_skip_the_decision() -> None:
         for i in range(lt.MAX_CALLS_PER_TURN)
     ]
     runtime = ScriptedRuntime(["Done."])
-    response, _ = await run(runtime, request(messages=[HISTORY[0], *calls, HISTORY[2]], tools=[CALC]))
+    response, _ = await run(runtime, request(messages=[HISTORY[0], *calls, HISTORY[2]], tools=[CALC, WRITE]))
     assert response.content == "Done." and len(runtime.payloads) == 1 and "regex" not in runtime.payloads[0]
 
 
