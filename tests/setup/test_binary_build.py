@@ -104,6 +104,15 @@ def _engines() -> Path:
 
 
 @needs_binary
+def test_the_bundle_has_no_dangling_link():
+    """What the app bundles is copied, signed and unpacked by its packager: every link in dist/metona/ must lead
+    somewhere (the spec dropped pyarrow's libarrow_flight and left PyInstaller's top-level link to it)."""
+    app = Path(CMD[0]).parent
+    dangling = [str(p.relative_to(app)) for p in app.rglob("*") if p.is_symlink() and not p.exists()]
+    assert dangling == []
+
+
+@needs_binary
 def test_the_engines_folder_beside_the_binary_holds_its_models():
     """dist/metona/metona-engines/: the executable, the manifest the sidecar reads (of the binary's own build), and
     every model ready to load (the local model converted, so no first-use conversion in the app)."""
