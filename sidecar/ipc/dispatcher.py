@@ -131,7 +131,7 @@ async def encode_answer_async(obj: Any) -> bytes:
     at a time, with the loop let in between (a ping is answered meanwhile)."""
     longest = _orjson_plan(obj)
     if longest is None or longest <= SLICE_CHARS:
-        return encode_answer(obj)
+        return _encode_answer(obj, longest is not None)
     pieces: list[bytes] = []
     try:
         for piece in _pieces(obj):
@@ -139,7 +139,7 @@ async def encode_answer_async(obj: Any) -> bytes:
             if len(piece) > SLICE_CHARS:
                 await anyio.lowlevel.checkpoint()
     except (orjson.JSONEncodeError, RecursionError):  # a lone surrogate, or nesting too deep: the json module's
-        return encode_answer(obj)
+        return _encode_answer(obj, False)
     return b"".join(pieces)
 
 
@@ -149,7 +149,12 @@ def encode_answer(obj: Any) -> bytes:
     Through orjson when it writes the same bytes (issue 22: a 10 MB tool result took 33 ms of the json module's
     encoder on the loop, 10 ms of orjson's); a lone surrogate, which orjson refuses, takes the json module's path.
     """
-    if _orjson_writes_it_alike(obj):
+    return _encode_answer(obj, _orjson_writes_it_alike(obj))
+
+
+def _encode_answer(obj: Any, orjson_alike: bool) -> bytes:
+    """:func:`encode_answer` once the walk has said whether orjson writes ``obj`` alike (walked once per answer)."""
+    if orjson_alike:
         try:
             return orjson.dumps(obj)
         except orjson.JSONEncodeError:
