@@ -47,7 +47,7 @@ TOOL_CALLING_BAR = {"task_success_rate": 0.70, "tool_selection_accuracy": 0.80, 
 """The rates (at least) and ``invalid_tool_call_rate`` (at most :data:`INVALID_CALLS_BAR`) that earn the claim."""
 INVALID_CALLS_BAR = 0.02
 TOOL_VECTORS_MAX = 256
-"""Most tool summaries whose vectors an adapter keeps for the tool ranking (plugins can add many tools)."""
+"""Most texts (tool summaries, the router's examples) whose vectors an adapter keeps (plugins can add many tools)."""
 
 
 def claims_tool_calling(measured: dict[str, Any]) -> bool:
@@ -92,8 +92,8 @@ class LocalAdapter(BaseAdapter):
         """What ranks the offered tools for the decision (None: the embedded default, USE multilingual, the one
         the memory store uses: ~15 ms for a request and seven tools, after its ~1 s load on first use)."""
         self._tool_vectors: dict[str, Any] = {}
-        """A tool summary's vector: the same tools are offered at every decision, so only the request is embedded
-        again (bounded by :data:`TOOL_VECTORS_MAX`)."""
+        """A tool summary's or a router example's vector: the same tools are offered at every decision, so only
+        the request is embedded again (bounded by :data:`TOOL_VECTORS_MAX`)."""
 
     @property
     def model_path(self) -> str | None:
@@ -250,7 +250,17 @@ class LocalAdapter(BaseAdapter):
         tools = localtools.still_offered(tools, request.messages)
         if not tools:
             return False
-        tools = await self._ranked(request, tools)
+        unfinished = localtools.unfinished(request.messages)
+        if unfinished:
+            tools = [t for t in tools if localtools.takes_a_file(t)] or tools
+        first = not localtools.turn_calls(request.messages)
+        routes = [n for n in (localtools.ANSWER, *(t.name for t in tools)) if first and n in localtools.ROUTES]
+        ranking, routing = await self._similarities(
+            [localtools.query_text(request.messages), localtools.request_text(request.messages)],
+            [(localtools.tool_summary(t),) for t in tools],
+            [localtools.ROUTES[n] for n in routes],
+        )
+        tools = localtools.ranked(tools, ranking)
         names = [t.name for t in tools]
         system = localtools.tool_prompt(tools, examples=not localtools.succeeded(request.messages))
         base = {"messages": [{"role": "system", "content": system}, *localtools.decision_history(request.messages)]}
@@ -259,7 +269,7 @@ class LocalAdapter(BaseAdapter):
         async def keep(text: str) -> None:
             written.append(text)
 
-        regex = localtools.choice_regex(names)
+        regex = localtools.choice_regex(names, answer=not unfinished)
         step = await self._generate(
             {
                 **base,
@@ -275,12 +285,19 @@ class LocalAdapter(BaseAdapter):
         steps.append(step)
         decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
         choice = localtools.decision_of(decision, names)
+        if choice is not None and routes:
+            choice = localtools.routed(choice, dict(zip(routes, routing, strict=True)))
+            decision = localtools.DECISION_PREFIX + choice + '"'
         if choice is None or choice == localtools.ANSWER:
             return False
-        if localtools.succeeded(request.messages) and not localtools.confident(step.get("score")):
+        if localtools.succeeded(request.messages) and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = next(t for t in tools if t.name == choice)
+        if not localtools.grounded(tool, request.messages):
+            return False
         schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
+        if localtools.names_its_file(tool):
+            schema = localtools.ground_arguments(schema, localtools.request_paths(request.messages))
         args: dict[str, Any] | None = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
@@ -298,21 +315,31 @@ class LocalAdapter(BaseAdapter):
         await asm.tool_call(name=choice, args=args)
         return True
 
-    async def _ranked(self, request: MetonaRequest, tools: list[Any]) -> list[Any]:
-        """The offered tools by similarity to the request and the latest result (:func:`localtools.query_text`)."""
+    async def _similarities(
+        self, queries: list[str], tools: list[tuple[str, ...]], routes: list[tuple[str, ...]]
+    ) -> tuple[list[float], list[float]]:
+        """The cosines of the first query (the ranking's: :func:`localtools.query_text`) with each tool's texts,
+        and of the second (the router's: :func:`localtools.request_text`) with each route's examples, each with
+        the nearest text of its group; the texts' vectors are kept."""
         import anyio
 
         embedder = self.embedder if self.embedder is not None else default_embedder()
-        summaries = [localtools.tool_summary(t) for t in tools]
         known = self._tool_vectors
-        have = {s: known[s] for s in summaries if s in known}  # this decision's own (another may clear the cache)
-        new = [s for s in dict.fromkeys(summaries) if s not in have]
-        vectors = await anyio.to_thread.run_sync(embedder.embed, [localtools.query_text(request.messages), *new])
-        have.update(zip(new, vectors[1:], strict=True))
+        wanted = list(dict.fromkeys(x for group in (*tools, *routes) for x in group))
+        have = {x: known[x] for x in wanted if x in known}  # this decision's own (another may clear the cache)
+        new = [x for x in wanted if x not in have]
+        asked = list(dict.fromkeys(queries if routes else queries[:1]))
+        vectors = await anyio.to_thread.run_sync(embedder.embed, [*asked, *new])
+        have.update(zip(new, vectors[len(asked) :], strict=True))
         if len(known) + len(new) > TOOL_VECTORS_MAX:
             known.clear()
-        known.update((s, have[s]) for s in new)
-        return localtools.ranked(tools, [float(have[s] @ vectors[0]) for s in summaries])
+        known.update((x, have[x]) for x in new)
+        query = dict(zip(asked, vectors, strict=False))
+
+        def nearest(q: str, groups: list[tuple[str, ...]]) -> list[float]:
+            return [max(float(have[x] @ query[q]) for x in group) for group in groups]
+
+        return nearest(queries[0], tools), nearest(queries[-1], routes) if routes else []
 
     def _account(self, asm: StreamAssembler, steps: list[dict[str, Any]]) -> None:
         """Usage summed over the generations of the call; speed and finish from the last (the one the user saw)."""

@@ -68,6 +68,85 @@ _KEEP = ("type", "enum", "const", "properties", "required", "items")
 _REGEX_SPECIAL = frozenset("\\.^$*+?()[]{}|-/")
 
 
+_PATH_TOKEN = re.compile(r"[A-Za-z0-9_./\\~-]+")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_-]\.[A-Za-z][A-Za-z0-9]{0,7}$")
+_ABBREVIATION = re.compile(r"[A-Za-z](?:\.[A-Za-z])+")  # e.g, i.e
+PATH_ARGUMENT = "path"
+"""The argument that names the file a tool with side effects works on (:func:`names_its_file`)."""
+
+
+def named_paths(text: str) -> list[str]:
+    """The file paths a request names, in order, each once: ``notes/todo.md``, ``answer.txt`` (a name with an
+    extension, ASCII, folders allowed; trailing dots dropped; numbers such as ``3.5`` are not file names)."""
+    out: dict[str, None] = {}
+    for token in _PATH_TOKEN.findall(text):
+        token = token.rstrip(".")
+        if _FILE_NAME.search(token) and "//" not in token and not _ABBREVIATION.fullmatch(token):
+            out[token] = None
+    return list(out)
+
+
+def names_its_file(tool: MetonaToolDef) -> bool:
+    """A tool that changes things (it needs the user's permission) on a file given by a required
+    :data:`PATH_ARGUMENT` string: such a call is made only on a file the request names (:func:`grounded`)."""
+    return tool.requires_permission and takes_a_file(tool)
+
+
+def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
+    """The call may be made: the tool does not :func:`names_its_file`, or the request names a file
+    (:func:`request_paths`) for it to work on. The tool stays in the decision's list either way (taking it out
+    changed the 0.5B model's other choices: "Write a haiku" went to the calculator); when the model names it for a
+    request that names no file, the answer is written instead. Called anyway, it wrote "a haiku about autumn" to
+    ``autumn_haiku.txt`` and a short poem to a file."""
+    return not names_its_file(tool) or bool(request_paths(messages))
+
+
+def request_paths(messages: Sequence[MetonaMessage]) -> list[str]:
+    """The file paths the current request (the last user message) names."""
+    start = turn_start(messages)
+    return named_paths(messages[start - 1].content) if start > 0 else []
+
+
+def request_text(messages: Sequence[MetonaMessage]) -> str:
+    """The current request (the last user message), at most :data:`QUERY_CHARS` characters: the router's query."""
+    start = turn_start(messages)
+    return messages[start - 1].content[:QUERY_CHARS] if start > 0 else ""
+
+
+def unfinished(messages: Sequence[MetonaMessage]) -> bool:
+    """The turn has made calls, and the request names a file that none of them was given (``save the result to
+    answer.txt`` after the calculator; ``then read logs/app.log`` after listing the folder): a step on that file
+    is due, so the next decision is offered the tools that :func:`takes_a_file` and the p ≥
+    :data:`NEXT_TOOL_MIN_P` bar does not apply."""
+    calls = turn_calls(messages)
+    if not calls:
+        return False
+    given = {_bare(v) for _, args in calls for v in args.values() if isinstance(v, str)}
+    return any(_bare(p) not in given for p in request_paths(messages))
+
+
+def takes_a_file(tool: MetonaToolDef) -> bool:
+    """The tool works on a file given by a required :data:`PATH_ARGUMENT` string (read_file, write_file)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    spec = (schema.get("properties") or {}).get(PATH_ARGUMENT)
+    required = PATH_ARGUMENT in (schema.get("required") or ())
+    return required and isinstance(spec, dict) and spec.get("type") == "string"
+
+
+def _bare(path: str) -> str:
+    return path.strip().replace("\\", "/").removeprefix("./")
+
+
+def ground_arguments(schema: dict[str, Any], paths: Sequence[str]) -> dict[str, Any]:
+    """The arguments schema (:func:`arguments_schema`) with the :data:`PATH_ARGUMENT` constrained to the paths the
+    request names: the call works on a file the user named, spelled as the user spelled it."""
+    properties = dict(schema.get("properties") or {})
+    if PATH_ARGUMENT not in properties or not paths:
+        return schema
+    properties[PATH_ARGUMENT] = {"type": "string", "enum": list(paths)}
+    return {**schema, "properties": properties}
+
+
 def offered(tools: Sequence[MetonaToolDef]) -> list[MetonaToolDef]:
     """The tools the decision may name: each name once, never :data:`ANSWER`, never a name a JSON string would
     escape (the decision's expression spells names literally)."""
@@ -148,6 +227,115 @@ def tool_summary(tool: MetonaToolDef) -> str:
     return f"{tool.name.replace('_', ' ')}: {first_sentence(tool.description)}"
 
 
+ROUTES: dict[str, tuple[str, ...]] = {
+    "get_current_time": (
+        "What time is it?",
+        "What's today's date?",
+        "Which day of the week is it in Paris right now?",
+        "Is it morning in Sydney now?",
+        "现在几点？",
+        "今天几号？",
+        "纽约现在是星期几？",
+        "北京时间现在是多少？",
+    ),
+    "calculator": (
+        "What is 15% of 380?",
+        "Divide 7200 by 48.",
+        "What is 3 cubed plus 17?",
+        "Work out the average of 12, 19 and 26.",
+        "算一下 36 乘以 48。",
+        "500 的 15% 是多少？",
+        "2 的 10 次方是多少？",
+        "一百二十除以八等于几？",
+    ),
+    "read_file": (
+        "Show me the contents of docs/intro.md.",
+        "Open data.csv and tell me the header.",
+        "What does the file config.json say?",
+        "Read src/main.py.",
+        "打开 report.txt 看看内容。",
+        "读一下 data/users.csv。",
+        "config.json 里写了什么？",
+        "显示 README.md 的内容。",
+    ),
+    "write_file": (
+        "Save this text to notes.md.",
+        "Write 'hello' into out.txt.",
+        "Create a file todo.txt with my tasks.",
+        "Add a line to log.md.",
+        "把这段话保存到 memo.txt。",
+        "在 list.md 里追加一行。",
+        "新建文件 plan.txt 写入计划。",
+        "把结果写进 result.md。",
+    ),
+    "list_directory": (
+        "List the files in the docs folder.",
+        "What is inside the images directory?",
+        "Show the folder contents of src.",
+        "Which files does the data folder have?",
+        "列出 docs 目录里的文件。",
+        "images 文件夹下有什么？",
+        "看看 data 目录里有哪些东西。",
+        "src 目录包含哪些文件？",
+    ),
+    "search_files": (
+        "Which files contain the word invoice?",
+        "Find the file that mentions Kafka.",
+        "Search the workspace for 'timeout'.",
+        "Where in my files is nginx mentioned?",
+        "哪些文件里有“发票”这个词？",
+        "找出提到 Kafka 的文件。",
+        "在工作区里搜索 timeout。",
+        "哪个文件写到了 nginx？",
+    ),
+    "knowledge_search": (
+        "What do my notes say about vitamin D?",
+        "Find my note on project deadlines.",
+        "Summarize what I wrote about React hooks.",
+        "According to my notes, how does DNS work?",
+        "我的笔记里关于维生素 D 写了什么？",
+        "找一下我记的项目截止日期。",
+        "总结我关于 React hooks 的笔记。",
+        "根据我的笔记，DNS 是怎么工作的？",
+    ),
+    ANSWER: (
+        "Explain what recursion is.",
+        "Translate 'see you tomorrow' into German.",
+        "Write a short poem about the sea.",
+        "Who painted the Mona Lisa?",
+        "What is the largest ocean on Earth?",
+        "How many legs does a spider have?",
+        "介绍一下你自己。",
+        "“高兴”的近义词是什么？",
+        "给我讲个笑话。",
+        "太阳系有几颗行星？",
+        "世界上最长的河流是哪条？",
+        "水的沸点是多少度？",
+    ),
+}
+"""Requests that each built-in tool serves, and requests to answer directly (en, zh): the router's examples
+(:func:`routed`). Written for the router, with the kinds of request the agent benchmark has in view, none of them a
+benchmark's or the held-out set's request."""
+ROUTE_MARGIN = 0.12
+"""How much nearer (cosine) the request must be to another decision's :data:`ROUTES` than to those of the model's
+decision for the router to overrule the model (:func:`routed`)."""
+
+
+def routed(choice: str, similarities: dict[str, float]) -> str:
+    """The first decision, the model's ``choice`` overruled by a semantic router: ``similarities`` holds, for
+    :data:`ANSWER` and each offered tool that has :data:`ROUTES`, the cosine of the request with its nearest
+    example. When the model's choice has examples and another decision's nearest example is nearer by more than
+    :data:`ROUTE_MARGIN`, that decision is taken. Measured with scripts/bench/bench_tool_decision.py (first
+    decisions): the model alone 26/31 on agent-core-v1's prompts and 24/28 held out, the router alone 45/59, the
+    two together 28/31 and 26/28 — margins 0.12–0.15 fix four of the model's choices and overrule none of its right
+    ones (0.05: three right ones overruled; 0.20: two fixes fewer); the margin was chosen on both sets. The router
+    only decides between decisions it has examples of: a tool of a plugin is the model's call alone."""
+    if choice not in similarities or not similarities:
+        return choice
+    best = max(similarities, key=lambda name: similarities[name])
+    return best if similarities[best] - similarities[choice] > ROUTE_MARGIN else choice
+
+
 def query_text(messages: Sequence[MetonaMessage]) -> str:
     """What the tools are ranked for: the last user message and the turn's latest tool result (what a next call
     would work on), each at most :data:`QUERY_CHARS` characters."""
@@ -168,9 +356,10 @@ def _literal(text: str) -> str:
     return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
 
 
-def choice_regex(names: Sequence[str]) -> str:
-    """What the decision may write after :data:`DECISION_PREFIX`: ``answer`` or one of ``names``, then ``"``."""
-    choices = "|".join(_literal(n) for n in (ANSWER, *names))
+def choice_regex(names: Sequence[str], *, answer: bool = True) -> str:
+    """What the decision may write after :data:`DECISION_PREFIX`: ``answer`` (unless not ``answer``) or one of
+    ``names``, then ``"``."""
+    choices = "|".join(_literal(n) for n in ((ANSWER,) if answer else ()) + tuple(names))
     return f"({choices})" + '"'
 
 

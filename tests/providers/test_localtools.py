@@ -219,6 +219,65 @@ def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None
     assert [t.name for t in lt.ranked(tools, [0.0, 0.0, 0.0])] == ["calculator", "write_file", "get_current_time"]
 
 
+def test_named_paths_are_the_file_names_a_request_spells() -> None:
+    assert lt.named_paths("把“明天九点开组会”写入 reminders.md。") == ["reminders.md"]
+    assert lt.named_paths("读取 notes/todo.md 并告诉我第一项任务。") == ["notes/todo.md"]
+    assert lt.named_paths("Compute 19 * 23 and save the result to answer.txt.") == ["answer.txt"]
+    assert lt.named_paths("Copy a.txt to ./out/b.tar.gz, then a.txt again") == ["a.txt", "./out/b.tar.gz"]
+    assert lt.named_paths("帮我算一下 3.5 乘以 128, e.g. 0.85 or i.e. 2.5e3") == []  # numbers, abbreviations
+    assert lt.named_paths("see https://example.com/page.html") == []
+    assert lt.named_paths("Write a haiku about autumn.") == []
+
+
+PERMITTED_WRITE = {**WRITE, "requiresPermission": True}
+
+
+def test_a_tool_with_side_effects_on_a_path_is_grounded_in_the_files_the_request_names() -> None:
+    write, calc = defs(PERMITTED_WRITE, CALC)
+    assert lt.names_its_file(write) and not lt.names_its_file(calc) and not lt.names_its_file(defs(WRITE)[0])
+    assert lt.takes_a_file(defs(WRITE)[0]) and not lt.takes_a_file(calc)
+    unnamed = request(messages=[{"role": "user", "content": "Write a haiku about autumn.", "timestamp": 1}])
+    named = request(messages=[{"role": "user", "content": "Save 'hi' to notes/a.md", "timestamp": 1}])
+    assert not lt.grounded(write, unnamed.messages) and lt.grounded(calc, unnamed.messages)
+    assert lt.grounded(write, named.messages) and lt.request_paths(named.messages) == ["notes/a.md"]
+    schema = lt.ground_arguments(lt.arguments_schema(WRITE["parameters"]), ["notes/a.md"])
+    assert schema["properties"]["path"] == {"type": "string", "enum": ["notes/a.md"]}
+    assert schema["properties"]["content"] == {"type": "string"} and schema["additionalProperties"] is False
+    assert lt.ground_arguments(schema, []) is schema
+
+
+def test_a_request_naming_a_file_no_call_was_given_is_unfinished() -> None:
+    ask = {"role": "user", "content": "What is 37*43? Save it to ./out.txt", "timestamp": 1}
+    assert not lt.unfinished(request(messages=[ask]).messages)  # no call yet: a first decision
+    assert lt.unfinished(request(messages=[ask, *HISTORY[1:]]).messages)
+    wrote = {**CALL, "id": "w", "name": "write_file", "args": {"path": "out.txt", "content": "1591"}}
+    done = [*HISTORY[1:], {"role": "assistant", "content": "", "toolCalls": [wrote], "timestamp": 4}]
+    assert not lt.unfinished(request(messages=[ask, *done]).messages)  # ./out.txt and out.txt are one file
+    assert not lt.unfinished(request(messages=HISTORY).messages)  # names no file
+
+
+def test_the_router_overrules_the_model_only_by_more_than_the_margin_and_only_between_known_decisions() -> None:
+    near = {"answer": 0.30, "calculator": 0.30 + lt.ROUTE_MARGIN + 0.01, "write_file": 0.1}
+    assert lt.routed("answer", near) == "calculator"
+    assert lt.routed("write_file", near) == "calculator"
+    close = {"answer": 0.30, "calculator": 0.30 + lt.ROUTE_MARGIN - 0.01}
+    assert lt.routed("answer", close) == "answer"
+    assert lt.routed("a_plugin_tool", near) == "a_plugin_tool"  # no examples of it: the model's call alone
+    assert lt.routed("answer", {}) == "answer"
+    assert lt.choice_regex(["read_file"], answer=False) == '(read_file)"'
+
+
+def test_no_router_example_is_a_benchmark_or_held_out_request() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    seen = {json.loads(line)["prompt"] for line in (root / "datasets/agent-core-v1/cases.jsonl").open(encoding="utf-8")}
+    heldout = root / "tests/fixtures/tool_decisions_heldout.jsonl"
+    seen |= {json.loads(line)["prompt"] for line in heldout.open(encoding="utf-8") if line.strip()}
+    examples = {x for group in lt.ROUTES.values() for x in group} | {q for q, _ in lt.EXAMPLES}
+    assert not examples & seen
+
+
 # ---- the adapter's steps -------------------------------------------------------------------------------------
 
 
@@ -303,7 +362,8 @@ async def test_the_tools_are_embedded_once_per_adapter_and_the_request_at_every_
         await adapter.send_stream(request(messages=[{"role": "user", "content": question, "timestamp": 1}],
                                           tools=[CALC, WRITE]), lambda e: None)  # fmt: skip
     tools = ["calculator: Evaluate an arithmetic expression", ANY]
-    assert embedder.calls == [["first question", *tools], ["second question"]]
+    examples = list(dict.fromkeys([*lt.ROUTES[lt.ANSWER], *lt.ROUTES["calculator"], *lt.ROUTES["write_file"]]))
+    assert embedder.calls == [["first question", *tools, *examples], ["second question"]]
     assert adapter.runtime.payloads[2]["regex"] == lt.choice_regex(["write_file", "calculator"])
 
 
@@ -344,6 +404,48 @@ async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> 
         "regex" not in runtime.payloads[1]
         and "returned: 37*43 = 1591" in runtime.payloads[1]["messages"][-1]["content"]
     )
+
+
+class RoutingEmbedder:
+    """The request is nearest to the router's examples of ``near`` (cosine 1), 0 to every other text."""
+
+    def __init__(self, near: str) -> None:
+        self.near = set(lt.ROUTES[near])
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.array([[1.0, 0.0] if i == 0 or t in self.near else [0.0, 1.0] for i, t in enumerate(texts)])
+
+
+async def test_a_first_decision_far_from_the_routers_examples_is_overruled() -> None:
+    runtime = ScriptedRuntime(['answer"'], ['{"expression": "2 ** 16"}'])
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), RoutingEmbedder("calculator"))  # type: ignore[arg-type]
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+    assert runtime.payloads[1]["prefix"] == '{"tool": "calculator", "arguments": '
+    runtime = ScriptedRuntime(['calculator"'], ["Hello."])
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), RoutingEmbedder(lt.ANSWER))  # type: ignore[arg-type]
+    assert response.tool_calls is None and response.content == "Hello."
+
+
+async def test_a_write_to_a_file_the_request_does_not_name_gives_the_answer() -> None:
+    haiku = [{"role": "user", "content": "Write a haiku about autumn.", "timestamp": 1}]
+    runtime = ScriptedRuntime(['write_file"'], ["Leaves fall."])
+    response, _ = await run(runtime, request(messages=haiku, tools=[CALC, PERMITTED_WRITE]))
+    assert response.tool_calls is None and response.content == "Leaves fall." and len(runtime.payloads) == 2
+    named = [{"role": "user", "content": "Write a haiku about autumn to poem.txt", "timestamp": 1}]
+    runtime = ScriptedRuntime(['write_file"'], ['{"path": "poem.txt", "content": "Leaves fall.", "size": 11}'])
+    response, _ = await run(runtime, request(messages=named, tools=[CALC, PERMITTED_WRITE]))
+    assert response.tool_calls and response.tool_calls[0].args["path"] == "poem.txt"
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"] == {"type": "string", "enum": ["poem.txt"]}
+
+
+async def test_an_unfinished_request_offers_the_file_tools_without_the_answer_or_the_bar() -> None:
+    ask = {"role": "user", "content": "What is 37*43? Save it to out.txt", "timestamp": 1}
+    runtime = ScriptedRuntime(['write_file"'], ['{"path": "out.txt", "content": "1591", "size": 4}'], score=-5.0)
+    response, _ = await run(runtime, request(messages=[ask, *HISTORY[1:]], tools=[CALC, PERMITTED_WRITE, TIME]))
+    assert response.tool_calls and response.tool_calls[0].name == "write_file"
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["write_file"], answer=False)
 
 
 async def test_an_unsure_first_decision_still_calls_the_tool() -> None:
