@@ -247,6 +247,7 @@ class LocalAdapter(BaseAdapter):
         short, or the call repeats one of the turn's)."""
         if len(localtools.turn_calls(request.messages)) >= localtools.MAX_CALLS_PER_TURN:
             return False
+        done = localtools.succeeded(request.messages)
         tools = localtools.still_offered(tools, request.messages)
         if not tools:
             return False
@@ -262,7 +263,7 @@ class LocalAdapter(BaseAdapter):
         )
         tools = localtools.ranked(tools, ranking)
         names = [t.name for t in tools]
-        system = localtools.tool_prompt(tools, examples=not localtools.succeeded(request.messages))
+        system = localtools.tool_prompt(tools, examples=not done)
         base = {"messages": [{"role": "system", "content": system}, *localtools.decision_history(request.messages)]}
         written: list[str] = []
 
@@ -290,7 +291,7 @@ class LocalAdapter(BaseAdapter):
             decision = localtools.DECISION_PREFIX + choice + '"'
         if choice is None or choice == localtools.ANSWER:
             return False
-        if localtools.succeeded(request.messages) and not unfinished and not localtools.confident(step.get("score")):
+        if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = next(t for t in tools if t.name == choice)
         if not localtools.grounded(tool, request.messages):
