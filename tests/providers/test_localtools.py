@@ -493,14 +493,14 @@ def test_tool_calling_is_claimed_only_when_every_measured_rate_clears_the_bar() 
     good = {
         "task_success_rate": 0.74,
         "tool_selection_accuracy": 0.85,
-        "irrelevance_success_rate": 0.8,
+        "irrelevance_no_tool_call_rate": 0.8,
         "invalid_tool_call_rate": 0.0,
     }
     assert claims_tool_calling(good)
     for key, value in (
         ("task_success_rate", 0.69),
         ("tool_selection_accuracy", 0.5),
-        ("irrelevance_success_rate", 0.7),
+        ("irrelevance_no_tool_call_rate", 0.7),
         ("invalid_tool_call_rate", 0.05),
     ):
         assert not claims_tool_calling({**good, key: value}), key
@@ -520,3 +520,6 @@ async def test_models_report_the_measured_tool_use(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", better)
     (spec,) = await local(ScriptedRuntime()).model_specs()
     assert "tool_calling" in spec.capabilities and spec.metadata["tool_use"]["task_success_rate"] == 1.0
+    monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", {**measured, "irrelevance_no_tool_call_rate": 0.5})
+    (spec,) = await local(ScriptedRuntime()).model_specs()
+    assert "tool_calling" not in spec.capabilities
