@@ -15,7 +15,8 @@ Two sets:
   decisions after a first result: its two multi-step cases (the second tool) and seven single-tool cases (the
   answer: a second tool fails the case's tool selection);
 * ``heldout`` — ``tests/fixtures/tool_decisions_heldout.jsonl``: 36 requests (18 zh, 18 en) in other wordings,
-  never used to tune prompt text (the router's margin, see localtools.routed, was chosen on both sets).
+  never used to tune prompt text (the router's margin, see localtools.routed, was chosen on both sets);
+  ``HELDOUT_FILE`` runs another file of that form in its place.
 
 Prints one line per case (expected, decided, ok, the decision's time to first token and wall time), then the
 accuracy per set, per kind (tool / answer / after a result) and per language. Asserts nothing.
@@ -52,7 +53,7 @@ TOOLS = [
     "search_files",
     "knowledge_search",
 ]
-HELDOUT = ROOT / "tests" / "fixtures" / "tool_decisions_heldout.jsonl"
+HELDOUT = Path(os.environ.get("HELDOUT_FILE") or ROOT / "tests" / "fixtures" / "tool_decisions_heldout.jsonl")
 BENCH = ROOT / "datasets" / "agent-core-v1" / "cases.jsonl"
 # decisions after a first result in agent-core-v1's cases: (case id, the call made, its result's summary, expected)
 DEADLOCK = "[1] note_deadlock (死锁): 死锁发生需要同时满足四个必要条件：互斥、占有并等待、不可剥夺和循环等待。"

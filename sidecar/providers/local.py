@@ -306,7 +306,7 @@ class LocalAdapter(BaseAdapter):
             return False
         schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
         if localtools.names_its_file(tool):
-            schema = localtools.ground_arguments(schema, localtools.request_paths(request.messages))
+            schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
         args: dict[str, Any] | None = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()

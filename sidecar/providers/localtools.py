@@ -113,16 +113,25 @@ def request_text(messages: Sequence[MetonaMessage]) -> str:
     return messages[start - 1].content[:QUERY_CHARS] if start > 0 else ""
 
 
+def untouched_paths(messages: Sequence[MetonaMessage]) -> list[str]:
+    """The files the request names that no call of the turn was given (as an argument's whole value)."""
+    given = {_bare(v) for _, args in turn_calls(messages) for v in args.values() if isinstance(v, str)}
+    return [p for p in request_paths(messages) if _bare(p) not in given]
+
+
+def target_paths(messages: Sequence[MetonaMessage]) -> list[str]:
+    """The files a call that :func:`names_its_file` may work on: those the request names that no call of the turn
+    was given yet ("read a.txt and save a summary to b.txt": after the read, b.txt only, never the file read),
+    else every file it names."""
+    return untouched_paths(messages) or request_paths(messages)
+
+
 def unfinished(messages: Sequence[MetonaMessage]) -> bool:
     """The turn has made calls, and the request names a file that none of them was given (``save the result to
     answer.txt`` after the calculator; ``then read logs/app.log`` after listing the folder): a step on that file
     is due, so the next decision is offered the tools that :func:`takes_a_file` and the p ≥
     :data:`NEXT_TOOL_MIN_P` bar does not apply."""
-    calls = turn_calls(messages)
-    if not calls:
-        return False
-    given = {_bare(v) for _, args in calls for v in args.values() if isinstance(v, str)}
-    return any(_bare(p) not in given for p in request_paths(messages))
+    return bool(turn_calls(messages)) and bool(untouched_paths(messages))
 
 
 def takes_a_file(tool: MetonaToolDef) -> bool:

@@ -256,6 +256,17 @@ def test_a_request_naming_a_file_no_call_was_given_is_unfinished() -> None:
     assert not lt.unfinished(request(messages=HISTORY).messages)  # names no file
 
 
+def test_a_write_goes_to_the_named_files_not_yet_worked_on() -> None:
+    ask = {"role": "user", "content": "Read a.txt and save a summary to b.txt", "timestamp": 1}
+    assert lt.target_paths(request(messages=[ask]).messages) == ["a.txt", "b.txt"]
+    read = {**CALL, "id": "r", "name": "read_file", "args": {"path": "a.txt"}}
+    after = [ask, {"role": "assistant", "content": "", "toolCalls": [read], "timestamp": 2}]
+    assert lt.target_paths(request(messages=after).messages) == ["b.txt"]
+    wrote = {**CALL, "id": "w", "name": "write_file", "args": {"path": "b.txt", "content": "x"}}
+    both = [*after, {"role": "assistant", "content": "", "toolCalls": [wrote], "timestamp": 3}]
+    assert lt.target_paths(request(messages=both).messages) == ["a.txt", "b.txt"]  # all worked on: any of them
+
+
 def test_the_router_overrules_the_model_only_by_more_than_the_margin_and_only_between_known_decisions() -> None:
     near = {"answer": 0.30, "calculator": 0.30 + lt.ROUTE_MARGIN + 0.01, "write_file": 0.1}
     assert lt.routed("answer", near) == "calculator"
