@@ -256,12 +256,11 @@ class LocalAdapter(BaseAdapter):
         if len(localtools.turn_calls(request.messages)) >= localtools.MAX_CALLS_PER_TURN:
             return False
         done = localtools.succeeded(request.messages)
-        tools = localtools.still_offered(tools, request.messages)
+        on_files = [t for t in tools if localtools.takes_a_file(t)] if localtools.unfinished(request.messages) else []
+        unfinished = bool(on_files)  # a step on a named file is due: the tools that take one, those done too
+        tools = on_files or localtools.still_offered(tools, request.messages)
         if not tools:
             return False
-        unfinished = localtools.unfinished(request.messages)
-        if unfinished:
-            tools = [t for t in tools if localtools.takes_a_file(t)] or tools
         first = not localtools.turn_calls(request.messages)
         routes = [n for n in (localtools.ANSWER, *(t.name for t in tools)) if first and n in localtools.ROUTES]
         ranking, routing = await self._similarities(
@@ -305,7 +304,7 @@ class LocalAdapter(BaseAdapter):
         if not localtools.grounded(tool, request.messages):
             return False
         schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
-        if localtools.names_its_file(tool):
+        if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
         args: dict[str, Any] | None = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments

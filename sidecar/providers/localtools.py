@@ -129,8 +129,10 @@ def target_paths(messages: Sequence[MetonaMessage]) -> list[str]:
 def unfinished(messages: Sequence[MetonaMessage]) -> bool:
     """The turn has made calls, and the request names a file that none of them was given (``save the result to
     answer.txt`` after the calculator; ``then read logs/app.log`` after listing the folder): a step on that file
-    is due, so the next decision is offered the tools that :func:`takes_a_file` and the p ≥
-    :data:`NEXT_TOOL_MIN_P` bar does not apply."""
+    is due, so the next decision is offered the tools that :func:`takes_a_file` (one that already succeeded in the
+    turn too: "read a.txt and b.txt"), without :data:`ANSWER` and without the p ≥ :data:`NEXT_TOOL_MIN_P` bar,
+    and the call's path is one of those files (:func:`target_paths`). Without a tool that takes a file, the next
+    decision is the usual one."""
     return bool(turn_calls(messages)) and bool(untouched_paths(messages))
 
 

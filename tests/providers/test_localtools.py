@@ -459,6 +459,25 @@ async def test_an_unfinished_request_offers_the_file_tools_without_the_answer_or
     assert runtime.payloads[0]["regex"] == lt.choice_regex(["write_file"], answer=False)
 
 
+READ = {**tool("read_file", "path"), "description": "Read a text file."}
+
+
+async def test_an_unfinished_request_reads_its_other_file_with_the_tool_that_read_the_first() -> None:
+    ask = {"role": "user", "content": "Compare a.txt and b.txt", "timestamp": 1}
+    read = {**CALL, "id": "r", "name": "read_file", "args": {"path": "a.txt"}}
+    result = {**RESULT, "toolCallId": "r", "toolName": "read_file", "result": "alpha", "summary": "alpha"}
+    messages = [ask, {"role": "assistant", "content": "", "toolCalls": [read], "timestamp": 2},
+                {"role": "tool", "content": "", "toolResult": result, "timestamp": 3}]  # fmt: skip
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "b.txt"}'])
+    response, _ = await run(runtime, request(messages=messages, tools=[CALC, READ]))
+    assert response.tool_calls and response.tool_calls[0].args == {"path": "b.txt"}
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["read_file"], answer=False)
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"] == {"type": "string", "enum": ["b.txt"]}
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "1"}'], score=-5.0)  # no tool takes a file
+    response, _ = await run(runtime, request(messages=messages, tools=[CALC]))
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["calculator"]) and response.tool_calls is None
+
+
 async def test_an_unsure_first_decision_still_calls_the_tool() -> None:
     runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'], score=-5.0)
     response, _ = await run(runtime, request(tools=[CALC, WRITE]))
