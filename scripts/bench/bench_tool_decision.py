@@ -7,7 +7,8 @@ Each case is one request to :class:`sidecar.providers.local.LocalAdapter` (the r
 with the memory store's embedder, the prompts, the constrained generations) over an in-process runtime that runs
 the worker's own ``generate`` (:class:`sidecar.localmodel.worker.Worker`, f32 like the e2e tests: greedy output
 is the same run to run). The arguments step is skipped (``{}`` is written): only the decision is scored — the
-tool the adapter called, or ``answer`` when it called none.
+tool the adapter called, or ``answer`` when it called none. ``BENCH_ARGUMENTS=1`` runs the arguments step too and
+prints what it wrote and the call's arguments (not scored).
 
 Two sets:
 
@@ -108,7 +109,7 @@ class InProcessRuntime:
         return dict(self.worker._info)
 
     async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
-        if "json_schema" in payload and "prefix" in payload:
+        if "json_schema" in payload and "prefix" in payload and not os.environ.get("BENCH_ARGUMENTS"):
             await on_delta("{}")
             return {"input_tokens": 0, "output_tokens": 1, "finish": "stop"}
         self.out.deltas = []
@@ -116,6 +117,8 @@ class InProcessRuntime:
         result = self.worker.generate(payload, "job")
         if "regex" in payload:
             self.decisions.append({**result, "text": "".join(self.out.deltas), "wall_s": time.perf_counter() - t0})
+        if "json_schema" in payload and os.environ.get("BENCH_ARGUMENTS"):
+            print("   wrote", repr("".join(self.out.deltas))[:300], result.get("finish"), flush=True)
         for piece in self.out.deltas:
             await on_delta(piece)
         return result
@@ -172,6 +175,8 @@ async def decide(adapter: LocalAdapter, tools: list[Any], case: dict[str, Any]) 
         "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
     }
     response = await adapter.send_stream(MetonaRequest.model_validate(data), lambda e: None)
+    if response.tool_calls and os.environ.get("BENCH_ARGUMENTS"):
+        print("   args", json.dumps(response.tool_calls[0].args, ensure_ascii=False), flush=True)
     return response.tool_calls[0].name if response.tool_calls else "answer"
 
 
