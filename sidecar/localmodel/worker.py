@@ -6,12 +6,13 @@ stderr). A hello first, then one job at a time, in order:
 
 * ``load`` (``root``, ``path``?, ``threads``?, ``precision``?) → ``progress`` (stage, ``fraction``), then a result
   (``context_window``, timings)
-* ``generate`` (``messages``, ``tools``?, ``max_tokens``?, ``temperature``?, ``top_p``?, ``stop``?,
-  ``json_schema``? or ``regex``?, ``prefix``?, ``score``?) → ``delta`` lines, then a result (real token counts
-  from the runtime, ``finish``, timings). ``prefix`` is the start of the assistant's reply, written after the chat
+* ``generate`` (``messages``, ``tools``?, ``max_tokens``?, ``temperature``?, ``top_p``?, ``stop``?, ``json_schema``?
+  or ``regex``?, ``prefix``?, ``score``?, ``stop_on_loop``?) → ``delta`` lines, then a result (real token counts from
+  the runtime, ``finish``, timings). ``prefix`` is the start of the assistant's reply, written after the chat
   template's generation prompt (the model continues it); ``json_schema`` / ``regex`` constrain what it writes;
   ``score`` adds ``score``: the log-probability the model gave the tokens it wrote (unconstrained: the model's own
-  confidence, not the constraint's).
+  confidence, not the constraint's); ``stop_on_loop`` ends the generation when its output falls into a loop
+  (:class:`LoopGuard`; ``finish``: ``loop``).
 * a ``cancel`` stops that generation at its next token (or before it starts)
 
 Any failure of a job answers an ``error`` with ``model_unavailable``, ``context_length_exceeded``,
@@ -25,6 +26,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import signal
 import sys
 import threading
@@ -37,6 +39,24 @@ from ..workers.protocol import Cancel, Request, WorkerOutput, read_requests
 from . import assets, convert
 
 META_FILE = "metona-model.json"
+_LOOP = re.compile(r"(.{2,16}?)\1{7,}$", re.DOTALL)
+LOOP_TAIL = 256
+"""Characters of the latest output that :class:`LoopGuard` looks at."""
+
+
+class LoopGuard:
+    """Tells when a generation has fallen into a loop: its output ends with the same 2–16 characters (not all one
+    character) eight times or more in a row (``17.5 * 60 / 60 / 60 / 60 …``, seen in the 0.5B model's tool
+    arguments: greedy decoding never leaves such a loop, and it ran to the 384-token limit, ~15 s). A job's
+    ``stop_on_loop`` ends its generation there (``finish``: ``loop``)."""
+
+    def __init__(self) -> None:
+        self.tail = ""
+
+    def feed(self, text: str) -> bool:
+        self.tail = (self.tail + text)[-LOOP_TAIL:]
+        match = _LOOP.search(self.tail)
+        return match is not None and len(set(match.group(1))) > 1  # one character over and over: a rule, padding
 
 
 class Worker:
@@ -164,18 +184,22 @@ class Worker:
             config.structured_output_config = ov_genai.StructuredOutputConfig(regex=str(job["regex"]))
         if job.get("score"):
             config.logprobs = 1
-        cancelled = False
+        cancelled = looped = False
+        guard = LoopGuard() if job.get("stop_on_loop") else None
         first: list[float] = []
         t0 = time.perf_counter()
 
         def on_text(text: str) -> Any:
-            nonlocal cancelled
+            nonlocal cancelled, looped
             if text:
                 if not first:
                     first.append(time.perf_counter())
                 self.out.delta(job_id, text)
             if job_id in self._cancelled:
                 cancelled = True
+                return ov_genai.StreamingStatus.STOP
+            if guard is not None and text and guard.feed(text):
+                looped = True
                 return ov_genai.StreamingStatus.STOP
             return ov_genai.StreamingStatus.RUNNING
 
@@ -191,7 +215,7 @@ class Worker:
             "cancelled": cancelled,
             "input_tokens": int(metrics.get_num_input_tokens()) or n_input,
             "output_tokens": n_out,
-            "finish": "length" if n_out >= max_new and not cancelled else "stop",
+            "finish": "loop" if looped else "length" if n_out >= max_new and not cancelled else "stop",
             "ttft_ms": round(float(metrics.get_ttft().mean), 1),
             "tokens_per_s": round(float(metrics.get_throughput().mean), 2),
             "generate_s": round(elapsed, 3),

@@ -315,6 +315,7 @@ class LocalAdapter(BaseAdapter):
                 "max_tokens": localtools.ARGUMENT_TOKENS,
                 "prefix": localtools.arguments_prefix(decision),
                 "json_schema": schema,
+                "stop_on_loop": True,  # a looping argument is cut short: the answer is written instead
             }
             steps.append(await self._generate(payload, keep, asm))
             args = localtools.parse_arguments("".join(written))
