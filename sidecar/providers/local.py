@@ -253,7 +253,8 @@ class LocalAdapter(BaseAdapter):
         when the answer is to be written (the decision said so, the turn has made enough calls or every offered
         tool has succeeded in it, the model is unsure of a further tool after a result, the arguments were cut
         short, or the call repeats one of the turn's)."""
-        if len(localtools.turn_calls(request.messages)) >= localtools.MAX_CALLS_PER_TURN:
+        calls = localtools.turn_calls(request.messages)
+        if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
         done = localtools.succeeded(request.messages)
         on_files = [t for t in tools if localtools.takes_a_file(t)] if localtools.unfinished(request.messages) else []
@@ -261,7 +262,7 @@ class LocalAdapter(BaseAdapter):
         tools = on_files or localtools.still_offered(tools, request.messages)
         if not tools:
             return False
-        first = not localtools.turn_calls(request.messages)
+        first = not calls
         routes = [n for n in (localtools.ANSWER, *(t.name for t in tools)) if first and n in localtools.ROUTES]
         ranking, routing = await self._similarities(
             [localtools.query_text(request.messages), localtools.request_text(request.messages)],

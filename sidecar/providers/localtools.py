@@ -101,16 +101,20 @@ def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     return not names_its_file(tool) or bool(request_paths(messages))
 
 
-def request_paths(messages: Sequence[MetonaMessage]) -> list[str]:
-    """The file paths the current request (the last user message) names."""
+def question(messages: Sequence[MetonaMessage]) -> str:
+    """The current request: the last user message ("" when there is none)."""
     start = turn_start(messages)
-    return named_paths(messages[start - 1].content) if start > 0 else []
+    return messages[start - 1].content if start > 0 else ""
+
+
+def request_paths(messages: Sequence[MetonaMessage]) -> list[str]:
+    """The file paths the current request names."""
+    return named_paths(question(messages))
 
 
 def request_text(messages: Sequence[MetonaMessage]) -> str:
-    """The current request (the last user message), at most :data:`QUERY_CHARS` characters: the router's query."""
-    start = turn_start(messages)
-    return messages[start - 1].content[:QUERY_CHARS] if start > 0 else ""
+    """The current request, at most :data:`QUERY_CHARS` characters: the router's query."""
+    return question(messages)[:QUERY_CHARS]
 
 
 def untouched_paths(messages: Sequence[MetonaMessage]) -> list[str]:
@@ -350,11 +354,9 @@ def routed(choice: str, similarities: dict[str, float]) -> str:
 def query_text(messages: Sequence[MetonaMessage]) -> str:
     """What the tools are ranked for: the last user message and the turn's latest tool result (what a next call
     would work on), each at most :data:`QUERY_CHARS` characters."""
-    start = turn_start(messages)
-    question = messages[start - 1].content if start > 0 else ""
-    results = [m for m in messages[start:] if m.role == "tool"]
+    results = [m for m in messages[turn_start(messages) :] if m.role == "tool"]
     latest = tool_text(results[-1]) if results else ""
-    return "\n".join(t[:QUERY_CHARS] for t in (question, latest) if t)
+    return "\n".join(t[:QUERY_CHARS] for t in (question(messages), latest) if t)
 
 
 def ranked(tools: Sequence[MetonaToolDef], similarities: Sequence[float]) -> list[MetonaToolDef]:
