@@ -115,9 +115,9 @@ def heading_text(level: int, text: str) -> str:
     return "#" * max(1, min(6, level)) + " " + text.strip()
 
 
-def list_text(items: Iterable[str], ordered: bool = False) -> str:
+def list_text(items: Iterable[str], ordered: bool = False, start: int = 1) -> str:
     lines = []
-    for i, item in enumerate(items, 1):
+    for i, item in enumerate(items, start):
         marker = f"{i}." if ordered else "-"
         body = item.strip().replace("\n", " ")
         if body:

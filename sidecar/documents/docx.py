@@ -29,8 +29,8 @@ _LIST_STYLE = re.compile(r"list|bullet|number", re.I)
 _QUOTE_STYLE = re.compile(r"quote|block\s*text|引用", re.I)
 _CODE_STYLE = re.compile(r"code|preformatted|verbatim|source|plain\s*text", re.I)
 _MONO = re.compile(r"mono|courier|consol|menlo|inconsolata", re.I)
-_SKIP = {_W + "del", _W + "moveFrom", _W + "instrText", _W + "delText", _W + "footnoteReference",
-         _W + "endnoteReference", _W + "commentReference"}
+_SKIP = {_W + "del", _W + "moveFrom", _W + "instrText", _W + "delText", _W + "commentReference"}
+_NOTE_REFS = {_W + "footnoteReference": "", _W + "endnoteReference": "e"}
 
 
 def check_zip(path: Path, max_expanded_bytes: int) -> None:
@@ -90,6 +90,10 @@ class _Reader:
         self.path = HeadingPath()
         self.items: list[str] = []
         self.ordered = False
+        self.start = 1
+        self.list_id: str | None = None
+        self.counters: dict[str, int] = {}
+        """Items seen so far per Word list (numId): a list that Word continues numbers on."""
         self.code: list[str] = []
         self._styles: dict[str, Any] = {}
         try:
@@ -104,7 +108,9 @@ class _Reader:
 
     def flush(self) -> None:
         if self.items:
-            self.add("list", list_text(self.items, self.ordered))
+            self.add("list", list_text(self.items, self.ordered, self.start))
+            if self.list_id is not None:
+                self.counters[self.list_id] = self.counters.get(self.list_id, 0) + len(self.items)
             self.items = []
         if self.code:
             self.add("code", code_text("\n".join(self.code)))
@@ -175,8 +181,14 @@ class _Reader:
             self.path.push(level, text)
             self.add("heading", heading_text(level, text))
         elif numbered or any(_LIST_STYLE.search(n) for n in names):
+            num = ppr.find(f"{_W}numPr/{_W}numId") if ppr is not None else None
+            list_id = num.get(_W + "val") if num is not None else None
+            if self.items and list_id != self.list_id:
+                self.flush()
             if not self.items:
                 self.ordered = bool(_numbered_decimal(self.document, ppr))
+                self.list_id = list_id
+                self.start = self.counters.get(list_id, 0) + 1 if list_id is not None else 1
             self.items.append(text)
         elif any(_QUOTE_STYLE.search(n) for n in names):
             self.flush()
@@ -197,19 +209,20 @@ class _Reader:
                 except Exception:  # noqa: BLE001 - a damaged notes part is a warning
                     self.parsed.warn("NOTES_UNREADABLE", "The document's notes could not be read.")
                     continue
+                prefix = "e" if rel.reltype.endswith("/endnotes") else ""
                 for note in root:
                     if note.get(_W + "type") in ("separator", "continuationSeparator", "continuationNotice"):
                         continue
                     text = " ".join(t for t in (paragraph_text(p) for p in note.iter(_W + "p")) if t)
                     if text:
-                        found.append(text)
+                        found.append(f"[^{prefix}{note.get(_W + 'id', '')}]: {text}")
         if found:
+            self.flush()
             self.path = HeadingPath()
             self.path.push(1, "Notes")
             self.add("heading", heading_text(2, "Notes"))
-            self.items = found
-            self.ordered = True
-            self.flush()
+            for note_text in found:
+                self.add("paragraph", note_text)
 
 
 def _heading_level(names: list[str], ppr: Any, chain: list[Any]) -> int | None:
@@ -281,6 +294,8 @@ def _walk_text(el: Any, out: list[str], breaks: bool) -> None:
             out.append("\t")
         elif tag in (_W + "br", _W + "cr"):
             out.append("\n" if breaks else " ")
+        elif tag in _NOTE_REFS:  # a Markdown footnote reference; the notes follow the body as [^n]: text
+            out.append(f"[^{_NOTE_REFS[tag]}{child.get(_W + 'id', '')}]")
         elif tag == _W + "noBreakHyphen":
             out.append("-")
         elif tag == _W + "p" and out:  # a text box's paragraphs inside a run

@@ -359,18 +359,64 @@ def read_pdf(
     body = _body_size(text_pages)
     big = sorted({round(line.size * 2) / 2 for p in text_pages for line in p.lines
                   if line.size >= body * 1.15 and len(line.text.strip()) <= 150}, reverse=True)[:5]
-    blocks: list[DocBlock] = []
+    per_page: dict[int, list[DocBlock]] = {}
     for page in pages:
         if page.number in ocr_blocks:
-            blocks += ocr_blocks[page.number]
+            per_page[page.number] = ocr_blocks[page.number]
             continue
         skip = {i for (n, i) in furniture if n == page.number}
-        blocks += page_blocks(page, skip, body, big)
+        per_page[page.number] = page_blocks(page, skip, body, big)
+    drop_furniture_blocks(per_page)
+    for n in ocr_blocks:
+        per_page[n] = merge_broken_paragraphs(per_page[n])
+    blocks = [b for n in sorted(per_page) for b in per_page[n]]
     label_blocks(blocks)
     parsed.blocks = blocks
     parsed.ocr_pages = sorted(ocr_blocks)
     parsed.title = next((b.text.lstrip("# ") for b in blocks if b.kind == "heading" and b.page == 1), None)
     return parsed
+
+
+def drop_furniture_blocks(per_page: dict[int, list[DocBlock]]) -> None:
+    """What the line-level pass cannot see (OCR'd pages, a header that became its own block): among each page's
+    first two and last three blocks, those whose digit-blind text repeats there on at least half the pages (and on
+    three), and bare page numbers."""
+    def key(b: DocBlock) -> str:
+        return re.sub(r"\d+", "#", b.text.lstrip("# ").strip().lower())
+
+    edges: dict[int, list[int]] = {}
+    counts: Counter[str] = Counter()
+    for n, blocks in per_page.items():
+        idx = sorted({i for i in (0, 1, len(blocks) - 3, len(blocks) - 2, len(blocks) - 1) if 0 <= i < len(blocks)})
+        edges[n] = idx
+        counts.update({key(blocks[i]) for i in idx})
+    need = max(3, (len(per_page) + 1) // 2)
+    for n, blocks in per_page.items():
+        drop = set()
+        for i in edges[n]:
+            text = blocks[i].text.lstrip("# ").strip()
+            if (counts[key(blocks[i])] >= need and len(per_page) >= 3) or (_PAGE_NUMBER.match(text) and len(text) <= 20):
+                drop.add(i)
+        if drop:
+            per_page[n] = [b for i, b in enumerate(blocks) if i not in drop]
+
+
+def merge_broken_paragraphs(blocks: list[DocBlock]) -> list[DocBlock]:
+    """OCR's layout analysis may cut a paragraph where a line is short: a long paragraph that ends without a
+    sentence's end goes on with the next paragraph."""
+    out: list[DocBlock] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.kind == b.kind == "paragraph"
+            and len(prev.text) >= 60
+            and not _SENTENCE_END.search(prev.text)
+        ):
+            prev.text = join_lines([prev.text, b.text])
+        else:
+            out.append(b)
+    return out
 
 
 def label_blocks(blocks: list[DocBlock]) -> None:
