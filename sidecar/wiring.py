@@ -262,7 +262,12 @@ async def open_services(
         settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes, worker=export_worker
     )
     await exports.start(tg)
-    document_worker = DocumentWorker(children, tg)
+    document_worker = DocumentWorker(
+        children,
+        tg,
+        page_timeout_s=settings.document_page_timeout_s,
+        import_timeout_s=settings.document_import_timeout_s,
+    )
     stack.push_async_callback(document_worker.aclose)
     documents = await open_documents(
         storage, knowledge, document_worker, tmp_dir=settings.data_dir / "tmp" / "documents"

@@ -43,6 +43,10 @@ class Settings:
 
     app_version: str = ""
     """The desktop app's version, for theme ``min_app_version`` (env METONA_APP_VERSION; default ours)."""
+    document_page_timeout_s: float = 60.0
+    """A document import's limit per page (env METONA_DOCUMENT_PAGE_TIMEOUT_S): past it the worker is killed."""
+    document_import_timeout_s: float = 1800.0
+    """A document import's limit in all (env METONA_DOCUMENT_IMPORT_TIMEOUT_S)."""
 
     @property
     def models_dir(self) -> Path:
@@ -203,7 +207,18 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         diarization_model_dir=_env_path("METONA_DIARIZATION_MODEL_DIR"),
         secret_key_file=ns["secret_key_file"].expanduser().resolve() if ns["secret_key_file"] else None,
         app_version=os.environ.get("METONA_APP_VERSION") or _own_version(),
+        document_page_timeout_s=_env_seconds("METONA_DOCUMENT_PAGE_TIMEOUT_S", 60.0),
+        document_import_timeout_s=_env_seconds("METONA_DOCUMENT_IMPORT_TIMEOUT_S", 1800.0),
     )
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """A positive number of seconds from the environment; the default when unset or not one."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if 0 < value < 1e7 else default
 
 
 def _own_version() -> str:

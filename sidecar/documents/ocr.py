@@ -121,5 +121,34 @@ def paragraphs(tsv: str) -> list[tuple[str, str]]:
     return out
 
 
+SCRIPT_LANGUAGES = {"Latin": ["eng"], "Han": ["chi_sim", "eng"], "HanS": ["chi_sim", "eng"]}
+
+
+def detect_languages(image: Path, timeout_s: float) -> list[str] | None:
+    """The languages for a page whose script nothing else tells: Tesseract's script detection (OSD) on the page
+    at half resolution (~1 s), Latin → ``eng``, Han → ``chi_sim`` + ``eng``; None when it cannot tell."""
+    exe = executable()
+    if exe is None:
+        return None
+    from PIL import Image
+
+    small = image.with_name(image.stem + "-osd.png")
+    try:
+        with Image.open(image) as im:
+            im.resize((max(1, im.width // 2), max(1, im.height // 2))).save(small)
+        proc = subprocess.run(
+            [exe, str(small), "stdout", "--psm", "0"], capture_output=True, timeout=timeout_s, env=_env(),
+            check=False, start_new_session=True,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        small.unlink(missing_ok=True)
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith("Script:"):
+            return SCRIPT_LANGUAGES.get(line.split(":", 1)[1].strip())
+    return None
+
+
 def page_blocks(image: Path, languages: list[str], timeout_s: float, page: int | None) -> list[DocBlock]:
     return [DocBlock(kind, text, page) for kind, text in read_image(image, languages, timeout_s)]

@@ -449,6 +449,7 @@ def _ocr_pages(
             on_page(n, count, False)
         return {}
     langs = languages or _languages_for(pages)
+    detect = languages is None and langs == list(ocr.DEFAULT_LANGUAGES)
     tmp_dir.mkdir(parents=True, exist_ok=True)
     images: dict[int, Path] = {}
     for n in numbers:  # PDFium is not thread-safe: render here, OCR in parallel
@@ -465,6 +466,8 @@ def _ocr_pages(
             parsed.warn("PAGE_UNREADABLE", f"Page {n} could not be rendered for OCR.", page=n,
                         detail=type(exc).__name__)
             on_page(n, count, False)
+    if detect and images:  # no text tells the script (a scan): ask Tesseract on the first page
+        langs = ocr.detect_languages(images[min(images)], timeout_s) or langs
     out: dict[int, list[DocBlock]] = {}
 
     def one(n: int) -> tuple[int, list[DocBlock] | ocr.OcrFailed]:
@@ -487,7 +490,8 @@ def _ocr_pages(
 
 def _languages_for(pages: list[PageText]) -> list[str]:
     """OCR languages when none were asked: English alone when the document's usable text is Latin, else Chinese
-    (simplified) and English — the note's script (twice as slow, measured)."""
+    (simplified) and English — the note's script (twice as slow, measured); a document with no usable text at all
+    (a scan) is then asked of Tesseract's script detection."""
     text = "".join(line.text for p in pages for line in p.lines)
     letters = [c for c in text if c.isalpha()]
     usable = [c for c in letters if unicodedata.category(c) not in ("Co", "Cn")]

@@ -279,6 +279,13 @@ def _theme_install(w: Wire, home: Path, rng: random.Random, i: int) -> str:
     return point
 
 
+def _document_import(w: Wire, home: Path, rng: random.Random, i: int) -> str:
+    """pdf.js's 14-page paper (issue 31): a kill while the worker reads it, while its note is written, or after."""
+    paper = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "pdfjs" / "tracemonkey.pdf"
+    attachment = w.result("attachments/import", {"path": str(paper)})["attachment_id"]
+    return _to_kill_point(w, rng, w.sc.request("documents/imports/create", {"attachment_id": attachment}), "job_id")
+
+
 KINDS: dict[str, Callable[[Wire, Path, random.Random, int], str]] = {
     "transcription": _transcription,
     "export": _export,
@@ -287,6 +294,7 @@ KINDS: dict[str, Callable[[Wire, Path, random.Random, int], str]] = {
     "index-rebuild": _index_rebuild,
     "plugin-install": _plugin_install,
     "theme-install": _theme_install,
+    "document-import": _document_import,
 }
 
 
@@ -344,6 +352,31 @@ def _ended_or_interrupted(items: list[dict[str, Any]], key: str, interrupted: st
             assert (item.get("error") or {}).get("code") == interrupted, (what, item[key], item.get("error"))
 
 
+def _imports_whole(w: Wire) -> None:
+    """Document imports: none left active; a completed one's note is there with all its blocks; any note made from
+    an import (its blocks cite a page) is whole — a kill never leaves part of a document's blocks."""
+    imports: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = w.result("documents/imports/list", {"cursor": cursor} if cursor else {})
+        imports += page["items"]
+        if not page["has_more"]:
+            break
+        cursor = page["next_cursor"]
+    _ended_or_interrupted(imports, "job_id", "JOB_INTERRUPTED", "document import")
+    sizes = set()
+    for job in imports:
+        if job["status"] == "completed":
+            note = w.result("notes/get", {"note_id": job["note_id"]})
+            assert len(note["blocks"]) == job["block_count"] > 0, (job, len(note["blocks"]))
+            sizes.add(job["block_count"])
+    for summary in _items(w, "notes/list"):
+        note = w.result("notes/get", {"note_id": summary["note_id"]})
+        if any(c.get("page") for b in note["blocks"] for c in b["citations"]):
+            sizes.add(len(note["blocks"]))
+    assert len(sizes) <= 1, f"imports of the same document left notes of {sorted(sizes)} blocks"
+
+
 def _index_idle(w: Wire) -> None:
     deadline = time.monotonic() + SLOW
     while (status := w.result("index/status", {}))["status"] != "idle" or status["pending_jobs"]:
@@ -359,6 +392,7 @@ def _consistent(w: Wire, data: Path, rebuilds: list[str], search: bool = False) 
     _ended_or_interrupted(exports, "job_id", "JOB_INTERRUPTED", "export")
     _ended_or_interrupted(_items(w, "benchmarks/runs/list"), "run_id", "JOB_INTERRUPTED", "benchmark")
     _ended_or_interrupted(_items(w, "agent/runs/list"), "run_id", "AGENT_RUN_INTERRUPTED", "agent run")
+    _imports_whole(w)
     for job_id in rebuilds:
         reply = w.answer(w.sc.request("index/rebuild/get", {"job_id": job_id}))
         if "result" in reply:
