@@ -15,7 +15,7 @@ run on ONE sidecar (fresh data dir, initialized by the ``initialize`` example, e
      "result": <answer> | "error": {...}} the recorded answer (written by --record; shown in the docs)
 
 A string ``"${METHOD.path.to.field}"`` in params stands for that field of METHOD's main example's answer (an earlier
-one); inside a longer string it is replaced in place. ``${files}`` is a folder holding ``tests/docs/files/``; its
+one; ``METHOD#1`` is its second example); inside a longer string it is replaced in place. ``${files}`` is a folder holding ``tests/docs/files/``; its
 ``plugins-incoming/`` packages are handed over in ``<data dir>/plugins/.incoming/<package_id>/`` (``${python}`` and
 ``${root}`` in their plugin.json: this interpreter, the checkout).
 ``tests/docs/test_examples.py`` runs them all: each answer must validate against the method's result schema and
@@ -55,7 +55,10 @@ def _lookup(answers: dict[str, Any], ref: str, files: str) -> Any:
         raise KeyError(f"${{{ref}}}: {method} has no answer yet (an example may only use those above it)")
     value = answers[method]
     for part in path.split(".") if path else []:
-        value = value[int(part)] if isinstance(value, list) else value[part]
+        try:
+            value = value[int(part)] if isinstance(value, list) else value[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise KeyError(f"${{{ref}}}: no {part!r} in {json.dumps(value)[:300]}") from None
     return value
 
 
@@ -91,8 +94,9 @@ def resolved(examples: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[s
             if shown.get("params") is None:
                 shown.pop("params", None)
             out[method].append(shown)
-        if items and "result" in items[0]:
-            answers[method] = items[0]["result"]
+            if "result" in ex:
+                answers.setdefault(method, ex["result"])
+                answers[f"{method}#{len(out[method]) - 1}"] = ex["result"]
     return out
 
 
@@ -139,8 +143,11 @@ def shape_differences(live: Any, recorded: Any, where: str = "result") -> list[s
 class Run:
     """Every example sent, in order, to one sidecar (``call(method, params, timeout)`` → the JSON-RPC reply)."""
 
-    def __init__(self, call: Callable[[str, Any, float], dict[str, Any]], files: str) -> None:
+    def __init__(
+        self, call: Callable[[str, Any, float], dict[str, Any]], files: str, log: Callable[[str], None] | None = None
+    ) -> None:
         self.call = call
+        self.log = log or (lambda line: None)
         self.files = files
         self.answers: dict[str, Any] = {}
         self.replies: dict[str, list[dict[str, Any]]] = {}
@@ -152,10 +159,14 @@ class Run:
                 for step in ex.get("before", []):
                     self._until(step, timeout)
                 params = substitute(ex.get("params"), self.answers, self.files)
+                started = time.monotonic()
                 reply = self.call(method, params, timeout)
+                took = time.monotonic() - started
+                self.log(f"{method}: {json.dumps(reply.get('error')) if 'error' in reply else 'result'} ({took:.2f} s)")
                 self.replies[method].append(reply)
-                if method not in self.answers and "result" in reply:
-                    self.answers[method] = reply["result"]
+                if "result" in reply:
+                    self.answers.setdefault(method, reply["result"])
+                    self.answers[f"{method}#{len(self.replies[method]) - 1}"] = reply["result"]
 
     def _until(self, step: dict[str, Any], timeout: float) -> None:
         params = substitute(step.get("params"), self.answers, self.files)
@@ -169,7 +180,9 @@ class Run:
             time.sleep(0.05)
 
 
-def run_on_sidecar(examples: dict[str, list[dict[str, Any]]], workdir: Path) -> Run:
+def run_on_sidecar(
+    examples: dict[str, list[dict[str, Any]]], workdir: Path, log: Callable[[str], None] | None = None
+) -> Run:
     sys.path.insert(0, str(ROOT))
     from tests.support.sidecar_proc import Sidecar
 
@@ -184,7 +197,7 @@ def run_on_sidecar(examples: dict[str, list[dict[str, Any]]], workdir: Path) -> 
         (target / "plugin.json").write_text(manifest, encoding="utf-8")
     (workdir / "data").mkdir(exist_ok=True)
     sidecar = Sidecar(workdir / "data", dev=False)
-    run = Run(lambda m, p, t: sidecar.call(m, p, t), str(files))
+    run = Run(lambda m, p, t: sidecar.call(m, p, t), str(files), log)
     try:
         run.run(examples)
         sidecar.notify("exit")
@@ -203,7 +216,7 @@ def main() -> int:
     raw = json.loads(EXAMPLES.read_text(encoding="utf-8"))
     examples = load()
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_on_sidecar(examples, Path(tmp))
+        run = run_on_sidecar(examples, Path(tmp), lambda line: print(line, file=sys.stderr))
     problems = 0
     for method, items in examples.items():
         for ex, reply in zip(items, run.replies[method], strict=True):
