@@ -16,7 +16,8 @@ Outputs (all generated; edit the models, never these files):
                                          referencing the same definitions (components/schemas), the error codes
                                          its code can answer (scripts/ipc_doc.py), the notifications it emits,
                                          and its example from ipc_schema/examples.json (run by tests/docs)
-``ipc_schema/README.md`` is hand-written (conventions and decisions) and is not touched.
+``ipc_schema/README.md`` and ``ipc_schema/examples.json`` are hand-written and not touched (the examples' answers are
+recorded by scripts/ipc_examples.py).
 """
 
 from __future__ import annotations
