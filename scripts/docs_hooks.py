@@ -77,9 +77,15 @@ def model() -> dict[str, Any]:
 
 
 # -- rendering schemas as short types ---------------------------------------------------------------------------
+def slug(name: str) -> str:
+    """The anchor MkDocs gives the heading ``## name`` (its default slugify)."""
+    return "".join(c for c in name.lower() if c.isalnum() or c in "-_ ").strip().replace(" ", "-")
+
+
 def type_of(s: dict[str, Any]) -> str:
     if "$ref" in s:
-        return f"`{s['$ref'].rsplit('/', 1)[-1]}`"
+        name = s["$ref"].rsplit("/", 1)[-1]
+        return f"[`{name}`](types.md#{slug(name)})"
     if "const" in s:
         return f"`{json.dumps(s['const'])}`"
     if "enum" in s:
@@ -214,6 +220,7 @@ def reference_pages() -> dict[str, str]:
         for method in by_page[page]:
             body += method_section(method, schema, examples.get(method["name"], []))
         pages[f"reference/{page}.md"] = "\n".join(body) + "\n"
+    pages["reference/types.md"] = types_page(schema)
     notes = schema["properties"]["notifications"]["properties"]
     index += ["", "## Notifications (sidecar → host)", "", "| method | summary |", "|---|---|"]
     index += [f"| `{n}` | {cell(e.get('description', ''))} |" for n, e in notes.items()]
@@ -221,10 +228,33 @@ def reference_pages() -> dict[str, str]:
         "",
         "Host → sidecar: `exit` and `$/cancelRequest {\"id\"}` (see [The wire](../concepts/wire.md)).",
         "",
+        "Every type the params and results name: [Types](types.md).",
+        "",
     ]
     pages["reference/index.md"] = "\n".join(index) + "\n"
-    pages["_nav"] = json.dumps([{title_of(p): f"reference/{p}.md"} for p in order])
+    pages["_nav"] = json.dumps([*({title_of(p): f"reference/{p}.md"} for p in order), {"Types": "reference/types.md"}])
     return pages
+
+
+def types_page(schema: dict[str, Any]) -> str:
+    defs = schema["$defs"]
+    out = [
+        "# Types",
+        "",
+        "Every definition the methods' params and results use (`$defs` of `ipc_schema/metona-sidecar.schema.json`, "
+        "`components/schemas` of `ipc_schema/openrpc.json`). IR types are camelCase, phase-2 types snake_case; "
+        "`-Input`/`-Output` are a model as the sidecar reads it and as it writes it, where they differ.",
+        "",
+    ]
+    for name, d in defs.items():
+        out += [f"## {name}", ""]
+        if d.get("description"):
+            out += [cell(d["description"]), ""]
+        if d.get("properties"):
+            out += fields_table(d, defs)
+        else:
+            out += [f"{type_of(d)}", ""]
+    return "\n".join(out) + "\n"
 
 
 def error_table() -> str:
