@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "ipc_schema" / "examples.json"
 FILES = ROOT / "tests" / "docs" / "files"
 DOCS_FILES_DIR = "/home/me/Documents"  # what ${files} reads as in the docs
+DOCS_DATA_DIR = "/home/me/.local/share/metona"  # the recorded answers' data dir
 PLACEHOLDER = re.compile(r"\$\{([^}]+)\}")
 
 
@@ -217,6 +218,9 @@ def main() -> int:
     examples = load()
     with tempfile.TemporaryDirectory() as tmp:
         run = run_on_sidecar(examples, Path(tmp), lambda line: print(line, file=sys.stderr))
+    # what the docs show instead of this machine's paths (longest first: the venv's python is under the checkout)
+    shown = {f"{tmp}/files": DOCS_FILES_DIR, f"{tmp}/data": DOCS_DATA_DIR, sys.executable: "/usr/bin/python3"}
+    shown[str(ROOT)] = "/opt/metona-plugins"
     problems = 0
     for method, items in examples.items():
         for ex, reply in zip(items, run.replies[method], strict=True):
@@ -224,7 +228,10 @@ def main() -> int:
             if args.record and (args.all or ("result" not in ex and "error" not in ex)):
                 ex.pop("result", None)
                 ex.pop("error", None)
-                ex[kind] = reply[kind]
+                text = json.dumps(reply[kind], ensure_ascii=False)
+                for real, docs in sorted(shown.items(), key=lambda kv: -len(kv[0])):
+                    text = text.replace(json.dumps(real)[1:-1], json.dumps(docs)[1:-1])
+                ex[kind] = json.loads(text)
                 print(f"recorded {method}: {kind}")
             elif kind not in ex:
                 problems += 1
