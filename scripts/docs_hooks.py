@@ -144,7 +144,11 @@ def method_section(method: dict[str, Any], schema: dict[str, Any], examples: lis
     entry = schema["properties"]["methods"]["properties"][name]
     out = [f"## `{name}`", "", method.get("summary", ""), ""]
     out += ["**Params**", "", *fields_table(entry["properties"]["params"], defs)]
-    out += [f"**Result**: {type_of(entry['properties']['result'])}", "", *fields_table(entry["properties"]["result"], defs)]
+    out += [
+        f"**Result**: {type_of(entry['properties']['result'])}",
+        "",
+        *fields_table(entry["properties"]["result"], defs),
+    ]
     out += ["**Errors** it can answer (besides the [protocol errors](../concepts/errors.md#protocol-errors)):", ""]
     own = [e for e in method["errors"] if e["code"] > 0 or e["data"]["code"] not in PROTOCOL_CODES]
     if own:
@@ -226,7 +230,7 @@ def reference_pages() -> dict[str, str]:
     index += [f"| `{n}` | {cell(e.get('description', ''))} |" for n, e in notes.items()]
     index += [
         "",
-        "Host → sidecar: `exit` and `$/cancelRequest {\"id\"}` (see [The wire](../concepts/wire.md)).",
+        'Host → sidecar: `exit` and `$/cancelRequest {"id"}` (see [The wire](../concepts/wire.md)).',
         "",
         "Every type the params and results name: [Types](types.md).",
         "",
@@ -268,8 +272,12 @@ def error_table() -> str:
     out = ["| code | `data.code` | meaning (a message the code gives) | methods |", "|---|---|---|---|"]
     for (code, data_code), row in sorted(rows.items(), key=lambda kv: (kv[0][0] < 0, kv[0][0], kv[0][1])):
         names = row["methods"]
-        shown = "every method" if len(names) > 60 else ", ".join(
-            f"[`{n}`](../reference/{page_of(n)}.md#{n.replace('/', '').replace('$', '')})" for n in names
+        shown = (
+            "every method"
+            if len(names) > 60
+            else ", ".join(
+                f"[`{n}`](../reference/{page_of(n)}.md#{n.replace('/', '').replace('$', '')})" for n in names
+            )
         )
         out.append(f"| {code} | `{data_code}` | {cell(row['message'])} | {shown} |")
     return "\n".join(out) + "\n"

@@ -179,7 +179,9 @@ def _components(node: Any) -> Any:
     """``#/$defs/X`` → ``#/components/schemas/X`` (the same definitions, where OpenRPC keeps them)."""
     if isinstance(node, dict):
         return {
-            k: (v.replace("#/$defs/", "#/components/schemas/") if k == "$ref" and isinstance(v, str) else _components(v))
+            k: (
+                v.replace("#/$defs/", "#/components/schemas/") if k == "$ref" and isinstance(v, str) else _components(v)
+            )
             for k, v in node.items()
         }
     if isinstance(node, list):
@@ -191,6 +193,7 @@ def build_openrpc(schema_doc: dict[str, Any], router: Any) -> dict[str, Any]:
     """The OpenRPC 1.3 document: one method object per method of ``schema_doc`` (params by name)."""
     import ipc_doc
     import ipc_examples
+
     from sidecar import __version__
 
     facts = ipc_doc.method_facts(router)
@@ -205,10 +208,13 @@ def build_openrpc(schema_doc: dict[str, Any], router: Any) -> dict[str, Any]:
             {"name": key, "required": key in required, "schema": _components(sub)}
             for key, sub in model.get("properties", {}).items()
         ]
-        errors = [{"code": code, "message": meaning, "data": {"code": data_code}} for code, data_code, meaning in
-                  ipc_doc.protocol_errors(name)]
-        errors += [{"code": e.status, "message": e.message or e.code, "data": {"code": e.code}} for e in
-                   facts[name]["errors"]]
+        errors = [
+            {"code": code, "message": meaning, "data": {"code": data_code}}
+            for code, data_code, meaning in ipc_doc.protocol_errors(name)
+        ]
+        errors += [
+            {"code": e.status, "message": e.message or e.code, "data": {"code": e.code}} for e in facts[name]["errors"]
+        ]
         method: dict[str, Any] = {
             "name": name,
             "summary": entry.get("description", name),

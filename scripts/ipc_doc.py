@@ -32,7 +32,9 @@ NO_INIT_NEEDED = {"initialize", "ping"}
 
 # The methods that write MetonaStreamEvent lines (ARCHITECTURE.md §2) before their result.
 STREAMS = {
-    "chat/stream": "MetonaStreamEvent lines for `request.meta.requestId` (seq from 0, one `done` last), then the result.",
+    "chat/stream": (
+        "MetonaStreamEvent lines for `request.meta.requestId` (seq from 0, one `done` last), then the result."
+    ),
     "agent/runs/create": (
         "When `request.params.stream` is true: each model call's MetonaStreamEvent lines (one requestId per "
         "iteration) while the run goes on."
@@ -210,7 +212,9 @@ class Walk:
         self.emits: set[str] = set()
         self._seen: set[int] = set()
 
-    def visit(self, module: str, fn: ast.AST, depth: int = 0, owner: str = "", scope: dict[str, str] | None = None) -> None:
+    def visit(
+        self, module: str, fn: ast.AST, depth: int = 0, owner: str = "", scope: dict[str, str] | None = None
+    ) -> None:
         """Walk ``fn`` (a method of class ``owner``, if any; ``scope``: names of the enclosing function → class)."""
         if id(fn) in self._seen or depth > self.MAX_DEPTH:
             return
@@ -241,7 +245,9 @@ class Walk:
                 for target_mod, target, cls in self._targets(mod, func, owner, types):
                     self.visit(target_mod, target, depth + 1, cls)
 
-    def _targets(self, mod: _Module, func: ast.AST, owner: str, types: dict[str, str]) -> list[tuple[str, ast.AST, str]]:
+    def _targets(
+        self, mod: _Module, func: ast.AST, owner: str, types: dict[str, str]
+    ) -> list[tuple[str, ast.AST, str]]:
         callee = _name(func)
         if isinstance(func, ast.Name):
             if callee in mod.functions:
@@ -341,7 +347,9 @@ def method_facts(router: Any) -> dict[str, dict[str, Any]]:
             line = handler.__code__.co_firstlineno
             tree = index.modules[module].tree
             scope: dict[str, str] = {}
-            for node in ast.walk(tree):  # the factory's params (``methods(exports: ExportService)``) type the closure's names
+            for node in ast.walk(
+                tree
+            ):  # the factory's params (``methods(exports: ExportService)``) type the closure's names
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     scope.update(_params(node))
             for node in ast.walk(tree):
@@ -363,7 +371,7 @@ def method_facts(router: Any) -> dict[str, dict[str, Any]]:
         domain = m.name.rsplit("/", 1)[0]
         if m.name == "events/subscribe":
             emits.append("event")
-        elif domain in job_domains and m.name.endswith("/create") or m.name == "index/rebuild":
+        elif (domain in job_domains and m.name.endswith("/create")) or m.name == "index/rebuild":
             emits.append("resource events")
         facts[m.name] = {"errors": sorted(by_code.values()), "emits": sorted(set(emits))}
     return facts

@@ -15,9 +15,11 @@ run on ONE sidecar (fresh data dir, initialized by the ``initialize`` example, e
      "result": <answer> | "error": {...}} the recorded answer (written by --record; shown in the docs)
 
 A string ``"${METHOD.path.to.field}"`` in params stands for that field of METHOD's main example's answer (an earlier
-one; ``METHOD#1`` is its second example); inside a longer string it is replaced in place. ``${files}`` is a folder holding ``tests/docs/files/``; its
-``plugins-incoming/`` packages are handed over in ``<data dir>/plugins/.incoming/<package_id>/`` (``${python}`` and
-``${root}`` in their plugin.json: this interpreter, the checkout).
+one; ``METHOD#1`` is its second example); inside a longer string it is replaced in place. ``${files}`` is a folder
+holding ``tests/docs/files/``; its ``plugins-incoming/`` packages are handed over in
+``<data dir>/plugins/.incoming/<package_id>/`` (``${python}`` and ``${root}`` in their plugin.json: this interpreter,
+the checkout). Recorded answers show ``/home/me/...`` paths instead of this machine's.
+
 ``tests/docs/test_examples.py`` runs them all: each answer must validate against the method's result schema and
 have the recorded answer's shape (same keys, same JSON types); an error example must answer the same code.
 """

@@ -32,8 +32,10 @@ def test_every_schema_method_has_a_recorded_example() -> None:
     for method, items in EXAMPLES.items():
         assert items, method
         for ex in items:
-            assert ("result" in ex) != ("error" in ex), f"{method}: record its answer (scripts/ipc_examples.py --record)"
-    assert list(EXAMPLES)[0] == "initialize" and list(EXAMPLES)[-1] == "shutdown"
+            assert ("result" in ex) != ("error" in ex), (
+                f"{method}: record its answer (scripts/ipc_examples.py --record)"
+            )
+    assert next(iter(EXAMPLES)) == "initialize" and list(EXAMPLES)[-1] == "shutdown"
 
 
 def test_shape_check_can_fail() -> None:
