@@ -119,6 +119,24 @@ def check_docx(tmp: Path) -> str:
     return "write + read .docx"
 
 
+def check_pdfium(tmp: Path) -> str:
+    """The document worker's PDF reader (issue 31): a one-page PDF made here, then its text and a render."""
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument.new()
+    doc.new_page(200, 200)
+    out = tmp / "t.pdf"
+    with open(out, "wb") as fh:
+        doc.save(fh)
+    doc.close()
+    doc = pdfium.PdfDocument(str(out))
+    page = doc[0]
+    text = page.get_textpage().get_text_range()
+    image = page.render(scale=0.5).to_pil()
+    assert text == "" and image.size == (100, 100), (text, image.size)
+    return f"PDFium {pdfium.PDFIUM_INFO.version if hasattr(pdfium, 'PDFIUM_INFO') else ''}: open, text, render"
+
+
 def check_mcp(tmp: Path) -> str:
     import mcp.client.stdio  # noqa: F401
     from mcp.server.mcpserver import MCPServer
@@ -194,6 +212,7 @@ CHECKS = [
     check_lancedb,
     check_retrieval,
     check_docx,
+    check_pdfium,
     check_mcp,
     check_playwright,
     check_report_plots,

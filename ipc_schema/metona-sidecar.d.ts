@@ -224,6 +224,41 @@ params: ConfigUpdateParams
 result: ConfigResult
 }
 /**
+ * Cancel an import: its worker is killed at once and no note is made.
+ */
+"documents/imports/cancel": {
+params: DocumentImportIdParams
+result: OperationResponse
+}
+/**
+ * Import an attachment (PDF, DOCX, HTML, Markdown, text, image) as a cited note; answers the queued job at once, reads it in a worker.
+ */
+"documents/imports/create": {
+params: CreateDocumentImportParams
+result: DocumentImportJob
+}
+/**
+ * The import's event log after after_sequence (Queued, Started, Progress, Page per page, then Completed|Failed|Cancelled).
+ */
+"documents/imports/events": {
+params: DocumentImportEventsParams
+result: CursorPageStoredEvent
+}
+/**
+ * A document import job: status, progress, and once completed note_id, pages, ocr_pages, warnings.
+ */
+"documents/imports/get": {
+params: DocumentImportIdParams
+result: DocumentImportJob
+}
+/**
+ * Document import jobs, newest first (status filter; cursor paging with next_cursor).
+ */
+"documents/imports/list": {
+params: ListDocumentImportsParams
+result: DocumentImportPage
+}
+/**
  * Replay a resource's events after after_sequence, then push live ones as `event` notifications.
  */
 "events/subscribe": {
@@ -1621,6 +1656,102 @@ values: {
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DocumentImportIdParams".
+ */
+export interface DocumentImportIdParams {
+job_id: string
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "CreateDocumentImportParams".
+ */
+export interface CreateDocumentImportParams {
+attachment_id: string
+/**
+ * Default: the document's title, else its file name.
+ */
+title?: (string | null)
+folder?: (string | null)
+/**
+ * auto: OCR the pages with no usable text layer (scans, mojibake); off: never; force: every page.
+ */
+ocr?: ("auto" | "off" | "force")
+/**
+ * Tesseract language codes for OCR (eng, chi_sim, ...). Default: eng for a document whose text is Latin, else chi_sim + eng.
+ */
+languages?: ([]|[string]|[string, string]|[string, string, string]|[string, string, string, string] | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DocumentImportJob".
+ */
+export interface DocumentImportJob {
+job_id: string
+attachment_id: string
+status: JobStatus
+progress?: (JobProgress | null)
+format: ("pdf" | "docx" | "html" | "markdown" | "text" | "image")
+title?: (string | null)
+folder?: (string | null)
+ocr?: ("auto" | "off" | "force")
+languages?: (string[] | null)
+/**
+ * The note made from the document (once completed).
+ */
+note_id?: (string | null)
+/**
+ * The PDF's page count (null for formats without pages).
+ */
+pages?: (number | null)
+/**
+ * The 1-based pages read by OCR.
+ */
+ocr_pages?: number[]
+block_count?: number
+warnings?: ErrorInfo[]
+error?: (ErrorInfo | null)
+created_at: string
+started_at?: (string | null)
+updated_at: string
+completed_at?: (string | null)
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DocumentImportEventsParams".
+ */
+export interface DocumentImportEventsParams {
+job_id: string
+/**
+ * events after this sequence (0: all)
+ */
+after_sequence?: number
+limit?: number
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "ListDocumentImportsParams".
+ */
+export interface ListDocumentImportsParams {
+status?: (JobStatus | null)
+/**
+ * next_cursor of the previous page.
+ */
+cursor?: (string | null)
+limit?: number
+}
+/**
+ * A page of ``documents/imports/list``, newest first; pass ``next_cursor`` back as ``cursor``.
+ * 
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "DocumentImportPage".
+ */
+export interface DocumentImportPage {
+items: DocumentImportJob[]
+next_cursor?: (string | null)
+has_more?: boolean
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "SubscribeParams".
  */
 export interface SubscribeParams {
@@ -2154,7 +2285,8 @@ citations?: Citation[]
 /**
  * Where a block's content comes from. For transcripts: ``source_audio`` (the audio attachment's id),
  * ``start_time``/``end_time`` in seconds and ``speaker`` (phase-2 §5.4); ``attachment_id`` cites any
- * other attachment. Every attachment reference is a controlled id that must exist.
+ * other attachment — with ``page`` (1-based, PDFs) and ``label`` (a short locator, e.g. the heading path) for an
+ * imported document. Every attachment reference is a controlled id that must exist.
  * 
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "Citation".
@@ -2165,6 +2297,10 @@ start_time?: (number | null)
 end_time?: (number | null)
 speaker?: (string | null)
 attachment_id?: (string | null)
+/**
+ * The 1-based page of the cited attachment (PDFs).
+ */
+page?: (number | null)
 label?: (string | null)
 }
 /**

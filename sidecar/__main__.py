@@ -34,6 +34,15 @@ def main(argv: list[str] | None = None) -> None:
 
         export_worker_main()
         sys.exit(0)
+    if args[:1] == ["document-worker"]:  # a document's parsers in a killable child (issue 31): the binary's entry
+        from .documents.worker import main as document_worker_main
+
+        document_worker_main()
+        sys.exit(0)
+    if args[:1] == ["import"]:  # a human CLI: a PDF, DOCX, HTML, Markdown or text file → a cited note
+        from .cli.importdoc import main as import_main
+
+        sys.exit(import_main(args[1:]))
     if args[:1] == ["local-model"]:  # prepare the embedded model once (issue 15); loads only for this subcommand
         from .cli.local_model import main as local_main
 

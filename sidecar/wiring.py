@@ -41,6 +41,9 @@ from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
 from .knowledge.service import KnowledgeService
 from .mcp_host.service import McpBridge
+from .documents import rpc as documents_rpc
+from .documents.client import DocumentWorker
+from .documents.service import DocumentService
 from .media import rpc as media_rpc
 from .media.client import WorkerClient
 from .media.service import MediaService
@@ -138,6 +141,15 @@ async def open_media(
     return media
 
 
+async def open_documents(
+    storage: Storage, knowledge: KnowledgeService, worker: DocumentWorker, *, tmp_dir: Path
+) -> DocumentService:
+    """Document imports (issue 31); documents are read in ``worker`` (a child process started on the first import)."""
+    documents = DocumentService(storage.db, storage.jobs, knowledge, worker, tmp_dir=tmp_dir)
+    await documents.migrate()
+    return documents
+
+
 @dataclass
 class Services:
     db: Database
@@ -158,6 +170,7 @@ class Services:
     bridge: McpBridge
     media: MediaService
     exports: ExportService
+    documents: DocumentService
 
 
 async def open_services(
@@ -249,6 +262,11 @@ async def open_services(
         settings.data_dir, jobs, render=render, knowledge=knowledge, themes=themes, worker=export_worker
     )
     await exports.start(tg)
+    document_worker = DocumentWorker(children, tg)
+    stack.push_async_callback(document_worker.aclose)
+    documents = await open_documents(
+        storage, knowledge, document_worker, tmp_dir=settings.data_dir / "tmp" / "documents"
+    )
     return Services(
         db=db,
         events=events,
@@ -268,6 +286,7 @@ async def open_services(
         bridge=bridge,
         media=media,
         exports=exports,
+        documents=documents,
     )
 
 
@@ -338,6 +357,40 @@ async def open_transcriber(settings: Settings, work: Path) -> AsyncIterator[Tran
             await db.close()
 
 
+@dataclass
+class Importer:
+    events: EventLog
+    knowledge: KnowledgeService
+    documents: DocumentService
+
+
+@asynccontextmanager
+async def open_importer(settings: Settings) -> AsyncIterator[Importer]:
+    """The ``import`` CLI's assembly: the same DocumentService, worker and Knowledge Core as the sidecar, over the
+    user's data directory (the note is the point), with the retrieval index so the note is searchable at once. It
+    never runs job recovery (a sidecar on the same data directory keeps its jobs). On leaving, the worker stops and
+    the database closes."""
+    children = ChildSupervisor()
+    db = await Database.open(settings.data_dir)
+    try:
+        async with anyio.create_task_group() as tg:
+            events, jobs = await open_event_log(db, tg)
+            knowledge = await open_knowledge(db, settings.data_dir)
+            retrieval = RetrievalService(db, settings.data_dir, jobs=jobs, task_group=tg)
+            await retrieval.start()
+            knowledge.add_listener(retrieval.changed)
+            worker = DocumentWorker(children, tg, idle_s=0)
+            documents = await open_documents(
+                Storage(db, events, jobs), knowledge, worker, tmp_dir=settings.data_dir / "tmp" / "documents-cli"
+            )
+            yield Importer(events, knowledge, documents)
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await children.stop_all(0.5)
+            await db.close()
+
+
 def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[Any, Any]], list[Notification]]:
     """Every domain's methods and notifications (the production table, plus dev ones if enabled)."""
     methods: list[Method[Any, Any]] = [*trace_rpc.methods(services.subscriptions)]
@@ -353,6 +406,7 @@ def domain_methods(services: Services, settings: Settings) -> tuple[list[Method[
     methods += plugins_rpc.methods(services.plugins)
     methods += media_rpc.methods(services.media)
     methods += export_rpc.methods(services.exports)
+    methods += documents_rpc.methods(services.documents)
     notifications = [*trace_rpc.notifications(), *providers_rpc.notifications(), *providers_rpc.local_notifications()]
     if settings.dev_methods:
         from .system.devtools import dev_job_methods, dev_methods

@@ -28,13 +28,15 @@ class Attachment(Phase2Model):
 class Citation(Phase2Model):
     """Where a block's content comes from. For transcripts: ``source_audio`` (the audio attachment's id),
     ``start_time``/``end_time`` in seconds and ``speaker`` (phase-2 §5.4); ``attachment_id`` cites any
-    other attachment. Every attachment reference is a controlled id that must exist."""
+    other attachment — with ``page`` (1-based, PDFs) and ``label`` (a short locator, e.g. the heading path) for an
+    imported document. Every attachment reference is a controlled id that must exist."""
 
     source_audio: str | None = None
     start_time: float | None = Field(None, ge=0)
     end_time: float | None = Field(None, ge=0)
     speaker: str | None = Field(None, max_length=200)
     attachment_id: str | None = None
+    page: int | None = Field(None, ge=1, description="The 1-based page of the cited attachment (PDFs).")
     label: str | None = Field(None, max_length=500)
 
     @model_validator(mode="after")

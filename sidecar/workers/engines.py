@@ -43,6 +43,7 @@ WORKERS: Mapping[str, str] = {
     "local-model-worker": "sidecar.localmodel.worker",
     "math-worker": "sidecar.render.mathworker",
     "export-worker": "sidecar.export.worker",
+    "document-worker": "sidecar.documents.worker",
 }
 """A worker's entry (the argument the frozen executables take) → its module (``python -m``)."""
 IN_ENGINES = frozenset({"media-worker", "local-model-worker"})

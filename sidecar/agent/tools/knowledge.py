@@ -113,7 +113,17 @@ def _summary(args: KnowledgeSearchParams, hits: list[Any]) -> str:
     parts = [f"{len(hits)} passages for {args.query!r} ({args.mode} search):"]
     for i, hit in enumerate(hits, start=1):
         parts.append(
-            f"\n[{i}] {hit.note_title} (note {hit.note_id}, block {hit.block_id}, score {hit.score:.3f})\n"
+            f"\n[{i}] {hit.note_title} (note {hit.note_id}, block {hit.block_id}{_source(hit)}, score {hit.score:.3f})\n"
             f"{_clip(hit.text, SUMMARY_EXCERPT_CHARS)}"
         )
     return "\n".join(parts)
+
+
+def _source(hit: Any) -> str:
+    """Where an imported document's passage is: ``, page 7`` (and its heading path), so an answer can cite it."""
+    for c in hit.citations or []:
+        if c.page is not None:
+            return f", page {c.page}" + (f", {c.label}" if c.label else "")
+        if c.attachment_id and c.label:
+            return f", {c.label}"
+    return ""
