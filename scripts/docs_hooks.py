@@ -35,6 +35,7 @@ PAGE_TITLES = {
     "attachments": "Attachments",
     "search": "Search",
     "index-methods": "Index",
+    "documents": "Documents (imports)",
     "media": "Transcription (media)",
     "plugins": "Plugins",
     "plugin-contributions": "Plugin commands",
