@@ -1,9 +1,11 @@
-"""README.md's TypeScript example (spawn the sidecar with the client, stream a chat, cancel it) runs as written: the
-```ts block of its "From Electron" section, with `repo` defined, on node against ipc_schema/client (built by the
-setup). It must print REQUEST_CANCELLED (the call rejected with -32800) and exit 0."""
+"""README.md's TypeScript example (spawn the sidecar with the client, stream a chat, cancel it) runs as written:
+the ```ts block of its "From Electron" section, with `repo` defined, on node against ipc_schema/client (built by
+the setup); it must print REQUEST_CANCELLED (the call rejected with -32800) and exit 0. It also type-checks with
+tsc --strict, and docs/quickstart.md shows the same block."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -24,6 +26,11 @@ def readme_example() -> str:
     match = re.search(r"```ts\n(.*?)```", section, re.S)
     assert match, "README.md has no ```ts block under 'From Electron'"
     return match[1]
+
+
+def test_the_quickstart_shows_the_same_example() -> None:
+    quickstart = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    assert f"```ts\n{readme_example()}```" in quickstart, "docs/quickstart.md's example differs from README.md's"
 
 
 def test_readme_example_streams_and_cancels(tmp_path: Path) -> None:
@@ -52,3 +59,16 @@ def test_readme_example_streams_and_cancels(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert proc.stdout.strip().splitlines()[-1] == "REQUEST_CANCELLED", proc.stdout[-2000:] + sys.version
+
+
+def test_readme_example_type_checks(tmp_path: Path) -> None:
+    """It is TypeScript an integrator can paste: tsc --strict against the client's sources and @types/node."""
+    tsc = CLIENT / "node_modules" / ".bin" / "tsc"
+    assert tsc.exists(), "ipc_schema/client's npm tools are missing: run bash scripts/setup"
+    code = readme_example().replace('"@metona/sidecar-client"', json.dumps(str(CLIENT / "src" / "index.js")))
+    (tmp_path / "package.json").write_text('{"type": "module"}\n', encoding="utf-8")
+    (tmp_path / "example.ts").write_text("declare const repo: string;\n" + code + "export {};\n", encoding="utf-8")
+    args = ["--noEmit", "--strict", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext"]
+    args += ["--types", "node", "--typeRoots", str(CLIENT / "node_modules" / "@types"), "example.ts"]
+    proc = subprocess.run([str(tsc), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
