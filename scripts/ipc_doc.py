@@ -241,7 +241,7 @@ class Walk:
                 if kw.arg == "not_found_code" and isinstance(code := _literal(mod, kw.value), str):
                     self.errors.add(ErrorUse(404, code, "The id names nothing of this kind."))
             # the call itself, and functions handed to it (anyio.to_thread.run_sync(fn, ...))
-            for func in [node.func, *(a for a in node.args if isinstance(a, ast.Name))]:
+            for func in [node.func, *(a for a in node.args if isinstance(a, ast.Name | ast.Attribute))]:
                 for target_mod, target, cls in self._targets(mod, func, owner, types):
                     self.visit(target_mod, target, depth + 1, cls)
 
