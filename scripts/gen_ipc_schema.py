@@ -12,7 +12,12 @@ Outputs (all generated; edit the models, never these files):
   ipc_schema/defs/plugin-manifest.json   a plugin package's plugin.json (PluginManifest; unknown keys refused)
   ipc_schema/client/src/generated.ts     the same declarations as a module of the TypeScript client, plus its
                                          method map (method name → params, result) and the names it dispatches on
-``ipc_schema/README.md`` is hand-written (conventions and decisions) and is not touched.
+  ipc_schema/openrpc.json                OpenRPC 1.3 document of every method: params (by name) and result
+                                         referencing the same definitions (components/schemas), the error codes
+                                         its code can answer (scripts/ipc_doc.py), the notifications it emits,
+                                         and its example from ipc_schema/examples.json (run by tests/docs)
+``ipc_schema/README.md`` and ``ipc_schema/examples.json`` are hand-written and not touched (the examples' answers are
+recorded by scripts/ipc_examples.py).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from pydantic import TypeAdapter  # noqa: E402
 
@@ -40,7 +46,8 @@ IR_FILE = "defs/ir.json"
 TS_FILE = "metona-sidecar.d.ts"
 MANIFEST_FILE = "defs/plugin-manifest.json"
 CLIENT_TS_FILE = "client/src/generated.ts"
-GENERATED = (SCHEMA_FILE, IR_FILE, TS_FILE, MANIFEST_FILE, CLIENT_TS_FILE)
+OPENRPC_FILE = "openrpc.json"
+GENERATED = (SCHEMA_FILE, IR_FILE, TS_FILE, MANIFEST_FILE, CLIENT_TS_FILE, OPENRPC_FILE)
 
 
 def _strip_field_titles(node: Any) -> Any:
@@ -159,10 +166,94 @@ def build_documents() -> dict[str, str]:
         ),
         "$defs": dict(sorted(ir_top.get("$defs", {}).items())),
     }
+    schema_doc = _strip_field_titles(doc)
     return {
-        SCHEMA_FILE: _dump(_strip_field_titles(doc)),
+        SCHEMA_FILE: _dump(schema_doc),
         IR_FILE: _dump(_strip_field_titles(ir_doc)),
         MANIFEST_FILE: _dump(_strip_field_titles(manifest_schema())),
+        OPENRPC_FILE: _dump(build_openrpc(schema_doc, router)),
+    }
+
+
+def _components(node: Any) -> Any:
+    """``#/$defs/X`` → ``#/components/schemas/X`` (the same definitions, where OpenRPC keeps them)."""
+    if isinstance(node, dict):
+        return {
+            k: (
+                v.replace("#/$defs/", "#/components/schemas/") if k == "$ref" and isinstance(v, str) else _components(v)
+            )
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_components(v) for v in node]
+    return node
+
+
+def build_openrpc(schema_doc: dict[str, Any], router: Any) -> dict[str, Any]:
+    """The OpenRPC 1.3 document: one method object per method of ``schema_doc`` (params by name)."""
+    import ipc_doc
+    import ipc_examples
+
+    from sidecar import __version__
+
+    facts = ipc_doc.method_facts(router)
+    examples = ipc_examples.resolved(ipc_examples.load())
+    defs = schema_doc["$defs"]
+    methods = []
+    for name, entry in schema_doc["properties"]["methods"]["properties"].items():
+        params_schema = entry["properties"]["params"]
+        model = defs[params_schema["$ref"].rsplit("/", 1)[-1]] if "$ref" in params_schema else params_schema
+        required = set(model.get("required", []))
+        params = [
+            {"name": key, "required": key in required, "schema": _components(sub)}
+            for key, sub in model.get("properties", {}).items()
+        ]
+        errors = [
+            {"code": code, "message": meaning, "data": {"code": data_code}}
+            for code, data_code, meaning in ipc_doc.protocol_errors(name)
+        ]
+        errors += [
+            {"code": e.status, "message": e.message or e.code, "data": {"code": e.code}} for e in facts[name]["errors"]
+        ]
+        method: dict[str, Any] = {
+            "name": name,
+            "summary": entry.get("description", name),
+            "paramStructure": "by-name",
+            "params": params,
+            "result": {"name": "result", "schema": _components(entry["properties"]["result"])},
+            "errors": errors,
+        }
+        emits = facts[name]["emits"] + (["stream lines"] if name in ipc_doc.STREAMS else [])
+        if emits:
+            method["x-emits"] = emits
+        pairing = []
+        for ex in examples.get(name, []):
+            if "result" not in ex:
+                continue
+            pairing.append(
+                {
+                    "name": ex.get("title", name),
+                    "params": [{"name": k, "value": v} for k, v in (ex.get("params") or {}).items()],
+                    "result": {"name": "result", "value": ex["result"]},
+                }
+            )
+        if pairing:
+            method["examples"] = pairing
+        methods.append(method)
+    return {
+        "openrpc": "1.3.2",
+        "info": {
+            "title": "Metona sidecar",
+            "version": __version__,
+            "description": (
+                "Newline-delimited JSON-RPC 2.0 over stdio. Generated by scripts/gen_ipc_schema.py from the code's "
+                "models, beside metona-sidecar.schema.json (the same definitions). Error integers: JSON-RPC's, "
+                "-32002/-32800 (LSP's) and the phase-2 HTTP status; data.code is the code to branch on. x-emits: "
+                "the notifications and stream lines a method causes."
+            ),
+        },
+        "methods": methods,
+        "components": {"schemas": _components(defs)},
     }
 
 

@@ -1,5 +1,5 @@
 """The CommonMark spec (0.31.2, all 652 examples) through the HTML exporter: every example must come out as the
-spec's HTML, structurally, except the deliberate deviations listed here and in ``ipc_schema/README.md`` (export).
+spec's HTML, structurally, except the deliberate deviations listed here and in ``docs/guides/export-themes.md`` (export).
 
 A deviation is not a free pass: each listed example must still match the spec once the deviation's own rule is
 applied (the spec's ``<img>`` as our alt-text placeholder, the spec's raw HTML through our sanitiser, a refused

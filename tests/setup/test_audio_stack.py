@@ -1,4 +1,4 @@
-"""Tests of the setup work: the torch CPU pin and the torchaudio CUDA-library fix (README "Known issue").
+"""Tests of the setup work: the torch CPU pin and the torchaudio CUDA-library fix (docs/guides/install.md "Known issue").
 
 These are how the torchaudio workaround is tested: scripts/check_audio_stack.py imports torchaudio and
 pyannote.audio in a subprocess and exercises resample/fbank; it fails if setup's strip step did not run.
