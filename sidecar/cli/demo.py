@@ -7,7 +7,9 @@ through the wire contract: a two-speaker meeting (espeak-ng) is imported and tra
 transcript becomes a cited note, a hybrid search finds a turn, the reference MCP server ``mcp-server-time`` is
 installed as a plugin, an agent run answers from the note and calls the plugin's tool, a Markdown summary with a
 Mermaid diagram and a function plot is written and exported to HTML, PDF and DOCX, a community theme is inspected,
-installed, previewed, enabled and exported with, and the RAG benchmark runs on ``rag-core-v1``. No network, no key.
+installed, previewed, enabled and exported with, the RAG benchmark runs on ``rag-core-v1``, and a PDF (a product brief
+the sidecar exports) is imported as a cited note that a search and the agent answer from, citing its page. No network,
+no key.
 
 Progress goes to stderr (one line per step and per milestone), the human summary to stdout, ``DIR/summary.json``
 and ``DIR/index.html`` to the output folder. Exit 1 when a step failed (the steps that do not depend on it still
@@ -341,7 +343,13 @@ ROLE = (
 )
 
 
-def _request(text: str, max_tokens: int = 120) -> dict[str, Any]:
+DOC_ROLE = (
+    f"You answer questions about the user's documents. Use {SEARCH_TOOL} to find the passage, then answer in one "
+    "sentence from what it found and say which page of which document it is on."
+)
+
+
+def _request(text: str, max_tokens: int = 120, role: str = ROLE) -> dict[str, Any]:
     return {
         "meta": {
             "sessionId": "demo",
@@ -350,7 +358,7 @@ def _request(text: str, max_tokens: int = 120) -> dict[str, Any]:
             "timestamp": 0,
             "agentVersion": "demo",
         },
-        "systemPrompt": {"roleDefinition": ROLE, "outputConstraints": "", "safetyGuidelines": ""},
+        "systemPrompt": {"roleDefinition": role, "outputConstraints": "", "safetyGuidelines": ""},
         "messages": [{"role": "user", "content": text, "timestamp": 0}],
         "params": {"stream": False, "maxTokens": max_tokens, "temperature": 0},
     }
@@ -382,22 +390,11 @@ def transcript_citation(events: list[dict[str, Any]], note_id: str) -> dict[str,
     return None
 
 
-def agent(d: Demo) -> None:
-    cite, hit = d.found["citation"], d.found["hit"]
-    span = f"{cite['start_time']:.1f}–{cite['end_time']:.1f} s"
-    passage = media.TURN_PREFIX.sub("", hit["text"]).strip()
-    if d.provider["id"] is None:
-        d.provider = mock_provider(d, passage, f"(note {d.found['note_id']}, {cite.get('speaker')}, {span})")
-    warm = f", loaded beside the other steps in {d.found['warmup_s']:.1f} s" if "warmup_s" in d.found else ""
-    d.say(f"provider {d.provider['id']} ({d.provider['kind']}, {d.provider['model']}){warm}")
-    # As the app asks: the run is offered only the notes search and the plugin's tool; the citation is structural
-    # (the search tool's hits become the trace's Citation events), never a mark the model has to copy.
-    params = {
-        "provider_id": d.provider["id"],
-        "request": _request(agent_question()),
-        "allowed_tools": [SEARCH_TOOL, TIME_TOOL],
-        "max_iterations": 3,
-    }
+def run_and_trace(
+    d: Demo, params: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Start an agent run, answer its permission requests as the app would (allow once), follow it to its end;
+    ``(run, final run, trace events, permission decisions)``."""
     run = d.call("agent/runs/create", params)
     d.step.details["run_id"] = run["run_id"]
     decisions: list[dict[str, Any]] = []
@@ -422,6 +419,26 @@ def agent(d: Demo) -> None:
         cursor = page["next_sequence"]
         if not page["has_more"]:
             break
+    return run, final, events, decisions
+
+
+def agent(d: Demo) -> None:
+    cite, hit = d.found["citation"], d.found["hit"]
+    span = f"{cite['start_time']:.1f}–{cite['end_time']:.1f} s"
+    passage = media.TURN_PREFIX.sub("", hit["text"]).strip()
+    if d.provider["id"] is None:
+        d.provider = mock_provider(d, passage, f"(note {d.found['note_id']}, {cite.get('speaker')}, {span})")
+    warm = f", loaded beside the other steps in {d.found['warmup_s']:.1f} s" if "warmup_s" in d.found else ""
+    d.say(f"provider {d.provider['id']} ({d.provider['kind']}, {d.provider['model']}){warm}")
+    # As the app asks: the run is offered only the notes search and the plugin's tool; the citation is structural
+    # (the search tool's hits become the trace's Citation events), never a mark the model has to copy.
+    params = {
+        "provider_id": d.provider["id"],
+        "request": _request(agent_question()),
+        "allowed_tools": [SEARCH_TOOL, TIME_TOOL],
+        "max_iterations": 3,
+    }
+    run, final, events, decisions = run_and_trace(d, params)
     d.write("agent-trace.html", media.trace_timeline(final, events), "agent trace (timeline)")
     d.write("agent-trace.json", json.dumps({"run": final, "events": events}, indent=2), "agent trace (JSON)")
     calls = [e["data"] for e in events if e["event"] == "ToolCall"]
@@ -553,6 +570,82 @@ def benchmark(d: Demo) -> None:
         raise StepFailed("BENCHMARK_FAILED", f"the run ended {report['run']['status']}", {"error": error})
 
 
+DOC_FACT = "The Metona X1 warranty lasts 36 months from the date of purchase, parts and labour included."
+DOC_QUESTION = "How long is the warranty of the Metona X1?"
+DOC_CALL = {"name": SEARCH_TOOL, "arguments": {"query": "Metona X1 warranty months"}}
+
+
+def brief_markdown() -> str:
+    """A three-section product brief whose warranty sentence lands past the first page of its PDF."""
+    features = [
+        ("capture", "records meetings and lectures, transcribes them offline and keeps every speaker's turn"),
+        ("search", "finds a passage in notes, transcripts and imported documents by its words or its meaning"),
+        ("agents", "answers questions from the notes, calls the user's plugins and cites where each answer came from"),
+        ("export", "writes HTML, PDF and DOCX with diagrams, formulas and the user's theme"),
+    ]
+    overview = "\n\n".join(
+        f"The Metona X1 {what}: it {does}. " * 4 + "Nothing leaves the machine unless the user says so."
+        for what, does in features * 3
+    )
+    rows = "\n".join(f"| {what} | {does[:40]} |" for what, does in features)
+    return (
+        "# Metona X1 product brief\n\n## 1 Overview\n\n" + overview
+        + "\n\n## 2 Specifications\n\n| part | what it does |\n|---|---|\n" + rows
+        + "\n\n## 3 Warranty and service\n\n" + DOC_FACT
+        + " Repairs are free of charge within that period; after it, the service centre quotes each repair first.\n"
+    )
+
+
+def document(d: Demo) -> None:
+    """A PDF the user already has (built here through the sidecar's own PDF export) is imported as a cited note;
+    a search finds the warranty sentence with its page, and the agent answers from it, citing the page."""
+    d.export({"type": "markdown", "markdown": brief_markdown(), "title": "Metona X1 product brief"}, "pdf",
+             "brief.pdf", "a PDF to import (the product brief)", {})  # fmt: skip
+    attachment = d.call("attachments/import", {"path": str(d.out / "brief.pdf")})["attachment_id"]
+    job = d.call("documents/imports/create", {"attachment_id": attachment, "folder": "Documents"})
+    d.client.follow(job["job_id"], timeout=300)
+    done = d.call("documents/imports/get", {"job_id": job["job_id"]})
+    d.step.details.update(job_id=job["job_id"], attachment_id=attachment, status=done["status"],
+                          pages=done["pages"], ocr_pages=done["ocr_pages"], note_id=done["note_id"])  # fmt: skip
+    if done["status"] != "completed":
+        raise StepFailed("DOCUMENT_IMPORT_FAILED", f"the import ended {done['status']}", {"job": done})
+    d.say(f"note {done['note_id']}: {done['block_count']} blocks from {done['pages']} pages")
+    found = d.call("search/query", {"query": "how long is the Metona X1 warranty", "mode": "hybrid", "top_k": 3},
+                   timeout=120)  # fmt: skip
+    hit = next((h for h in found["items"] if h["note_id"] == done["note_id"] and "36 months" in h["text"]), None)
+    page = next((c.get("page") for c in (hit or {}).get("citations") or [] if c.get("page")), None)
+    if hit is None or page is None:
+        raise StepFailed("DOCUMENT_SEARCH_MISSED", "the warranty sentence was not found with its page", {"hits": found})
+    d.step.details["search_page"] = page
+    d.say(f"hybrid search: the warranty sentence on page {page} of {done['pages']}")
+
+    provider = d.provider
+    if provider["kind"] == "mock":
+        turns = [{"tool_calls": [{"id": "c1", "name": SEARCH_TOOL, "args": DOC_CALL["arguments"]}]},
+                 {"text": f"{DOC_FACT} (Metona X1 product brief, page {page})"}]  # fmt: skip
+        made = d.call("providers/create", {"preset": "mock", "provider_id": "demo-doc-mock",
+                                           "options": {"script": {"turns": turns}}})  # fmt: skip
+        provider = {"id": made["provider_id"], "kind": "mock"}
+    question = f"{DOC_QUESTION}\nReply with this tool call, then you get its result:\n" \
+               f"<tool_call>\n{json.dumps(DOC_CALL)}\n</tool_call>"  # fmt: skip
+    params = {"provider_id": provider["id"], "request": _request(question, role=DOC_ROLE), "allowed_tools": [SEARCH_TOOL],
+              "max_iterations": 2}  # fmt: skip
+    _run, final, events, _ = run_and_trace(d, params)
+    cited = [
+        {"note_id": e["data"].get("note_id"), "page": c.get("page"), "attachment_id": c.get("attachment_id")}
+        for e in events if e["event"] == "Citation" and e["data"].get("note_id") == done["note_id"]
+        for c in e["data"].get("citations") or [] if c.get("page")
+    ]
+    answer = final.get("output") or ""
+    d.step.details.update(answer=answer, citations=cited, run_status=final["status"])
+    d.say(f"answer: {answer[:160]!r}; cited pages {sorted({c['page'] for c in cited})}")
+    if final["status"] != "completed":
+        raise StepFailed("AGENT_RUN_NOT_COMPLETED", f"the run ended {final['status']}", {"error": final.get("error")})
+    if not any(c["page"] == page for c in cited):
+        raise StepFailed("DOCUMENT_NOT_CITED", f"the trace has no Citation of page {page} of the imported note",
+                         {"citations": cited})  # fmt: skip
+
+
 STEPS: list[tuple[str, tuple[str, ...], Callable[[Demo], None]]] = [
     ("transcribe", (), transcribe),
     ("note", ("transcribe",), note),
@@ -563,6 +656,7 @@ STEPS: list[tuple[str, tuple[str, ...], Callable[[Demo], None]]] = [
     ("export", ("render",), export),
     ("theme", ("export",), theme),  # after the plain exports: enabling a theme must not restyle them
     ("benchmark", (), benchmark),
+    ("document", ("agent",), document),  # after the agent: the same provider, one model run at a time
 ]
 
 PREPARE: dict[str, Callable[[Demo], None]] = {"agent": prepare_agent}

@@ -19,7 +19,17 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from .blocks import DocBlock, HeadingPath, Parsed, clean_inline, code_text, heading_text, list_text, quote_text, table_text
+from .blocks import (
+    DocBlock,
+    HeadingPath,
+    Parsed,
+    clean_inline,
+    code_text,
+    heading_text,
+    list_text,
+    quote_text,
+    table_text,
+)
 from .errors import DocumentTooLarge, DocumentUnreadable
 
 MAX_RATIO = 200
@@ -52,8 +62,11 @@ def check_zip(path: Path, max_expanded_bytes: int) -> None:
         if info.file_size > 1_000_000 and info.file_size > MAX_RATIO * max(1, info.compress_size):
             raise DocumentTooLarge(
                 "The DOCX holds an entry that expands too far (a zip bomb).",
-                details={"reason": "COMPRESSION_RATIO", "entry": info.filename[:200],
-                         "ratio": round(info.file_size / max(1, info.compress_size))},
+                details={
+                    "reason": "COMPRESSION_RATIO",
+                    "entry": info.filename[:200],
+                    "ratio": round(info.file_size / max(1, info.compress_size)),
+                },
             )
 
 
@@ -69,7 +82,7 @@ def read_docx(path: Path, *, max_expanded_bytes: int) -> Parsed:
             "The DOCX could not be read: its main document part is missing or damaged.",
             details={"reason": "DOCX_UNREADABLE", "detail": f"{type(exc).__name__}: {str(exc)[:200]}"},
         ) from None
-    except Exception as exc:  # noqa: BLE001 - lxml's XMLSyntaxError and kin: a damaged part
+    except Exception as exc:
         raise DocumentUnreadable(
             "The DOCX could not be read: a part of it is not well-formed.",
             details={"reason": "DOCX_UNREADABLE", "detail": type(exc).__name__},
@@ -99,7 +112,7 @@ class _Reader:
         try:
             for style in document.styles:
                 self._styles[style.style_id] = style
-        except Exception:  # noqa: BLE001 - a package without a styles part
+        except Exception:
             pass
 
     def add(self, kind: str, text: str) -> None:
@@ -153,7 +166,7 @@ class _Reader:
             chain.append(style)
             try:
                 style = style.base_style
-            except Exception:  # noqa: BLE001
+            except Exception:
                 break
         return chain
 
@@ -186,7 +199,7 @@ class _Reader:
             if self.items and list_id != self.list_id:
                 self.flush()
             if not self.items:
-                self.ordered = bool(_numbered_decimal(self.document, ppr))
+                self.ordered = bool(_numbered_decimal(self.document, ppr)) or any("number" in n.lower() for n in names)
                 self.list_id = list_id
                 self.start = self.counters.get(list_id, 0) + 1 if list_id is not None else 1
             self.items.append(text)
@@ -206,7 +219,7 @@ class _Reader:
                     from lxml import etree
 
                     root = etree.fromstring(rel.target_part.blob)
-                except Exception:  # noqa: BLE001 - a damaged notes part is a warning
+                except Exception:
                     self.parsed.warn("NOTES_UNREADABLE", "The document's notes could not be read.")
                     continue
                 prefix = "e" if rel.reltype.endswith("/endnotes") else ""
@@ -254,7 +267,7 @@ def _numbered_decimal(document: Any, ppr: Any) -> bool:
         return False
     try:
         numbering = document.part.numbering_part.element
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
     num_id = num.get(_W + "val")
     ilvl = lvl.get(_W + "val") if lvl is not None else "0"

@@ -28,7 +28,9 @@ OCR_LANGUAGES = frozenset({"eng", "chi_sim", "chi_tra", "jpn", "kor", "fra", "de
 
 class CreateDocumentImportParams(Params):
     attachment_id: str = Field(min_length=1, max_length=200)
-    title: str | None = Field(None, min_length=1, max_length=500, description="Default: the document's title, else its file name.")
+    title: str | None = Field(
+        None, min_length=1, max_length=500, description="Default: the document's title, else its file name."
+    )
     folder: str | None = Field(None, max_length=500)
     ocr: OcrMode = Field(
         "auto",

@@ -35,11 +35,15 @@ from .errors import DocumentEncrypted, DocumentTooLarge, DocumentUnreadable
 OnPage = Callable[[int, int, bool], None]
 """``(page, pages, by_ocr)`` after each page."""
 
-_BULLET = re.compile(r"^\s*([\u2022\u25cf\u25aa\u25a0\u2023\u2043\u2219\u25e6\u00b7*\u2013\u2014-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+")
+_BULLET = re.compile(
+    r"^\s*([\u2022\u25cf\u25aa\u25a0\u2023\u2043\u2219\u25e6\u00b7*\u2013\u2014-]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+"
+)
 _PAGE_NUMBER = re.compile(r"^\W*(page\s+)?(\d{1,4}|[ivxlcdm]{1,7})(\s*(of|/)\s*\d{1,4})?\W*$|^第\s*\d+\s*页", re.I)
 _MONO = re.compile(r"mono|courier|consol|menlo|inconsolata|typewriter|cmtt|sfmono|code", re.I)
 _SENTENCE_END = re.compile(r"[.!?:;。！？：；”\"')\]]$")
 _CAPTION = re.compile(r"^(fig(ure)?|table|tab|listing|algorithm|图|表)\s*\.?\s*\d", re.I)
+MAX_FURNITURE_CHARS = 200
+"""A running header or footer is short: a longer block that repeats is the document's own text."""
 MOJIBAKE_SHARE = 0.15
 """A page whose text has more than this share of unusable characters is read by OCR."""
 
@@ -163,7 +167,9 @@ def repair_gbk(text: str) -> str | None:
     except (UnicodeEncodeError, UnicodeDecodeError):
         return None
     fixed_chars = [c for c in fixed if not c.isspace()]
-    cjk = sum(1 for c in fixed_chars if "\u4e00" <= c <= "\u9fff" or "\u3000" <= c <= "\u303f" or "\uff00" <= c <= "\uffef")
+    cjk = sum(
+        1 for c in fixed_chars if "\u4e00" <= c <= "\u9fff" or "\u3000" <= c <= "\u303f" or "\uff00" <= c <= "\uffef"
+    )
     return fixed if fixed_chars and cjk >= 0.5 * len(fixed_chars) else None
 
 
@@ -326,9 +332,10 @@ def read_pdf(
         for index in range(count):
             try:
                 page = _page_text(doc, index)
-            except Exception as exc:  # noqa: BLE001 - one damaged page is a warning, not a lost document
-                parsed.warn("PAGE_UNREADABLE", f"Page {index + 1} could not be read.", page=index + 1,
-                            detail=type(exc).__name__)
+            except Exception as exc:
+                parsed.warn(
+                    "PAGE_UNREADABLE", f"Page {index + 1} could not be read.", page=index + 1, detail=type(exc).__name__
+                )
                 pages.append(PageText(index + 1, [], True, 612, 792))
                 to_ocr.append(index + 1) if ocr_mode != "off" else None
                 continue
@@ -338,27 +345,44 @@ def read_pdf(
             if fixed is not None:
                 for line, new in zip(page.lines, fixed.split("\n"), strict=True):
                     line.text = new
-                parsed.warn("TEXT_REPAIRED", f"Page {page.number}'s text was GBK read as Latin-1; decoded again.",
-                            page=page.number)
+                parsed.warn(
+                    "TEXT_REPAIRED",
+                    f"Page {page.number}'s text was GBK read as Latin-1; decoded again.",
+                    page=page.number,
+                )
             bad = unusable_share(text) if fixed is None else 0.0
-            if ocr_mode == "force" or (ocr_mode == "auto" and ((chars < 10 and page.has_content) or bad > MOJIBAKE_SHARE)):
+            if ocr_mode == "force" or (
+                ocr_mode == "auto" and ((chars < 10 and page.has_content) or bad > MOJIBAKE_SHARE)
+            ):
                 to_ocr.append(page.number)
             elif bad > MOJIBAKE_SHARE:
-                parsed.warn("PAGE_TEXT_UNUSABLE", f"Page {page.number}'s text layer is unusable and OCR is off.",
-                            page=page.number, unusable_share=round(bad, 3))
+                parsed.warn(
+                    "PAGE_TEXT_UNUSABLE",
+                    f"Page {page.number}'s text layer is unusable and OCR is off.",
+                    page=page.number,
+                    unusable_share=round(bad, 3),
+                )
                 page.lines = []
             pages.append(page)
             if page.number not in to_ocr:
                 on_page(page.number, count, False)
-        ocr_blocks = _ocr_pages(doc, to_ocr, pages, languages, tmp_dir, page_timeout_s, on_page, count, parsed,
-                                ocr_workers)
+        ocr_blocks = _ocr_pages(
+            doc, to_ocr, pages, languages, tmp_dir, page_timeout_s, on_page, count, parsed, ocr_workers
+        )
     finally:
         doc.close()
     text_pages = [p for p in pages if p.number not in ocr_blocks]
     furniture = _furniture(text_pages) if len(text_pages) >= 3 else set()
     body = _body_size(text_pages)
-    big = sorted({round(line.size * 2) / 2 for p in text_pages for line in p.lines
-                  if line.size >= body * 1.15 and len(line.text.strip()) <= 150}, reverse=True)[:5]
+    big = sorted(
+        {
+            round(line.size * 2) / 2
+            for p in text_pages
+            for line in p.lines
+            if line.size >= body * 1.15 and len(line.text.strip()) <= 150
+        },
+        reverse=True,
+    )[:5]
     per_page: dict[int, list[DocBlock]] = {}
     for page in pages:
         if page.number in ocr_blocks:
@@ -379,8 +403,9 @@ def read_pdf(
 
 def drop_furniture_blocks(per_page: dict[int, list[DocBlock]]) -> None:
     """What the line-level pass cannot see (OCR'd pages, a header that became its own block): among each page's
-    first two and last three blocks, those whose digit-blind text repeats there on at least half the pages (and on
-    three), and bare page numbers."""
+    first two and last three blocks, the short ones whose digit-blind text repeats there on at least half the pages
+    (and on three) — a paragraph that a document repeats is body text —, and bare page numbers."""
+
     def key(b: DocBlock) -> str:
         return re.sub(r"\d+", "#", b.text.lstrip("# ").strip().lower())
 
@@ -395,7 +420,8 @@ def drop_furniture_blocks(per_page: dict[int, list[DocBlock]]) -> None:
         drop = set()
         for i in edges[n]:
             text = blocks[i].text.lstrip("# ").strip()
-            if (counts[key(blocks[i])] >= need and len(per_page) >= 3) or (_PAGE_NUMBER.match(text) and len(text) <= 20):
+            repeated = counts[key(blocks[i])] >= need and len(per_page) >= 3 and len(text) <= MAX_FURNITURE_CHARS
+            if repeated or (_PAGE_NUMBER.match(text) and len(text) <= 20):
                 drop.add(i)
         if drop:
             per_page[n] = [b for i, b in enumerate(blocks) if i not in drop]
@@ -443,8 +469,9 @@ def _ocr_pages(
     if not numbers:
         return {}
     if ocr.executable() is None:
-        parsed.warn("OCR_UNAVAILABLE", "Pages without a usable text layer were skipped: OCR is not installed.",
-                    pages=numbers)
+        parsed.warn(
+            "OCR_UNAVAILABLE", "Pages without a usable text layer were skipped: OCR is not installed.", pages=numbers
+        )
         for n in numbers:
             on_page(n, count, False)
         return {}
@@ -462,9 +489,10 @@ def _ocr_pages(
             image = tmp_dir / f"page-{n}.png"
             bitmap.to_pil().save(image)
             images[n] = image
-        except Exception as exc:  # noqa: BLE001 - a damaged page is a warning
-            parsed.warn("PAGE_UNREADABLE", f"Page {n} could not be rendered for OCR.", page=n,
-                        detail=type(exc).__name__)
+        except Exception as exc:
+            parsed.warn(
+                "PAGE_UNREADABLE", f"Page {n} could not be rendered for OCR.", page=n, detail=type(exc).__name__
+            )
             on_page(n, count, False)
     if detect and images:  # no text tells the script (a scan): ask Tesseract on the first page
         langs = ocr.detect_languages(images[min(images)], timeout_s) or langs

@@ -257,9 +257,7 @@ class DocumentService:
         title = (p.title or result.get("title") or att.filename or "Imported document")[:500]
         await ctx.progress("writing", None, None, "Writing the note")
         with anyio.CancelScope(shield=True):  # the note and the job's row, once the document is read
-            note = await self._knowledge.create_note(
-                CreateNoteParams(title=title, folder=p.folder, blocks=note_blocks)
-            )
+            note = await self._knowledge.create_note(CreateNoteParams(title=title, folder=p.folder, blocks=note_blocks))
             pages = result.get("pages")
             ocr_pages = [int(n) for n in result.get("ocr_pages", [])]
             warn_json = _dumps([w.model_dump(mode="json") for w in warnings])
@@ -330,15 +328,18 @@ class DocumentService:
         marks = ",".join("?" for _ in ids)
         rows = (
             await self._db.read(
-                lambda c: {r["job_id"]: r for r in c.execute(f"SELECT * FROM doc_imports WHERE job_id IN ({marks})", ids)}
+                lambda c: {
+                    r["job_id"]: r for r in c.execute(f"SELECT * FROM doc_imports WHERE job_id IN ({marks})", ids)
+                }
             )
             if ids
             else {}
         )
         items = [self._view(j, rows[j.job_id]) for j in page.items if j.job_id in rows]
         more = offset + len(page.items) < page.page.total
-        return DocumentImportPage(items=items, next_cursor=encode_cursor(offset + len(page.items)) if more else None,
-                                  has_more=more)
+        return DocumentImportPage(
+            items=items, next_cursor=encode_cursor(offset + len(page.items)) if more else None, has_more=more
+        )
 
     async def events(self, job_id: str, after_sequence: int = 0, limit: int = 200) -> CursorPage[StoredEvent]:
         return await self._jobs.events(

@@ -30,7 +30,11 @@ _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
 def decode(data: bytes, parsed: Parsed) -> str:
-    for bom, codec in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+    for bom, codec in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
         if data.startswith(bom):
             return data[len(bom) :].decode(codec, errors="replace")
     for codec in ("utf-8", "gb18030"):
@@ -76,11 +80,50 @@ def read_markdown(data: bytes) -> Parsed:
 
 # ---- HTML ----------------------------------------------------------------------------------------------------------
 
-_DROP = {"script", "style", "noscript", "template", "head", "iframe", "object", "embed", "svg", "math", "canvas",
-         "select", "button", "input", "textarea", "nav"}
+_DROP = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "iframe",
+    "object",
+    "embed",
+    "svg",
+    "math",
+    "canvas",
+    "select",
+    "button",
+    "input",
+    "textarea",
+    "nav",
+}
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-_BLOCKISH = {"p", "div", "section", "article", "main", "header", "footer", "aside", "figure", "figcaption", "address",
-             "li", "dd", "dt", "dl", "center", "form", "fieldset", "details", "summary", "body", "html", "span"}
+_BLOCKISH = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "aside",
+    "figure",
+    "figcaption",
+    "address",
+    "li",
+    "dd",
+    "dt",
+    "dl",
+    "center",
+    "form",
+    "fieldset",
+    "details",
+    "summary",
+    "body",
+    "html",
+    "span",
+}
 
 
 def read_html(data: bytes) -> Parsed:
@@ -148,8 +191,10 @@ class _HtmlWalker:
             self.add("quote", quote_text(join_lines(_text(el).split("\n"))))
         elif tag == "table":
             self.flush()
-            rows = [[_text(c) for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
-                    for tr in el.iter("tr")]
+            rows = [
+                [_text(c) for c in tr if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+                for tr in el.iter("tr")
+            ]
             caption = el.find("caption")
             if caption is not None:
                 self.add("paragraph", clean_inline(caption.text_content()))

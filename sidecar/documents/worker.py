@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -84,7 +83,7 @@ def _read_image(path: Path, params: dict[str, Any], limits: dict[str, Any]) -> A
     try:
         with Image.open(path) as im:
             im.convert("L").save(tmp / "image.png")
-    except Exception as exc:  # noqa: BLE001 - PIL's many decode errors
+    except Exception as exc:
         raise DocumentUnreadable(
             "The image could not be decoded.", details={"reason": "IMAGE_UNREADABLE", "detail": type(exc).__name__}
         ) from None
@@ -124,12 +123,20 @@ def serve(stdin: TextIO, out: WorkerOutput) -> None:
         except SidecarError as exc:
             out.error(rid, exc.code, exc.message, exc.details)
         except MemoryError:
-            out.error(rid, DOCUMENT_UNREADABLE, "The document needs more memory than an import may use.",
-                      {"reason": "MEMORY_LIMIT"})
-        except Exception as exc:  # noqa: BLE001 - a parser's own failure on a damaged file
+            out.error(
+                rid,
+                DOCUMENT_UNREADABLE,
+                "The document needs more memory than an import may use.",
+                {"reason": "MEMORY_LIMIT"},
+            )
+        except Exception as exc:
             logger.warning("parse failed", exc_info=True)
-            out.error(rid, DOCUMENT_UNREADABLE, "The document could not be read: it is damaged.",
-                      {"reason": "PARSER_ERROR", "detail": type(exc).__name__})
+            out.error(
+                rid,
+                DOCUMENT_UNREADABLE,
+                "The document could not be read: it is damaged.",
+                {"reason": "PARSER_ERROR", "detail": type(exc).__name__},
+            )
         else:
             out.result(rid, data)
 

@@ -73,6 +73,7 @@ def test_a_failed_step_skips_only_what_depends_on_it(tmp_path: Path) -> None:
         "export": "skipped",
         "theme": "skipped",
         "benchmark": "ok",
+        "document": "skipped",
     }
     transcribe = steps[0]
     assert transcribe.details["error"] == {
@@ -81,7 +82,7 @@ def test_a_failed_step_skips_only_what_depends_on_it(tmp_path: Path) -> None:
         "details": {},
     }
     assert steps[4].details["reason"] == "needs search"
-    assert "demo [1/9] transcribe failed (" in err.getvalue()
+    assert "demo [1/10] transcribe failed (" in err.getvalue()
     assert "ESPEAK_UNAVAILABLE: espeak-ng is not installed" in err.getvalue()
 
 
@@ -91,11 +92,11 @@ def test_a_wire_error_fails_its_step_with_the_sidecars_code(tmp_path: Path) -> N
     err = io.StringIO()
     run_steps(_demo(tmp_path, quiet=True), steps, err)
     assert [s.name for s in steps if s.status == "failed"] == ["plugin"]
-    assert [s.name for s in steps if s.status == "skipped"] == ["agent"]
+    assert [s.name for s in steps if s.status == "skipped"] == ["agent", "document"]
     assert steps[3].details["error"]["code"] == "PLUGIN_INCOMPATIBLE"
-    assert sorted(ran) == sorted(name for name, _, _ in STEPS if name != "agent")
+    assert sorted(ran) == sorted(name for name, _, _ in STEPS if name not in ("agent", "document"))
     # quiet: only the failure is printed
-    line = r"demo \[4/9\] plugin failed \(\d+\.\d s\): PLUGIN_INCOMPATIBLE: the plugin needs a newer app\n"
+    line = r"demo \[4/10\] plugin failed \(\d+\.\d s\): PLUGIN_INCOMPATIBLE: the plugin needs a newer app\n"
     assert re.fullmatch(line, err.getvalue()), err.getvalue()
 
 
@@ -181,7 +182,8 @@ def test_a_failed_prepare_fails_its_step_when_it_runs(tmp_path: Path) -> None:
     agent.prepare = prepare
     run_steps(_demo(tmp_path, quiet=True), steps, io.StringIO())
     assert agent.status == "failed" and agent.details["error"]["code"] == "PROVIDER_NOT_FOUND"
-    assert "agent" not in ran and all(s.status == "ok" for s in steps if s is not agent)
+    assert "agent" not in ran and all(s.status == "ok" for s in steps if s.name not in ("agent", "document"))
+    assert next(s for s in steps if s.name == "document").status == "skipped"  # it needs the agent
 
 
 class FakeClient:

@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.skipif(not speech.have_espeak(), reason="espeak-ng is not installed"),
 ]
 
-NEEDS_TRANSCRIPT = ["note", "search", "agent", "render", "export", "theme"]
+NEEDS_TRANSCRIPT = ["note", "search", "agent", "render", "export", "theme", "document"]
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ pytestmark = [
     pytest.mark.skipif(bool(os.environ.get("SIDECAR_CMD")), reason="against the binary: test_demo_binary_e2e.py"),
 ]
 
-STEPS = ["transcribe", "note", "search", "plugin", "agent", "render", "export", "theme", "benchmark"]
+STEPS = ["transcribe", "note", "search", "plugin", "agent", "render", "export", "theme", "benchmark", "document"]
 MODEL_DIR = ROOT / ".cache" / "local-model"
 
 
@@ -66,7 +66,7 @@ def test_every_step_is_ok_in_order_and_the_command_exits_0(demo: dict[str, Any])
             assert not Path(rel).is_absolute() and (demo["out"] / rel).is_file(), (step["name"], rel)
     # a progress line per step on stderr, the human summary on stdout
     for i, name in enumerate(STEPS, start=1):
-        assert re.search(rf"^demo \[{i}/9\] {name} ok \(\d+\.\d s\)$", done.stderr, re.M), done.stderr
+        assert re.search(rf"^demo \[{i}/10\] {name} ok \(\d+\.\d s\)$", done.stderr, re.M), done.stderr
     assert "every step ok" in done.stdout
     for name in STEPS:
         assert re.search(rf"^  {name} +ok +\d+\.\d s", done.stdout, re.M), done.stdout
@@ -102,6 +102,11 @@ def test_summary_carries_the_ids_to_look_up_next(demo: dict[str, Any]) -> None:
     assert len(_step(demo, "export")["details"]["job_ids"]) == 3
     assert len(_step(demo, "theme")["details"]["job_ids"]) == 1
     assert _step(demo, "benchmark")["details"]["status"] == "completed"
+    # issue 31: the PDF it built is imported, found with its page, and the agent's answer cites that page
+    doc = _step(demo, "document")["details"]
+    assert doc["status"] == "completed" and doc["pages"] >= 2 and doc["ocr_pages"] == []
+    assert 2 <= doc["search_page"] <= doc["pages"]
+    assert any(c["page"] == doc["search_page"] and c["note_id"] == doc["note_id"] for c in doc["citations"])
 
 
 def test_the_trace_shows_the_mcp_tool_call(demo: dict[str, Any]) -> None:

@@ -280,8 +280,11 @@ def _theme_install(w: Wire, home: Path, rng: random.Random, i: int) -> str:
 
 
 def _document_import(w: Wire, home: Path, rng: random.Random, i: int) -> str:
-    """pdf.js's 14-page paper (issue 31): a kill while the worker reads it, while its note is written, or after."""
-    paper = Path(__file__).resolve().parents[1] / "fixtures" / "documents" / "pdfjs" / "tracemonkey.pdf"
+    """pypdf's 19-page data model (issue 31): a kill while the worker reads it, while its note is written, or after."""
+    from tests.documents.oracle import PDFS, need_corpus
+
+    need_corpus()
+    paper = PDFS / "GeoBase_NHNC1_Data_Model_UML_EN.pdf"
     attachment = w.result("attachments/import", {"path": str(paper)})["attachment_id"]
     return _to_kill_point(w, rng, w.sc.request("documents/imports/create", {"attachment_id": attachment}), "job_id")
 
