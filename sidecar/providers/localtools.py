@@ -381,7 +381,7 @@ def arguments_prompt(tool: MetonaToolDef) -> str:
     required = set(schema.get("required") or ())
     lines = []
     for key, spec in (schema.get("properties") or {}).items():
-        kind = str(spec.get("type") or "any")
+        kind = shape(spec)
         if spec.get("enum"):
             kind += ", one of " + "|".join(str(v) for v in spec["enum"])
         need = "required" if key in required else "optional"
@@ -390,6 +390,24 @@ def arguments_prompt(tool: MetonaToolDef) -> str:
     description = " ".join(tool.description.split())
     args = "\n".join(lines)
     return f"# Tool\n{tool.name}: {description}\n\nArguments:\n{args}\n\n{OPTIONAL_RULE}\n{FORMAT}"
+
+
+def shape(spec: dict[str, Any], depth: int = 0) -> str:
+    """An argument's type in a few words, nested ones spelled out: ``array of object {name: string, tags?:
+    array of string}``."""
+    kind = str(spec.get("type") or "any")
+    items = spec.get("items")
+    if kind == "array" and isinstance(items, dict):
+        return f"array of {shape(items, depth)}"
+    keys = spec.get("properties")
+    if kind == "object" and isinstance(keys, dict) and keys and depth < 3:
+        required = set(spec.get("required") or ())
+        inner = ", ".join(
+            f"{k}{'' if k in required else '?'}: {shape(v, depth + 1) if isinstance(v, dict) else 'any'}"
+            for k, v in keys.items()
+        )
+        return f"object {{{inner}}}"
+    return kind
 
 
 def tool_summary(tool: MetonaToolDef) -> str:
@@ -557,22 +575,24 @@ def arguments_prefix(decision_text: str) -> str:
     return decision_text.rstrip() + ', "arguments": '
 
 
-def arguments_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+def arguments_schema(parameters: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
     """The tool's parameter schema reduced to what constrains the output (types, enums, properties, required,
-    items); descriptions and defaults dropped; objects closed (no property the tool does not declare). Optional
-    numbers are left out (their defaults apply): the grammar bounds no digit count, and the 0.5B model was measured
-    writing ``"top_k": 100000000000…`` until the token limit."""
+    items — nested objects and arrays too, as the IR extension ``properties``/``required`` carries them);
+    descriptions and defaults dropped; objects that declare their keys closed (no property the tool does not
+    declare), a nested object that declares none left open. Optional numbers are left out (their defaults apply):
+    the grammar bounds no digit count, and the 0.5B model was measured writing ``"top_k": 100000000000…`` until
+    the token limit."""
     out: dict[str, Any] = {k: v for k, v in parameters.items() if k in _KEEP and k not in ("properties", "items")}
     if isinstance(parameters.get("properties"), dict):
         required = set(parameters.get("required") or ())
         out["properties"] = {
-            k: arguments_schema(v)
+            k: arguments_schema(v, top=False)
             for k, v in parameters["properties"].items()
             if isinstance(v, dict) and (k in required or v.get("type") not in _OPTIONAL_LEFT_OUT)
         }
     if isinstance(parameters.get("items"), dict):
-        out["items"] = arguments_schema(parameters["items"])
-    if out.get("type") == "object" or "properties" in out:
+        out["items"] = arguments_schema(parameters["items"], top=False)
+    if top or "properties" in out:
         out.setdefault("type", "object")
         out.setdefault("properties", {})
         out["additionalProperties"] = False

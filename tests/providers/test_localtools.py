@@ -201,7 +201,7 @@ def test_the_arguments_prompt_shows_the_chosen_tool_in_full() -> None:
     assert prompt.startswith("# Tool\nwrite_file: Write a UTF-8 text file in the workspace. mode: create or append.\n")
     assert "- path (string, required): Relative path.\n" in prompt
     assert "- mode (string, one of create|append, optional): How.\n" in prompt
-    assert "- tags (array, optional): Tags.\n" in prompt
+    assert "- tags (array of string, optional): Tags.\n" in prompt
     assert prompt.endswith(f"{lt.OPTIONAL_RULE}\n{lt.FORMAT}")
 
 
