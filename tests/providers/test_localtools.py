@@ -117,6 +117,7 @@ def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     )
     assert f"- {signature}: Write a UTF-8 text file in the workspace\n" in prompt
     assert lt.FORMAT in prompt and lt.GUIDANCE in prompt
+    assert not re.search(r"notes|files|date|time|arithmetic", lt.GUIDANCE)  # no built-in tool's kind named
     assert lt.first_sentence("查询天气。返回温度") == "查询天气"
     assert lt.first_sentence("no stop at all") == "no stop at all"
 
@@ -316,15 +317,31 @@ def test_the_router_overrules_the_model_only_by_more_than_the_margin_and_only_be
     assert lt.choice_regex(["read_file"], answer=False) == '(read_file)"'
 
 
-def test_no_router_example_is_a_benchmark_or_held_out_request() -> None:
+def _measured_prompts() -> list[str]:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    seen = {json.loads(line)["prompt"] for line in (root / "datasets/agent-core-v1/cases.jsonl").open(encoding="utf-8")}
+    seen = [json.loads(line)["prompt"] for line in (root / "datasets/agent-core-v1/cases.jsonl").open(encoding="utf-8")]
     heldout = root / "tests/fixtures/tool_decisions_heldout.jsonl"
-    seen |= {json.loads(line)["prompt"] for line in heldout.open(encoding="utf-8") if line.strip()}
+    return seen + [json.loads(line)["prompt"] for line in heldout.open(encoding="utf-8") if line.strip()]
+
+
+def test_no_router_example_is_a_benchmark_or_held_out_request() -> None:
     examples = {x for group in lt.ROUTES.values() for x in group} | {q for q, _ in lt.EXAMPLES}
-    assert not examples & seen
+    assert not examples & set(_measured_prompts())
+
+
+def test_no_router_example_paraphrases_a_benchmark_or_held_out_request() -> None:
+    """With the router's own embedder, no example is as near to a measured request as a paraphrase is
+    ("src 目录包含哪些文件？" beside "src 目录下都有什么文件？" was 0.91; the nearest kept example is 0.67)."""
+    from sidecar.embeddings import default_embedder
+
+    prompts = _measured_prompts()
+    examples = [x for group in lt.ROUTES.values() for x in group] + [q for q, _ in lt.EXAMPLES]
+    vectors = default_embedder().embed([*examples, *prompts])
+    cosine = vectors[: len(examples)] @ vectors[len(examples) :].T
+    nearest = {examples[i]: prompts[int(cosine[i].argmax())] for i in range(len(examples)) if cosine[i].max() >= 0.7}
+    assert nearest == {}
 
 
 # ---- the adapter's steps -------------------------------------------------------------------------------------
