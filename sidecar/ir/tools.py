@@ -36,6 +36,11 @@ class MetonaParamField(WireModel):
     description: str
     enum: list[str] | None = None
     items: MetonaParamField | None = None
+    properties: dict[str, MetonaParamField] | None = None
+    """IR extension: the keys of an ``object`` field (a nested schema, as a plugin's tool declares it); absent
+    where the object's keys are not declared."""
+    required: list[str] | None = None
+    """IR extension: the keys of ``properties`` that an ``object`` field must have."""
 
 
 class MetonaToolParams(WireModel):

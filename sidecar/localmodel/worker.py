@@ -39,24 +39,53 @@ from ..workers.protocol import Cancel, Request, WorkerOutput, read_requests
 from . import assets, convert
 
 META_FILE = "metona-model.json"
-_LOOP = re.compile(r"(.{2,16}?)\1{7,}$", re.DOTALL)
-LOOP_TAIL = 256
+EXPRESSION_REPEATS = 8
+"""Repeats of a unit that looks like a piece of arithmetic (a digit and ``+``, ``*``, ``/`` or a spaced ``-``:
+``" / 60"``) that end a generation: such output does not repeat itself legitimately."""
+CONTENT_REPEATS = 128
+"""Repeats of any other unit of 1–16 characters that end a generation: far more than legitimate content repeats a
+short unit (a Markdown table's ``| --- ``, a checklist's ``- [ ] ``, a CSV row of zeros), and a runaway number
+(``1000000…``) is caught here too."""
+MAX_UNIT = 16
+LOOP_TAIL = MAX_UNIT * CONTENT_REPEATS
 """Characters of the latest output that :class:`LoopGuard` looks at."""
+_EXPRESSION = re.compile(r"(?=.*\d)(?=.*(?:[+*/]| - ))", re.DOTALL)
+
+
+def repeats_at_end(text: str, size: int, most: int) -> int:
+    """How many times (at most ``most``) ``text`` ends with its last ``size`` characters in a row."""
+    unit = text[-size:]
+    count = 0
+    end = len(text)
+    while count < most and end >= size and text[end - size : end] == unit:
+        count += 1
+        end -= size
+    return count
 
 
 class LoopGuard:
-    """Tells when a generation has fallen into a loop: its output ends with the same 2–16 characters (not all one
-    character) eight times or more in a row (``17.5 * 60 / 60 / 60 / 60 …``, seen in the 0.5B model's tool
-    arguments: greedy decoding never leaves such a loop, and it ran to the 384-token limit, ~15 s). A job's
-    ``stop_on_loop`` ends its generation there (``finish``: ``loop``)."""
+    """Tells when a generation has fallen into a loop: its output ends with the same unit of 1–16 characters
+    repeated :data:`EXPRESSION_REPEATS` times when the unit is a piece of arithmetic (``17.5 * 60 / 60 / 60 …``,
+    seen in the 0.5B model's tool arguments: greedy decoding never leaves such a loop, and it ran to the token
+    limit), else :data:`CONTENT_REPEATS` times (a file's content legitimately repeats a short unit a few dozen
+    times: eight repeats ended a Markdown table's separator row). A job's ``stop_on_loop`` ends its generation
+    there (``finish``: ``loop``)."""
 
     def __init__(self) -> None:
         self.tail = ""
 
     def feed(self, text: str) -> bool:
         self.tail = (self.tail + text)[-LOOP_TAIL:]
-        match = _LOOP.search(self.tail)
-        return match is not None and len(set(match.group(1))) > 1  # one character over and over: a rule, padding
+        return any(self._loops(size) for size in range(1, MAX_UNIT + 1))
+
+    def _loops(self, size: int) -> bool:
+        unit = self.tail[-size:]
+        if len(unit) < size:
+            return False
+        if size > 1 and len(set(unit)) == 1:
+            return False  # "----": counted once, as a unit of one character
+        need = EXPRESSION_REPEATS if size > 1 and _EXPRESSION.match(unit) else CONTENT_REPEATS
+        return repeats_at_end(self.tail, size, need) >= need
 
 
 class Worker:

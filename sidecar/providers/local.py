@@ -249,10 +249,11 @@ class LocalAdapter(BaseAdapter):
     async def _tool_step(
         self, request: MetonaRequest, tools: list[Any], asm: StreamAssembler, steps: list[dict[str, Any]]
     ) -> bool:
-        """The constrained decision and arguments (:mod:`.localtools`); True when a tool call was emitted, False
-        when the answer is to be written (the decision said so, the turn has made enough calls or every offered
-        tool has succeeded in it, the model is unsure of a further tool after a result, the arguments were cut
-        short, or the call repeats one of the turn's)."""
+        """The constrained decision and arguments (:mod:`.localtools`); True when the step answered (a tool call
+        was emitted, or the user was asked which file a write should go to), False when the answer is to be
+        written (the decision said so, the turn has made enough calls or every offered tool has succeeded in it,
+        the model is unsure of a further tool after a result, a write names no file and the request speaks of
+        none, the arguments were cut short — the user is told first — or the call repeats one of the turn's)."""
         calls = localtools.turn_calls(request.messages)
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
@@ -303,11 +304,14 @@ class LocalAdapter(BaseAdapter):
             return False
         tool = next(t for t in tools if t.name == choice)
         if not localtools.grounded(tool, request.messages):
+            if localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
+                await asm.text(localtools.which_file(request.messages))
+                return True
             return False
         schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
-        args: dict[str, Any] | None = {}
+        args: dict[str, Any] = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
             full_tool = {"role": "system", "content": localtools.arguments_prompt(tool)}
@@ -318,9 +322,14 @@ class LocalAdapter(BaseAdapter):
                 "json_schema": schema,
                 "stop_on_loop": True,  # a looping argument is cut short: the answer is written instead
             }
-            steps.append(await self._generate(payload, keep, asm))
-            args = localtools.parse_arguments("".join(written))
-        if args is None or localtools.repeated(choice, args, request.messages):
+            step = await self._generate(payload, keep, asm)
+            steps.append(step)
+            parsed = localtools.parse_arguments("".join(written))
+            if parsed is None:  # cut short (the token limit, the loop guard): the user is told, then answered
+                await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages) + "\n\n")
+                return False
+            args = parsed
+        if localtools.repeated(choice, args, request.messages):
             return False
         await asm.tool_call(name=choice, args=args)
         return True

@@ -182,6 +182,10 @@ def test_schema_conversion_of_refs_optionals_literals_lists() -> None:
     assert props["tags"]["type"] == "array" and props["tags"]["items"]["type"] == "string"
     assert props["inner"]["type"] == "object" and "keys: a" in props["inner"]["description"]
     assert props["inners"]["type"] == "array" and props["inners"]["items"]["type"] == "object"
+    nested = {"a": {"type": "number", "description": "A number. (integer)"}}  # the IR extension: keys carried
+    assert props["inner"]["properties"] == nested and props["inner"]["required"] == ["a"]
+    assert props["inners"]["items"]["properties"] == nested and props["inners"]["items"]["required"] == ["a"]
+    assert "properties" not in props["tags"] and "required" not in props["choice"]  # absent, not null
     assert props["ratio"]["type"] == "number"
 
 

@@ -1,9 +1,9 @@
-"""The local model worker's loop guard (pure: no model): a generation whose output ends with the same few
-characters eight times in a row is stopped."""
+"""The local model worker's loop guard (pure: no model): a generation whose output ends with the same piece of
+arithmetic eight times in a row is stopped; content that repeats a short unit is stopped only far later."""
 
 from __future__ import annotations
 
-from sidecar.localmodel.worker import LOOP_TAIL, LoopGuard
+from sidecar.localmodel.worker import CONTENT_REPEATS, EXPRESSION_REPEATS, LOOP_TAIL, LoopGuard
 
 
 def feed(pieces: list[str]) -> int | None:
@@ -12,20 +12,33 @@ def feed(pieces: list[str]) -> int | None:
     return next((i for i, piece in enumerate(pieces) if guard.feed(piece)), None)
 
 
-def test_a_repeated_unit_stops_the_generation_at_its_eighth_repeat() -> None:
+def test_a_repeated_piece_of_arithmetic_stops_the_generation_at_its_eighth_repeat() -> None:
     pieces = ['{"expression": "17.5 * 60', *[" / 60"] * 20]
+    assert EXPRESSION_REPEATS == 8
     assert feed(pieces) == 8  # the piece that makes " / 60" eight times in a row
+    assert feed(["2", *[" + 1"] * 8]) == 8 and feed(["2", *[" + 1"] * 7]) is None
 
 
-def test_legitimate_output_is_not_a_loop() -> None:
+def test_legitimate_content_that_repeats_a_short_unit_is_not_a_loop() -> None:
     assert feed(['{"path": "notes.md", "content": "', "- buy milk\n- eggs\n", "| a | b |\n| --- | --- |\n"]) is None
     assert feed(["60 * 60 * 24 * 7", " = one week in seconds"]) is None
-    assert feed(["-" * 40]) is None  # one character repeated (a rule) is not a loop of a unit
-    assert feed(["ab" * 7]) is None and feed(["ab" * 8]) == 0
+    assert feed(["-" * 40]) is None  # a rule
+    table = "| " + " | ".join(f"c{i}" for i in range(30)) + " |\n" + "|---" * 30 + "|\n"
+    assert feed(['{"path": "t.md", "content": "', table, "| x " * 30, '|"}']) is None
+    assert feed(["id,a,b,c\n", "0," * 100, "0\n", "0,0,0,0\n" * 40]) is None  # CSV zeros
+    assert feed(["# To do\n", "- [ ] \n" * 50]) is None  # an empty checklist
+    assert feed(["-1,-1,-1,-1,-1,-1,-1,-1,-1,-1"]) is None  # a minus sign is no operator
+
+
+def test_content_repeating_far_more_than_any_document_would_is_a_loop() -> None:
+    assert feed(["|---" * (CONTENT_REPEATS - 1)]) is None and feed(["|---" * CONTENT_REPEATS]) == 0
+    assert feed(['{"top_k": 1', "0" * (CONTENT_REPEATS - 1)]) is None
+    assert feed(['{"top_k": 1', *["0"] * CONTENT_REPEATS]) == CONTENT_REPEATS  # a runaway number, a token at a time
 
 
 def test_the_guard_looks_at_the_latest_output_only() -> None:
     guard = LoopGuard()
-    assert not guard.feed("x" + " / 60" * 5)
-    assert not guard.feed("y" * LOOP_TAIL)  # the early repeats are out of the window (one character: no loop)
+    filler = "".join(chr(0x4E00 + i) for i in range(LOOP_TAIL))  # no unit repeats in it
+    assert not guard.feed(" / 60" * 7 + filler[:-3])
     assert len(guard.tail) == LOOP_TAIL
+    assert not guard.feed(" / 60")  # the early repeats are out of the window: one repeat in view

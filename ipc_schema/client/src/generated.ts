@@ -991,6 +991,17 @@ type: ("string" | "number" | "boolean" | "object" | "array")
 description: string
 enum?: string[]
 items?: MetonaParamField
+/**
+ * IR extension: the keys of an ``object`` field (a nested schema, as a plugin's tool declares it); absent
+ * where the object's keys are not declared.
+ */
+properties?: {
+[k: string]: MetonaParamField
+}
+/**
+ * IR extension: the keys of ``properties`` that an ``object`` field must have.
+ */
+required?: string[]
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

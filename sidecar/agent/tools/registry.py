@@ -364,11 +364,39 @@ def param_field(prop: dict[str, Any], defs: dict[str, Any], *, top: bool = False
     items = None
     if kind == "array" and isinstance(node.get("items"), dict):
         items = param_field(node["items"], defs, depth=depth + 1)
+    properties, required = _object_fields(node, defs, depth) if kind == "object" else (None, None)
     hints = _hints(node, kind)
     text = description.strip() or node.get("title") or kind
     if hints:
         text = f"{text} ({', '.join(hints)})"
-    return MetonaParamField(type=cast(MetonaParamType, kind), description=text, enum=enum, items=items)
+    return MetonaParamField(
+        type=cast(MetonaParamType, kind),
+        description=text,
+        enum=enum,
+        items=items,
+        properties=properties,
+        required=required,
+    )
+
+
+def _object_fields(
+    node: dict[str, Any], defs: dict[str, Any], depth: int
+) -> tuple[dict[str, MetonaParamField] | None, list[str] | None]:
+    """An object's declared keys as fields (the IR extension ``properties``/``required``), so a nested schema
+    reaches the model and the local provider's decoder whole. An optional key whose schema the IR cannot express
+    (a union of types) is left out (the tool applies its default); a required one fails the whole field."""
+    raw = node.get("properties")
+    if not isinstance(raw, dict) or not raw:
+        return None, None
+    needed = [r for r in node.get("required") or () if isinstance(r, str) and r in raw]
+    fields: dict[str, MetonaParamField] = {}
+    for key, sub in raw.items():
+        try:
+            fields[str(key)] = param_field(sub if isinstance(sub, dict) else {}, defs, depth=depth + 1)
+        except ValueError:
+            if key in needed:
+                raise
+    return fields or None, [r for r in needed if r in fields] or None
 
 
 def _enum(node: dict[str, Any]) -> list[str] | None:

@@ -1,0 +1,135 @@
+"""A plugin tool's nested argument schema reaches the local provider's decoder whole (the IR extension
+``properties``/``required`` on MetonaParamField): the MCP tool's declaration, the wire, the arguments schema the
+decoder is constrained by, the arguments prompt, and the call the adapter emits, checked against the server's own
+schema. No model: the generations are scripted.
+
+The schema is ``create_entities`` of the reference MCP server ``@modelcontextprotocol/server-memory`` (the
+interface its README documents: an array of objects, each with a name, a type and an array of observations),
+as its ``tools/list`` publishes it (zod → JSON Schema draft-07). None of the servers installed in tools/mcp-ref
+(server-everything, mcp-server-time) has a tool with a nested argument."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from sidecar.ir import MetonaRiskLevel, MetonaToolDef
+from sidecar.mcp_host.tools import McpTool
+from sidecar.providers import localtools as lt
+
+from .support import request
+from .test_localtools import ScriptedRuntime, run
+
+pytestmark = pytest.mark.anyio
+
+CREATE_ENTITIES: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "entities": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "description": "The name of the entity"},
+                    "entityType": {"type": "string", "description": "The type of the entity"},
+                    "observations": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "An array of observation contents associated with the entity",
+                    },
+                },
+                "required": ["name", "entityType", "observations"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["entities"],
+    "additionalProperties": False,
+    "$schema": "http://json-schema.org/draft-07/schema#",
+}
+ARGS = {"entities": [{"name": "Ann_Lee", "entityType": "person", "observations": ["Prefers morning meetings"]}]}
+
+
+def memory_tool(schema: dict[str, Any] = CREATE_ENTITIES) -> McpTool:
+    async def never(*_: Any) -> Any:
+        raise AssertionError("not called")
+
+    return McpTool(
+        plugin_id="memory",
+        mcp_name="create_entities",
+        description="Create multiple new entities in the knowledge graph",
+        input_schema=schema,
+        risk=MetonaRiskLevel.LOW,
+        timeout_ms=1000,
+        call=never,
+    )
+
+
+def test_the_declaration_carries_the_nested_schema_and_survives_the_wire() -> None:
+    declared = memory_tool().declaration("memory__create_entities")
+    wire = declared.model_dump(mode="json")
+    entities = wire["parameters"]["properties"]["entities"]
+    assert wire["parameters"]["required"] == ["entities"]
+    assert entities["type"] == "array" and entities["items"]["type"] == "object"
+    assert entities["items"]["required"] == ["name", "entityType", "observations"]
+    inner = entities["items"]["properties"]
+    assert inner["name"] == {"type": "string", "description": "The name of the entity"}
+    assert inner["observations"]["type"] == "array" and inner["observations"]["items"]["type"] == "string"
+    assert MetonaToolDef.model_validate(json.loads(json.dumps(wire))) == declared
+
+
+def test_the_decoder_is_constrained_by_the_nested_schema() -> None:
+    declared = memory_tool().declaration("memory__create_entities")
+    schema = lt.arguments_schema(declared.parameters.model_dump(mode="json", exclude_none=True))
+    item = schema["properties"]["entities"]["items"]
+    assert item["additionalProperties"] is False and item["required"] == ["name", "entityType", "observations"]
+    assert item["properties"]["observations"] == {"type": "array", "items": {"type": "string"}}
+    jsonschema.validate(ARGS, schema)
+    assert memory_tool().parse_args(ARGS) == ARGS  # what the decoder may write, the server accepts
+    for bad in (
+        {"entities": [{"name": "Ann_Lee", "entityType": "person"}]},  # a required nested key missing
+        {"entities": [{**ARGS["entities"][0], "age": 3}]},  # an undeclared nested key
+        {"entities": "Ann_Lee"},  # a string where the server wants an array (the IR's fallback before)
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    prompt = lt.arguments_prompt(declared)
+    assert "- entities (array of object {name: string, entityType: string, observations: array of string}" in prompt
+
+
+def test_an_object_that_declares_no_keys_stays_open_and_an_unexpressible_optional_key_is_left_out() -> None:
+    loose = {
+        "type": "object",
+        "properties": {
+            "filter": {"type": "object", "description": "Any filter."},
+            "page": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "integer", "description": "Page size."},
+                    "cursor": {"type": ["string", "integer"], "description": "Opaque cursor."},  # a union
+                },
+                "required": ["size"],
+            },
+        },
+        "required": ["filter", "page"],
+    }
+    params = memory_tool(loose).declaration("x").parameters.model_dump(mode="json", exclude_none=True)
+    assert set(params["properties"]["page"]["properties"]) == {"size"}
+    schema = lt.arguments_schema(params)
+    assert schema["properties"]["filter"] == {"type": "object"}  # open: any keys
+    jsonschema.validate({"filter": {"status": "open", "tags": ["a"]}, "page": {"size": 10}}, schema)
+
+
+async def test_the_adapter_calls_a_plugin_tool_with_nested_arguments() -> None:
+    declared = memory_tool().declaration("memory__create_entities").model_dump(mode="json")
+    text = json.dumps(ARGS)
+    runtime = ScriptedRuntime(['memory__create_entities"'], [text[i : i + 9] for i in range(0, len(text), 9)])
+    ask = [{"role": "user", "content": "Remember that Ann Lee prefers morning meetings.", "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=ask, tools=[declared]))
+    assert response.tool_calls and response.tool_calls[0].name == "memory__create_entities"
+    assert response.tool_calls[0].args == ARGS
+    sent = runtime.payloads[1]["json_schema"]
+    assert sent["properties"]["entities"]["items"]["required"] == ["name", "entityType", "observations"]
