@@ -109,6 +109,9 @@ class TranscriptionJob(Phase2Model):
     status: JobStatus
     progress: JobProgress | None = None
     language: str | None = None
+    script: Literal["simplified", "traditional"] = Field(
+        "simplified", description="The characters a Chinese (zh, yue) transcript is written in (from the locale)."
+    )
     diarization_enabled: bool
     word_timestamps: bool = False
     duration: float | None = Field(None, description="Seconds of decoded audio (once known).")
@@ -155,6 +158,13 @@ class CreateTranscriptionParams(Params):
     diarization: bool = True
     word_timestamps: bool = False
     profile_id: str = Field("default", min_length=1, max_length=100)
+    locale: str | None = Field(
+        None,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$",
+        description="The reader's BCP 47 locale; decides the script of a Chinese transcript: zh-TW, zh-HK, zh-MO,"
+        " zh-Hant → traditional characters; anything else → the app's locale (config app.locale), else simplified.",
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Business context only; not model input (at most 16 KiB as JSON)."
     )
