@@ -228,10 +228,14 @@ def first_segment(data: Path, tmp: Path) -> None:
                 msg = sc.next(3600)
                 if isinstance(msg, dict) and msg.get("method") == "event" and msg["params"]["subscription_id"] == sub:
                     seen.setdefault(msg["params"]["event"], time.perf_counter() - t0)
+                    if msg["params"]["event"] == "Segment":
+                        seen["last Segment"] = time.perf_counter() - t0
                     if msg["params"]["event"] in {"Completed", "Failed", "Cancelled"}:
                         break
             marks = ", ".join(
-                f"{name} {seen[name]:.2f} s" for name in ("Segment", "DiarizationStarted", "Completed") if name in seen
+                f"{name} {seen[name]:.2f} s"
+                for name in ("TranscriptionStarted", "Segment", "last Segment", "DiarizationStarted", "Completed")
+                if name in seen
             )
             print(f"[7] {seconds:.0f} s file, default profile, diarization on, {label}: {marks} ({load()})")
     finally:

@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,7 @@ class Models:
     def __init__(self) -> None:
         self._whisper: dict[tuple[str, str], Any] = {}
         self._diarizer: tuple[tuple[Any, ...], Diarizer] | None = None
+        self._diarizer_lock = threading.Lock()  # built in a background thread while a job transcribes
 
     def whisper(self, path: Path, compute_type: str, threads: int) -> Any:
         key = (str(path), compute_type)
@@ -60,9 +62,10 @@ class Models:
 
     def diarizer(self, files: DiarizationFiles, settings: dict[str, Any]) -> Diarizer:
         key = (files, tuple(sorted(settings.items())))
-        if self._diarizer is None or self._diarizer[0] != key:
-            self._diarizer = (key, Diarizer(files, settings))
-        return self._diarizer[1]
+        with self._diarizer_lock:
+            if self._diarizer is None or self._diarizer[0] != key:
+                self._diarizer = (key, Diarizer(files, settings))
+            return self._diarizer[1]
 
 
 def trim_memory() -> None:
@@ -226,9 +229,14 @@ def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
             raise JobError(exc.code, exc.message, reason=exc.reason, **exc.details) from None
         samples = audio_mod.open_samples(decoded)
         files = _diarization_files(req, warnings) if req.get("diarize") else None
-        result = _transcribe(whisper, samples, decoded.duration, req, profile, emit)
-        if files is not None and result["segments"]:
-            _diarize(req, models, files, samples, decoded, result["segments"], warnings, emit)
+        build = _DiarizerBuild(req, files, models, warnings) if files is not None else None
+        result = _transcribe(
+            whisper, samples, decoded.duration, req, profile, emit, after_first_window=build.start if build else None
+        )
+        if build is not None and result["segments"]:
+            _diarize(build, samples, decoded, result["segments"], emit)
+        elif build is not None:
+            build.wait()  # nothing was said: no speakers to find (the build's warnings still count)
         result["warnings"] = warnings
         result["duration"] = round(decoded.duration, 3)
         return result
@@ -236,18 +244,42 @@ def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
         raw.unlink(missing_ok=True)
 
 
+class _DiarizerBuild:
+    """The diarizer, built in a thread started once the first window is transcribed: the first job that asks for
+    speakers imports torch and pyannote (tens of seconds on a busy machine) while Whisper decodes the rest, not
+    after it — and not before the first words either."""
+
+    def __init__(
+        self, req: dict[str, Any], files: DiarizationFiles, models: Models, warnings: list[dict[str, Any]]
+    ) -> None:
+        self._args = (req, files, models, warnings)
+        self._thread: threading.Thread | None = None
+        self._diarizer: Diarizer | None = None
+
+    def _run(self) -> None:
+        self._diarizer = _prepare_diarizer(*self._args)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="diarizer-build", daemon=True)
+            self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def result(self) -> Diarizer | None:
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+        return self._diarizer
+
+
 def _diarize(
-    req: dict[str, Any],
-    models: Models,
-    files: DiarizationFiles,
-    samples: Any,
-    decoded: audio_mod.Decoded,
-    segments: list[dict[str, Any]],
-    warnings: list[dict[str, Any]],
-    emit: Emit,
+    build: _DiarizerBuild, samples: Any, decoded: audio_mod.Decoded, segments: list[dict[str, Any]], emit: Emit
 ) -> None:
     """Speakers for the finished transcript: turns over the whole recording, then one ``SpeakersAssigned``."""
-    diarizer = _prepare_diarizer(req, files, models, warnings)  # the first job that asks imports torch + pyannote here
+    diarizer = build.result()
     if diarizer is None:
         return
     emit("DiarizationStarted", {})
@@ -268,7 +300,14 @@ def _diarize(
 
 
 def _transcribe(
-    whisper: Any, samples: Any, duration: float, req: dict[str, Any], profile: dict[str, Any], emit: Emit
+    whisper: Any,
+    samples: Any,
+    duration: float,
+    req: dict[str, Any],
+    profile: dict[str, Any],
+    emit: Emit,
+    *,
+    after_first_window: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     language = req.get("language") or (None if profile.get("multilingual", True) else "en")
     emit("TranscriptionStarted", {"duration": round(duration, 3), "language": language})
@@ -277,7 +316,7 @@ def _transcribe(
     words = bool(req.get("word_timestamps"))
     detected: str | None = language
     last_progress = 0.0
-    for offset, chunk in audio_mod.windows(samples):
+    for offset, chunk in audio_mod.windows(samples, first_s=audio_mod.FIRST_WINDOW_S):
         pieces, info = whisper.transcribe(
             chunk,
             language=detected,
@@ -303,6 +342,8 @@ def _transcribe(
                 done = min(duration, offset + seg.end)
                 emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
         trim_memory()
+        if after_first_window is not None:
+            after_first_window()
         done = min(duration, offset + chunk.shape[0] / audio_mod.SAMPLE_RATE)
         emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
     segments = cleaner.segments
