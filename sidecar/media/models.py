@@ -42,6 +42,7 @@ class TranscriptionProfile(Phase2Model):
     description: str
     model: Literal["whisper-base", "whisper-tiny.en"]
     multilingual: bool
+    languages: list[str] = Field(description="The Whisper language codes this profile transcribes.")
     compute_type: str = "int8"
     beam_size: int = 5
     vad_filter: bool = True
@@ -59,15 +60,20 @@ PROFILES: dict[str, TranscriptionProfile] = {
     for p in (
         TranscriptionProfile(
             profile_id="default",
-            description="Whisper base, multilingual (99 languages), language auto-detected.",
+            description="Whisper base, multilingual (99 languages, Mandarin included), language auto-detected; Chinese"
+            " in simplified characters unless the locale asks for traditional. The default for Chinese and for an"
+            " undetected language: the only multilingual model the packages ship (Mandarin CER and RTF:"
+            " scripts/bench/bench_transcription.py --real).",
             model="whisper-base",
             multilingual=True,
+            languages=sorted(WHISPER_LANGUAGES),
         ),
         TranscriptionProfile(
             profile_id="en-fast",
             description="Whisper tiny.en: English only, about 4x faster than base.",
             model="whisper-tiny.en",
             multilingual=False,
+            languages=["en"],
         ),
     )
 }

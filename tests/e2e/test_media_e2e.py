@@ -331,6 +331,7 @@ def test_profiles_are_data(sc: Sidecar, transcribing: None) -> None:
     items = {p["profile_id"]: p for p in sc.result("media/profiles/list", {})["items"]}
     assert items["default"]["model"] == "whisper-base" and items["default"]["multilingual"] is True
     assert items["en-fast"]["model"] == "whisper-tiny.en" and items["en-fast"]["multilingual"] is False
+    assert items["en-fast"]["languages"] == ["en"] and {"zh", "en"} <= set(items["default"]["languages"])
     for p in items.values():
         assert p["available"] is True and p["vad_filter"] is True and p["beam_size"] >= 1
         assert p["diarization"]["segmentation_step"] > 0

@@ -1940,6 +1940,10 @@ profile_id: string
 description: string
 model: ("whisper-base" | "whisper-tiny.en")
 multilingual: boolean
+/**
+ * The Whisper language codes this profile transcribes.
+ */
+languages: string[]
 compute_type?: string
 beam_size?: number
 vad_filter?: boolean
