@@ -147,8 +147,8 @@ def _chars(text: str) -> list[str]:
     return list(re.sub(r"[\W_]+", "", fold(text)))
 
 
-def cer(reference: str, hypothesis: str) -> float:
-    """Character error rate over simplified characters, punctuation and spaces dropped."""
+def char_errors(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(edits, reference characters) over simplified characters, punctuation and spaces dropped."""
     ref, hyp = _chars(reference), _chars(hypothesis)
     prev = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
@@ -156,7 +156,12 @@ def cer(reference: str, hypothesis: str) -> float:
         for j, h in enumerate(hyp, 1):
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
         prev = cur
-    return prev[-1] / max(1, len(ref))
+    return prev[-1], len(ref)
+
+
+def cer(reference: str, hypothesis: str) -> float:
+    edits, chars = char_errors(reference, hypothesis)
+    return edits / max(1, chars)
 
 
 def real_speech(audio_dir: Path, data: Path) -> None:
@@ -170,6 +175,7 @@ def real_speech(audio_dir: Path, data: Path) -> None:
         model, _ = load_raw(resolve.ensure_whisper_model(source), profile)
         print(f"[6] {pid} ({profile.model}), {load()}")
         rates: dict[str, list[float]] = {"zh": [], "en": []}
+        pooled = [0, 0]  # Mandarin: edits, reference characters over all clips
         decode = audio = 0.0
         for clip in clips:
             if not profile.multilingual and clip["language"] != "en":
@@ -192,7 +198,10 @@ def real_speech(audio_dir: Path, data: Path) -> None:
             else:
                 text = " ".join(pieces)
             if clip["language"] == "zh":
-                rate, name = cer(clip["reference"], text), "CER"
+                edits, chars = char_errors(clip["reference"], text)
+                pooled[0] += edits
+                pooled[1] += chars
+                rate, name = edits / max(1, chars), "CER"
             else:
                 rate, name = speech.wer(clip["reference"], text), "WER"
             rates[clip["language"]].append(rate)
@@ -205,6 +214,8 @@ def real_speech(audio_dir: Path, data: Path) -> None:
             for lang, v in rates.items()
             if v
         )
+        if pooled[1]:
+            summary += f", pooled CER (zh) {pooled[0] / pooled[1]:.3f} ({pooled[0]}/{pooled[1]} characters)"
         print(f"[6] {pid}: {summary}; RTF over all clips {decode / max(audio, 1e-9):.2f}")
 
 
