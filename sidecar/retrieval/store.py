@@ -6,8 +6,8 @@ SQLite is switched in one transaction, so a query sees either the old or the new
 * ``kb_fts_<suffix>``: ``block_id, note_id, text, text_hash`` with a native inverted index on ``text``, ICU
   word segmentation (Chinese without a dictionary download, English words), lower-cased, ASCII-folded, English
   stemming and stop words (they do not touch CJK tokens). Chinese is folded to simplified characters (OpenCC) in
-  the indexed text and in the query alike, so either script finds the other (issue 34). Rows added after the index was built are still
-  searched (LanceDB scans unindexed fragments); :meth:`maybe_optimize` folds them in.
+  the indexed text and in the query alike, so either script finds the other (issue 34). Rows added after the
+  index was built are still searched (LanceDB scans unindexed fragments); :meth:`maybe_optimize` folds them in.
 * ``kb_vec_<suffix>``: ``block_id, note_id, text_hash, vector`` (fixed-size float32 list).
 
 Each write is one LanceDB commit (a new table version); a crash mid-write leaves the previous version, so no
