@@ -124,9 +124,16 @@ def open_render(settings: Settings, children: ChildSupervisor, tg: TaskGroup) ->
 
 
 async def open_media(
-    settings: Settings, storage: Storage, knowledge: KnowledgeService, worker: WorkerClient, *, tmp_dir: Path
+    settings: Settings,
+    storage: Storage,
+    knowledge: KnowledgeService,
+    worker: WorkerClient,
+    *,
+    tmp_dir: Path,
+    config: ConfigService | None = None,
 ) -> MediaService:
-    """Transcription jobs; the models run in ``worker`` (a child process started on the first job)."""
+    """Transcription jobs; the models run in ``worker`` (a child process started on the first job). ``config``
+    gives the app's locale (``app.locale``: the script of Chinese transcripts)."""
     media = MediaService(
         storage.db,
         storage.jobs,
@@ -136,6 +143,7 @@ async def open_media(
         tmp_dir=tmp_dir,
         whisper_model_dir=engines.model_dir(settings.whisper_model_dir, "whisper_models"),
         diarization_model_dir=engines.model_dir(settings.diarization_model_dir, "diarization_models"),
+        app_locale=(lambda: config.get("app.locale")) if config is not None else None,
     )
     await media.migrate()
     return media
@@ -252,7 +260,12 @@ async def open_services(
     await plugins.migrate()
     await plugins.start()
     media = await open_media(
-        settings, storage, knowledge, WorkerClient(children, tg), tmp_dir=settings.data_dir / "tmp" / "media"
+        settings,
+        storage,
+        knowledge,
+        WorkerClient(children, tg),
+        tmp_dir=settings.data_dir / "tmp" / "media",
+        config=config,
     )
     # export: jobs (kind "export") over the AST → html/pdf/docx, parsed and written in the export worker (a child,
     # started on the first export); PDF and DOCX rasters use the render browser

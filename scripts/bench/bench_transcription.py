@@ -16,8 +16,16 @@ Audio is made here with espeak-ng (tests/support/speech.py: voices A, B, C, B, 1
 4. WER on a generated multi-voice English set, per profile (from the sidecar's transcripts).
 5. Peak RSS (VmHWM) of the worker while it transcribes a ``--long-minutes`` file (en-fast, with diarization);
    goal < 1.5 GB.
+6. ``--real``: real speech nobody here recorded (datasets/speech-real: AISHELL-1/2, WenetSpeech, LibriSpeech,
+   JFK, ... with their published transcripts): per clip and per profile, CER for Mandarin (both sides folded to
+   simplified, punctuation and spaces dropped) and WER for English, language detected, RTF; raw faster-whisper in
+   this process with the profile's settings and the sidecar's script conversion. Goals (issue 34): Mandarin CER
+   ≤ 0.10 and English WER ≤ 0.05 with the default profile and language detection, RTF ≤ 0.5.
+7. ``--first-segment``: a cold sidecar (fresh process, no worker) and a ≈60 s file with diarization on: seconds
+   from ``media/transcriptions/create`` to the first ``Segment`` event, to ``DiarizationStarted`` and to
+   ``Completed``; then the same on the now warm worker. Goal (issue 34): first segment within 5 s, cold.
 
-The machine is shared (2 cores): figures are noisy.
+The machine is shared (2 cores): figures are noisy; each section prints the load average beside its figures.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from sidecar.core.chinese import SIMPLIFIED, converter, fold  # noqa: E402
 from sidecar.media import resolve  # noqa: E402
 from sidecar.media.models import PROFILES  # noqa: E402
 from tests.support import speech  # noqa: E402
@@ -108,6 +117,142 @@ def vm_hwm_mb(pid: int) -> float:
     return float("nan")
 
 
+REAL = ROOT / "datasets" / "speech-real"
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def real_clips(audio_dir: Path) -> list[dict[str, Any]]:
+    """The manifest's clips present in ``audio_dir`` with the right sha256 (others are reported and skipped)."""
+    import hashlib
+    import json
+
+    clips = []
+    for clip in json.loads((REAL / "manifest.json").read_text("utf-8"))["clips"]:
+        path = audio_dir / clip["file"]
+        if not path.is_file():
+            print(f"[6] skipped {clip['file']}: not in {audio_dir} (datasets/speech-real/README.md says where from)")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != clip["sha256"]:
+            print(f"[6] skipped {clip['file']}: sha256 differs from the manifest")
+        else:
+            clips.append({**clip, "path": path})
+    return clips
+
+
+def _chars(text: str) -> list[str]:
+    import re
+
+    return list(re.sub(r"[\W_]+", "", fold(text)))
+
+
+def char_errors(reference: str, hypothesis: str) -> tuple[int, int]:
+    """(edits, reference characters) over simplified characters, punctuation and spaces dropped."""
+    ref, hyp = _chars(reference), _chars(hypothesis)
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1], len(ref)
+
+
+def cer(reference: str, hypothesis: str) -> float:
+    edits, chars = char_errors(reference, hypothesis)
+    return edits / max(1, chars)
+
+
+def real_speech(audio_dir: Path, data: Path) -> None:
+    """Figure 6: per clip and per profile, error rate and RTF on real speech."""
+    clips = real_clips(audio_dir)
+    if not clips:
+        return
+    to_simplified = converter(SIMPLIFIED)
+    for pid, profile in PROFILES.items():
+        source = resolve.locate_whisper(profile.model, data / "models", None)
+        model, _ = load_raw(resolve.ensure_whisper_model(source), profile)
+        print(f"[6] {pid} ({profile.model}), {load()}")
+        rates: dict[str, list[float]] = {"zh": [], "en": []}
+        pooled = [0, 0]  # Mandarin: edits, reference characters over all clips
+        decode = audio = 0.0
+        for clip in clips:
+            if not profile.multilingual and clip["language"] != "en":
+                continue
+            t0 = time.perf_counter()
+            segments, info = model.transcribe(
+                str(clip["path"]),
+                language=None if profile.multilingual else "en",
+                beam_size=profile.beam_size,
+                vad_filter=profile.vad_filter,
+                vad_parameters={"min_silence_duration_ms": profile.vad_min_silence_ms},
+                condition_on_previous_text=profile.condition_on_previous_text,
+            )
+            pieces = [s.text.strip() for s in segments]
+            took = time.perf_counter() - t0
+            decode += took
+            audio += info.duration
+            if info.language in ("zh", "yue"):
+                text = "".join(to_simplified(p) for p in pieces)
+            else:
+                text = " ".join(pieces)
+            if clip["language"] == "zh":
+                edits, chars = char_errors(clip["reference"], text)
+                pooled[0] += edits
+                pooled[1] += chars
+                rate, name = edits / max(1, chars), "CER"
+            else:
+                rate, name = speech.wer(clip["reference"], text), "WER"
+            rates[clip["language"]].append(rate)
+            print(
+                f"    {clip['file']:40s} {clip['split']:7s} detected {info.language:3s} {name} {rate:.3f}"
+                f"  RTF {took / info.duration:.2f}  {text}"
+            )
+        summary = ", ".join(
+            f"mean {'CER' if lang == 'zh' else 'WER'} ({lang}, {len(v)} clips) {statistics.mean(v):.3f}"
+            for lang, v in rates.items()
+            if v
+        )
+        if pooled[1]:
+            summary += f", pooled CER (zh) {pooled[0] / pooled[1]:.3f} ({pooled[0]}/{pooled[1]} characters)"
+        print(f"[6] {pid}: {summary}; RTF over all clips {decode / max(audio, 1e-9):.2f}")
+
+
+def first_segment(data: Path, tmp: Path) -> None:
+    """Figure 7: cold sidecar → first Segment event of a ≈60 s file with diarization on; then warm."""
+    wav = tmp / "sixty.wav"
+    turns = speech.conversation(wav, repeat=3)
+    seconds = turns[-1].end + speech.GAP_S
+    # the base model's one-off assembly (two package parts → one file, once per data directory) is not start-up
+    resolve.ensure_whisper_model(resolve.locate_whisper("whisper-base", data / "models", None))
+    sc = Sidecar(data, env={"METONA_LOG_LEVEL": "WARNING"})
+    try:
+        sc.initialize()
+        for label in ("cold (worker start + model load)", "warm"):
+            att = sc.result("attachments/import", {"path": str(wav)})["attachment_id"]
+            t0 = time.perf_counter()
+            job = sc.result("media/transcriptions/create", {"attachment_id": att, "diarization": True})
+            sub = sc.result("events/subscribe", {"resource_id": job["job_id"]})["subscription_id"]
+            seen: dict[str, float] = {}
+            while True:
+                msg = sc.next(3600)
+                if isinstance(msg, dict) and msg.get("method") == "event" and msg["params"]["subscription_id"] == sub:
+                    seen.setdefault(msg["params"]["event"], time.perf_counter() - t0)
+                    if msg["params"]["event"] == "Segment":
+                        seen["last Segment"] = time.perf_counter() - t0
+                    if msg["params"]["event"] in {"Completed", "Failed", "Cancelled"}:
+                        break
+            marks = ", ".join(
+                f"{name} {seen[name]:.2f} s"
+                for name in ("TranscriptionStarted", "Segment", "last Segment", "DiarizationStarted", "Completed")
+                if name in seen
+            )
+            print(f"[7] {seconds:.0f} s file, default profile, diarization on, {label}: {marks} ({load()})")
+    finally:
+        sc.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3, help="the conversation repeated N times (≈23 s each)")
@@ -115,9 +260,20 @@ def main() -> None:
     ap.add_argument("--skip-long", action="store_true")
     ap.add_argument("--only-long", action="store_true", help="only figure 5")
     ap.add_argument("--runs", type=int, default=3, help="warm runs per profile (medians)")
+    ap.add_argument("--real", action="store_true", help="only figure 6 (real speech, datasets/speech-real)")
+    ap.add_argument("--real-dir", type=Path, default=REAL / "audio", help="where the real clips are")
+    ap.add_argument("--first-segment", action="store_true", help="only figure 7 (cold start to the first segment)")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     tmp = Path(tempfile.mkdtemp(prefix="bench-transcription-"))
+    if args.real or args.first_segment:
+        data = tmp / "data"
+        data.mkdir()
+        if args.real:
+            real_speech(args.real_dir, data)
+        if args.first_segment:
+            first_segment(data, tmp)
+        return
     wav = tmp / "conversation.wav"
     turns = speech.conversation(wav, repeat=args.repeat)
     duration = turns[-1].end + speech.GAP_S

@@ -1,6 +1,10 @@
 """``metona-sidecar transcribe FILE``: the transcription service for people (progress on stderr, transcript on
 stdout).
 
+The first words show within seconds: with ``--format text`` and no diarization each line goes to stdout as soon as
+it is recognised (the transcript is those lines); otherwise each recognised line is shown on stderr as it comes,
+and the finished transcript (with speakers, or as SRT/WebVTT/JSON) goes to stdout at the end.
+
 It runs the same :class:`~sidecar.media.service.MediaService`, JobManager and worker process as the sidecar
 (built by :func:`sidecar.wiring.open_transcriber`), over a throw-away database (the file is not added to the
 user's data); only the models folder of the data directory is shared, so the base model is assembled once for both.
@@ -13,10 +17,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 from sidecar.media.formats import FORMATS
+from sidecar.media.notes import clock
 
 from .output import bar, start_cli
 
@@ -28,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=Path, help="wav, mp3, m4a/aac, ogg/opus, flac or webm")
     p.add_argument("--profile", default="default", choices=sorted(PROFILES), help="server-side profile")
     p.add_argument("--language", default=None, help="a Whisper language code (default: detect)")
+    p.add_argument(
+        "--locale", default=None, help="the reader's locale: zh-TW, zh-HK, zh-Hant → traditional Chinese characters"
+    )
     p.add_argument("--diarize", action="store_true", help="label speakers (pyannote.audio)")
     p.add_argument("--words", action="store_true", help="word timestamps (json output)")
     p.add_argument("--format", default="text", choices=FORMATS, help="output on stdout")
@@ -69,14 +78,18 @@ async def _run(ns: argparse.Namespace) -> int:
                     diarization=ns.diarize,
                     word_timestamps=ns.words,
                     profile_id=ns.profile,
+                    locale=ns.locale,
                 )
                 job = await media.create(params)
+                live = ns.format == "text" and not ns.diarize  # the streamed lines are the transcript
                 with log.listen(job.job_id) as events:
                     current = await media.get(job.job_id)
                     while not current.status.terminal:
                         with anyio.move_on_after(0.5):
                             ev = await events.receive()
-                            if not ns.quiet:
+                            if ev.event == "Segment":
+                                _show_segment(ev.data, live, ns.quiet)
+                            elif not ns.quiet:
                                 pct = ev.data.get("percent") if ev.event == "Progress" else None
                                 sys.stderr.write(_bar(pct, ev.event if ev.event != "Progress" else "transcribing"))
                                 sys.stderr.flush()
@@ -92,9 +105,21 @@ async def _run(ns: argparse.Namespace) -> int:
                 detail = current.error.details.get("reason", "")
                 sys.stderr.write(f"error: {current.error.code}: {current.error.message} {detail}\n")
                 return 1
-            sys.stdout.write(render(current, ns.format))
-            sys.stdout.flush()
+            if not live:
+                sys.stdout.write(render(current, ns.format))
+                sys.stdout.flush()
             return 0
+
+
+def _show_segment(data: dict[str, Any], live: bool, quiet: bool) -> None:
+    """A recognised segment as it comes: the transcript's line on stdout (``live``), else a line on stderr."""
+    text = str(data.get("text", ""))
+    if live:
+        sys.stdout.write(f"{text}\n")
+        sys.stdout.flush()
+    elif not quiet:
+        sys.stderr.write(f"\r\x1b[K[{clock(float(data.get('start_time', 0.0)))}] {text}\n")
+        sys.stderr.flush()
 
 
 def main(argv: list[str]) -> int:

@@ -19,6 +19,12 @@ KNOWN_KEYS: dict[str, tuple[tuple[type, ...], Any, str]] = {
         [],
         "absolute folders the agent's file tools may read and write (nothing outside them; empty: no file access)",
     ),
+    "app.locale": (
+        (str,),
+        None,
+        "the app's BCP 47 locale (e.g. zh-CN, zh-TW): Chinese transcripts are in traditional characters for zh-TW,"
+        " zh-HK, zh-MO, zh-Hant, else simplified (a request's own locale wins)",
+    ),
     "agent.maxIterations": ((int,), 20, "ReAct iterations of a run when agent/runs/create gives none (1-200)"),
     "agent.permissionTimeoutMs": (
         (int,),

@@ -19,6 +19,9 @@ from .errors import TRANSCRIPTION_FAILED, UNSUPPORTED_AUDIO_FORMAT
 
 SAMPLE_RATE = 16_000
 WINDOW_S = 120.0  # transcription window: two minutes of samples (and their features) in memory at a time
+FIRST_WINDOW_S = 10.0
+"""The first window is short: Whisper yields a window's segments only once its 30 s chunk is decoded, so the first
+words of a recording arrive after the decoding of at most 10 s of speech, not 30 (issue 34: first words fast)."""
 SPLIT_SEARCH_S = 8.0  # a window ends at the quietest 0.1 s within its last seconds
 TRUNCATED_RATIO = 0.9  # decoded < 90 % of the declared duration → truncated
 
@@ -170,8 +173,9 @@ def _quiet_point(samples: Any, lo: int, hi: int) -> int:
     return lo + int(np.argmin(energy)) * frame + frame // 2
 
 
-def windows(samples: Any, window_s: float = WINDOW_S) -> Iterator[tuple[float, Any]]:
-    """``(offset_seconds, float32 array)`` windows of at most ``window_s``, cut at a quiet moment."""
+def windows(samples: Any, window_s: float = WINDOW_S, first_s: float | None = None) -> Iterator[tuple[float, Any]]:
+    """``(offset_seconds, float32 array)`` windows of at most ``window_s`` (the first of at most ``first_s``), each
+    cut at a quiet moment of its last ``SPLIT_SEARCH_S`` seconds."""
     import numpy as np
 
     total = samples.shape[0]
@@ -179,7 +183,7 @@ def windows(samples: Any, window_s: float = WINDOW_S) -> Iterator[tuple[float, A
     search = int(SPLIT_SEARCH_S * SAMPLE_RATE)
     start = 0
     while start < total:
-        end = min(start + size, total)
+        end = min(start + (size if start or first_s is None else int(first_s * SAMPLE_RATE)), total)
         if end < total:
             end = _quiet_point(samples, max(start + 1, end - search), end)
         yield start / SAMPLE_RATE, np.array(samples[start:end], dtype=np.float32)

@@ -2,14 +2,17 @@
 
 One worker process at a time (jobs of the kind run one after another by default), started on the first job (its
 own process group, stopped with the sidecar) and kept with its models loaded for the next job; it is stopped
-after ``idle_s`` without work. A cancelled job kills the worker's group at once (the next job starts a fresh one);
+after ``idle_s`` without work (env ``METONA_MEDIA_IDLE_S``, default 300 s; 0 keeps it until the sidecar stops:
+a warm worker starts a job's first words without the worker's start and the model's load). A cancelled job
+kills the worker's group at once (the next job starts a fresh one);
 a worker that cannot start, breaks the protocol or dies mid-job fails that job with ``TRANSCRIPTION_FAILED``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -24,8 +27,26 @@ from sidecar.workers.supervisor import ChildSupervisor
 
 from . import errors
 
+logger = logging.getLogger(__name__)
 OnEvent = Callable[[str, dict[str, Any]], Awaitable[None]]
 DEFAULT_IDLE_S = 300.0
+
+
+def idle_from_env(environ: Mapping[str, str] = os.environ) -> float:
+    """``METONA_MEDIA_IDLE_S`` (seconds ≥ 0) or the default; a bad value is logged and ignored."""
+    raw = environ.get("METONA_MEDIA_IDLE_S")
+    if raw is None or not raw.strip():
+        return DEFAULT_IDLE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        logger.warning("METONA_MEDIA_IDLE_S=%r is not a number of seconds >= 0: using %g s", raw, DEFAULT_IDLE_S)
+        return DEFAULT_IDLE_S
+    return value
+
+
 KILL_GRACE_S = 0.3
 HELLO_TIMEOUT_S = 60.0
 """The worker imports its pipeline (PyAV, numpy) before it says hello: seconds on a busy machine."""
@@ -47,7 +68,7 @@ def _error(error: Error) -> SidecarError:
 
 
 class WorkerClient:
-    def __init__(self, children: ChildSupervisor, task_group: TaskGroup, *, idle_s: float = DEFAULT_IDLE_S) -> None:
+    def __init__(self, children: ChildSupervisor, task_group: TaskGroup, *, idle_s: float | None = None) -> None:
         self._channel = WorkerChannel(
             children,
             task_group,
@@ -57,7 +78,7 @@ class WorkerClient:
             on_fault=_fault,
             on_error=_error,
             hello_timeout_s=HELLO_TIMEOUT_S,
-            idle_s=idle_s,
+            idle_s=idle_from_env() if idle_s is None else idle_s,
             stop_grace_s=KILL_GRACE_S,
         )
         self._lock = anyio.Lock()

@@ -42,6 +42,7 @@ class TranscriptionProfile(Phase2Model):
     description: str
     model: Literal["whisper-base", "whisper-tiny.en"]
     multilingual: bool
+    languages: list[str] = Field(description="The Whisper language codes this profile transcribes.")
     compute_type: str = "int8"
     beam_size: int = 5
     vad_filter: bool = True
@@ -59,15 +60,20 @@ PROFILES: dict[str, TranscriptionProfile] = {
     for p in (
         TranscriptionProfile(
             profile_id="default",
-            description="Whisper base, multilingual (99 languages), language auto-detected.",
+            description="Whisper base, multilingual (99 languages, Mandarin included), language auto-detected; Chinese"
+            " in simplified characters unless the locale asks for traditional. The default for Chinese and for an"
+            " undetected language: the only multilingual model the packages ship (Mandarin CER and RTF:"
+            " scripts/bench/bench_transcription.py --real).",
             model="whisper-base",
             multilingual=True,
+            languages=sorted(WHISPER_LANGUAGES),
         ),
         TranscriptionProfile(
             profile_id="en-fast",
             description="Whisper tiny.en: English only, about 4x faster than base.",
             model="whisper-tiny.en",
             multilingual=False,
+            languages=["en"],
         ),
     )
 }
@@ -109,6 +115,9 @@ class TranscriptionJob(Phase2Model):
     status: JobStatus
     progress: JobProgress | None = None
     language: str | None = None
+    script: Literal["simplified", "traditional"] = Field(
+        "simplified", description="The characters a Chinese (zh, yue) transcript is written in (from the locale)."
+    )
     diarization_enabled: bool
     word_timestamps: bool = False
     duration: float | None = Field(None, description="Seconds of decoded audio (once known).")
@@ -155,6 +164,13 @@ class CreateTranscriptionParams(Params):
     diarization: bool = True
     word_timestamps: bool = False
     profile_id: str = Field("default", min_length=1, max_length=100)
+    locale: str | None = Field(
+        None,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$",
+        description="The reader's BCP 47 locale; decides the script of a Chinese transcript: zh-TW, zh-HK, zh-MO,"
+        " zh-Hant → traditional characters; anything else → the app's locale (config app.locale), else simplified.",
+    )
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="Business context only; not model input (at most 16 KiB as JSON)."
     )

@@ -1,8 +1,12 @@
-"""One transcription job inside the worker: decode → (diarize) → transcribe window by window → result.
+"""One transcription job inside the worker: decode → transcribe window by window → (diarize) → result.
 
-``emit(event, data)`` reports ``ModelLoading``, ``DiarizationStarted``, ``DiarizationCompleted``,
-``TranscriptionStarted`` and ``Progress`` as they happen; the return value is the whole result. Failures raise
-:class:`JobError` (a seed error code + a stable reason); the worker reports them and stays alive.
+``emit(event, data)`` reports ``ModelLoading``, ``TranscriptionStarted``, ``Segment`` (each segment as soon as it is
+recognised, already cleaned, numbered and in the reader's script), ``Progress``, then with diarization
+``DiarizationStarted``, ``DiarizationCompleted`` and one ``SpeakersAssigned`` (``{"segments": [{segment_id,
+speaker}]}`` for every segment) as they happen; the return value is the whole result. Transcription comes first so
+that the first words reach the user within seconds of the start, and the diarization stack (torch, pyannote) is
+imported only when a job asks for speakers. Failures raise :class:`JobError` (a seed error code + a stable
+reason); the worker reports them and stays alive.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +47,7 @@ class Models:
     def __init__(self) -> None:
         self._whisper: dict[tuple[str, str], Any] = {}
         self._diarizer: tuple[tuple[Any, ...], Diarizer] | None = None
+        self._diarizer_lock = threading.Lock()  # built in a background thread while a job transcribes
 
     def whisper(self, path: Path, compute_type: str, threads: int) -> Any:
         key = (str(path), compute_type)
@@ -56,9 +62,10 @@ class Models:
 
     def diarizer(self, files: DiarizationFiles, settings: dict[str, Any]) -> Diarizer:
         key = (files, tuple(sorted(settings.items())))
-        if self._diarizer is None or self._diarizer[0] != key:
-            self._diarizer = (key, Diarizer(files, settings))
-        return self._diarizer[1]
+        with self._diarizer_lock:
+            if self._diarizer is None or self._diarizer[0] != key:
+                self._diarizer = (key, Diarizer(files, settings))
+            return self._diarizer[1]
 
 
 def trim_memory() -> None:
@@ -74,10 +81,11 @@ def _warning(code: str, message: str, **details: Any) -> dict[str, Any]:
     return {"code": code, "message": message, "details": details}
 
 
-def _prepare_diarizer(req: dict[str, Any], models: Models, warnings: list[dict[str, Any]]) -> Diarizer | None:
+def _diarization_files(req: dict[str, Any], warnings: list[dict[str, Any]]) -> DiarizationFiles | None:
+    """The diarization weights (stat calls only), or None with a warning: checked before transcribing."""
     configured = req.get("diarization_dir")
     try:
-        files = locate_diarization(Path(configured) if configured else None)
+        return locate_diarization(Path(configured) if configured else None)
     except ModelUnavailable as exc:
         warnings.append(
             _warning(
@@ -88,6 +96,11 @@ def _prepare_diarizer(req: dict[str, Any], models: Models, warnings: list[dict[s
             )
         )
         return None
+
+
+def _prepare_diarizer(
+    req: dict[str, Any], files: DiarizationFiles, models: Models, warnings: list[dict[str, Any]]
+) -> Diarizer | None:
     try:
         return models.diarizer(files, req["profile"].get("diarization", {}))
     except Exception as exc:  # torch / pyannote / torchaudio missing or broken
@@ -102,27 +115,40 @@ def _prepare_diarizer(req: dict[str, Any], models: Models, warnings: list[dict[s
         return None
 
 
-def _clean(segments: list[dict[str, Any]], duration: float) -> list[dict[str, Any]]:
-    """Sorted by start, never overlapping, within the audio, no negative duration, no empty text, no
-    back-to-back repeats."""
-    segments.sort(key=lambda s: (s["start_time"], s["end_time"]))
-    out: list[dict[str, Any]] = []
-    for s in segments:
-        s["start_time"] = min(s["start_time"], duration)
-        s["end_time"] = min(s["end_time"], duration)
+class SegmentCleaner:
+    """Segments as they stream out of Whisper, made valid one at a time: within the audio, no empty text, no
+    back-to-back repeat, never overlapping the previous one, no negative duration, numbered ``segment_001…``."""
+
+    def __init__(self, duration: float) -> None:
+        self._duration = duration
+        self._prev: dict[str, Any] | None = None
+        self.segments: list[dict[str, Any]] = []
+
+    def add(self, s: dict[str, Any]) -> dict[str, Any] | None:
+        """The segment as kept (numbered), or None when it is dropped."""
+        s["start_time"] = min(s["start_time"], self._duration)
+        s["end_time"] = min(s["end_time"], self._duration)
         if not s["text"]:
-            continue
-        if out:
-            prev = out[-1]
+            return None
+        prev = self._prev
+        if prev is not None:
             if s["text"] == prev["text"] and s["start_time"] - prev["end_time"] < 2.0:
-                continue  # a repeated line: Whisper's loop on a quiet tail
+                return None  # a repeated line: Whisper's loop on a quiet tail
             if s["start_time"] < prev["end_time"]:
                 s["start_time"] = prev["end_time"]
         s["end_time"] = max(s["end_time"], s["start_time"])
-        out.append(s)
-    for i, s in enumerate(out, 1):
-        s["segment_id"] = f"segment_{i:03d}"
-    return out
+        self._prev = s
+        self.segments.append(s)
+        s["segment_id"] = f"segment_{len(self.segments):03d}"
+        return s
+
+
+def _clean(segments: list[dict[str, Any]], duration: float) -> list[dict[str, Any]]:
+    """:class:`SegmentCleaner` over a whole list (sorted by start first)."""
+    cleaner = SegmentCleaner(duration)
+    for s in sorted(segments, key=lambda s: (s["start_time"], s["end_time"])):
+        cleaner.add(s)
+    return cleaner.segments
 
 
 def _segment(seg: Any, offset: float, words: bool) -> dict[str, Any]:
@@ -157,6 +183,24 @@ def _label(segments: list[dict[str, Any]], turns: list[Turn]) -> None:
             w["speaker"] = speaker_for(w["start"], w["end"], turns)
 
 
+CHINESE = frozenset({"zh", "yue"})
+"""Languages written in Han characters whose script (simplified or traditional) is the reader's choice."""
+
+
+def _script(req: dict[str, Any]) -> Callable[[str], str]:
+    from sidecar.core.chinese import SIMPLIFIED, ScriptChoice, converter
+
+    choice = req.get("script")
+    return converter(ScriptChoice(choice["script"], choice["config"]) if choice else SIMPLIFIED)
+
+
+def _in_script(seg: dict[str, Any], convert: Callable[[str], str]) -> dict[str, Any]:
+    seg["text"] = convert(seg["text"])
+    for w in seg["words"]:
+        w["word"] = convert(w["word"])
+    return seg
+
+
 def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
     profile = req["profile"]
     threads = int(req.get("threads") or os.cpu_count() or 1)
@@ -184,26 +228,15 @@ def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
         except audio_mod.AudioError as exc:
             raise JobError(exc.code, exc.message, reason=exc.reason, **exc.details) from None
         samples = audio_mod.open_samples(decoded)
-        turns: list[Turn] | None = None
-        if req.get("diarize"):
-            diarizer = _prepare_diarizer(req, models, warnings)
-            if diarizer is not None:
-                emit("DiarizationStarted", {})
-                t0 = time.monotonic()
-                turns = diarizer(samples)
-                audio_mod.release(samples, 0, decoded.samples)
-                trim_memory()
-                emit(
-                    "DiarizationCompleted",
-                    {
-                        "speakers": len({t.speaker for t in turns}),
-                        "turns": len(turns),
-                        "duration_ms": int((time.monotonic() - t0) * 1000),
-                    },
-                )
-        result = _transcribe(whisper, samples, decoded.duration, req, profile, emit)
-        if turns is not None:
-            _label(result["segments"], turns)
+        files = _diarization_files(req, warnings) if req.get("diarize") else None
+        build = _DiarizerBuild(req, files, models, warnings) if files is not None else None
+        result = _transcribe(
+            whisper, samples, decoded.duration, req, profile, emit, after_first_window=build.start if build else None
+        )
+        if build is not None and result["segments"]:
+            _diarize(build, samples, decoded, result["segments"], emit)
+        elif build is not None:
+            build.wait()  # nothing was said: no speakers to find (the build's warnings still count)
         result["warnings"] = warnings
         result["duration"] = round(decoded.duration, 3)
         return result
@@ -211,39 +244,109 @@ def run_job(req: dict[str, Any], models: Models, emit: Emit) -> dict[str, Any]:
         raw.unlink(missing_ok=True)
 
 
+class _DiarizerBuild:
+    """The diarizer, built in a thread started once the first window is transcribed: the first job that asks for
+    speakers imports torch and pyannote (tens of seconds on a busy machine) while Whisper decodes the rest, not
+    after it — and not before the first words either."""
+
+    def __init__(
+        self, req: dict[str, Any], files: DiarizationFiles, models: Models, warnings: list[dict[str, Any]]
+    ) -> None:
+        self._args = (req, files, models, warnings)
+        self._thread: threading.Thread | None = None
+        self._diarizer: Diarizer | None = None
+
+    def _run(self) -> None:
+        self._diarizer = _prepare_diarizer(*self._args)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="diarizer-build", daemon=True)
+            self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def result(self) -> Diarizer | None:
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+        return self._diarizer
+
+
+def _diarize(
+    build: _DiarizerBuild, samples: Any, decoded: audio_mod.Decoded, segments: list[dict[str, Any]], emit: Emit
+) -> None:
+    """Speakers for the finished transcript: turns over the whole recording, then one ``SpeakersAssigned``."""
+    diarizer = build.result()
+    if diarizer is None:
+        return
+    emit("DiarizationStarted", {})
+    t0 = time.monotonic()
+    turns = diarizer(samples)
+    audio_mod.release(samples, 0, decoded.samples)
+    trim_memory()
+    emit(
+        "DiarizationCompleted",
+        {
+            "speakers": len({t.speaker for t in turns}),
+            "turns": len(turns),
+            "duration_ms": int((time.monotonic() - t0) * 1000),
+        },
+    )
+    _label(segments, turns)
+    emit("SpeakersAssigned", {"segments": [{"segment_id": s["segment_id"], "speaker": s["speaker"]} for s in segments]})
+
+
 def _transcribe(
-    whisper: Any, samples: Any, duration: float, req: dict[str, Any], profile: dict[str, Any], emit: Emit
+    whisper: Any,
+    samples: Any,
+    duration: float,
+    req: dict[str, Any],
+    profile: dict[str, Any],
+    emit: Emit,
+    *,
+    after_first_window: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     language = req.get("language") or (None if profile.get("multilingual", True) else "en")
     emit("TranscriptionStarted", {"duration": round(duration, 3), "language": language})
-    segments: list[dict[str, Any]] = []
+    cleaner = SegmentCleaner(round(duration, 3))
+    convert = _script(req)
+    words = bool(req.get("word_timestamps"))
     detected: str | None = language
     last_progress = 0.0
-    for offset, chunk in audio_mod.windows(samples):
+    for offset, chunk in audio_mod.windows(samples, first_s=audio_mod.FIRST_WINDOW_S):
         pieces, info = whisper.transcribe(
             chunk,
             language=detected,
             beam_size=int(profile.get("beam_size", 5)),
             vad_filter=bool(profile.get("vad_filter", True)),
             vad_parameters={"min_silence_duration_ms": int(profile.get("vad_min_silence_ms", 500))},
-            word_timestamps=bool(req.get("word_timestamps")),
+            word_timestamps=words,
             condition_on_previous_text=bool(profile.get("condition_on_previous_text", False)),
         )
-        for seg in pieces:
-            segments.append(_segment(seg, offset, bool(req.get("word_timestamps"))))
+        window_language = detected or info.language
+        for seg in pieces:  # a generator: each segment as soon as its 30 s chunk is decoded
             if detected is None:
                 detected = info.language
+            item = _segment(seg, offset, words)
+            if window_language in CHINESE:
+                _in_script(item, convert)
+            kept = cleaner.add(item)
+            if kept is not None:
+                emit("Segment", kept)
             now = time.monotonic()
             if now - last_progress >= PROGRESS_EVERY_S:
                 last_progress = now
                 done = min(duration, offset + seg.end)
                 emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
         trim_memory()
+        if after_first_window is not None:
+            after_first_window()
         done = min(duration, offset + chunk.shape[0] / audio_mod.SAMPLE_RATE)
         emit("Progress", {"current": round(done, 2), "total": round(duration, 2)})
-    segments = _clean(segments, round(duration, 3))
-    return {
-        "language": detected if segments else language,
-        "segments": segments,
-        "text": " ".join(s["text"] for s in segments),
-    }
+    segments = cleaner.segments
+    final = detected if segments else language
+    joiner = "" if final in CHINESE else " "
+    return {"language": final, "segments": segments, "text": joiner.join(s["text"] for s in segments)}

@@ -14,11 +14,13 @@ import logging
 import shutil
 import sqlite3
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from sidecar.core.chinese import ScriptChoice, converter, resolve_script
 from sidecar.core.common import CursorPage, ErrorInfo, OperationResponse, Page, PageInfo
 from sidecar.jobs import JobContext, JobManager
 from sidecar.jobs.models import Job, JobStatus
@@ -46,7 +48,17 @@ logger = logging.getLogger(__name__)
 
 NOT_FOUND_CODE = errors.JOB_NOT_FOUND
 CANCELLED_ERROR = ErrorInfo(code=errors.TRANSCRIPTION_CANCELLED, message="The transcription was cancelled.")
-_FORWARDED_EVENTS = {"ModelLoading", "DiarizationStarted", "DiarizationCompleted", "TranscriptionStarted"}
+_FORWARDED_EVENTS = {
+    "ModelLoading",
+    "TranscriptionStarted",
+    "Segment",
+    "DiarizationStarted",
+    "DiarizationCompleted",
+    "SpeakersAssigned",
+}
+"""The worker's events that become the job's: ``Segment`` carries one TranscriptSegment as soon as it is recognised
+(speaker null); ``SpeakersAssigned`` carries ``{"segments": [{"segment_id", "speaker"}]}`` once diarization ends."""
+CHINESE = frozenset({"zh", "yue"})
 
 MIGRATIONS: list[str] = [
     """
@@ -78,6 +90,12 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (job_id, position)
     );
     """,
+    # issue 34: the reader's locale (request) and the script a Chinese transcript is written in
+    """
+    ALTER TABLE media_transcriptions ADD COLUMN locale TEXT;
+    ALTER TABLE media_transcriptions ADD COLUMN script TEXT NOT NULL DEFAULT 'simplified';
+    ALTER TABLE media_transcriptions ADD COLUMN script_config TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 
@@ -98,6 +116,7 @@ class MediaService:
         whisper_model_dir: Path | None = None,
         diarization_model_dir: Path | None = None,
         concurrency: int = 1,
+        app_locale: Callable[[], Awaitable[str | None]] | None = None,
     ) -> None:
         self._db = db
         self._jobs = jobs
@@ -107,6 +126,7 @@ class MediaService:
         self._tmp_dir = tmp_dir
         self._whisper_dir = whisper_model_dir
         self._diarization_dir = diarization_model_dir
+        self._app_locale = app_locale
         jobs.register_kind(TRANSCRIPTION_KIND, concurrency, failure_code="TRANSCRIPTION_FAILED")
 
     async def migrate(self) -> None:
@@ -189,11 +209,12 @@ class MediaService:
             )
         await self._check_audio(p.attachment_id)
         job_id = f"{TRANSCRIPTION_KIND}_{uuid.uuid4().hex}"
+        script = await self._script(p.locale)
 
         def insert(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO media_transcriptions (job_id, attachment_id, profile_id, language_req, diarization,"
-                " word_timestamps, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                " word_timestamps, metadata, locale, script, script_config) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     job_id,
                     p.attachment_id,
@@ -202,6 +223,9 @@ class MediaService:
                     int(p.diarization),
                     int(p.word_timestamps),
                     _dumps(p.metadata),
+                    p.locale,
+                    script.script,
+                    script.config,
                 ),
             )
 
@@ -212,10 +236,20 @@ class MediaService:
             except BaseException:
                 await self._db.run(lambda c: c.execute("DELETE FROM media_transcriptions WHERE job_id = ?", (job_id,)))
                 raise
-        return self._view(job, self._row_defaults(job_id, p, profile), [])
+        return self._view(job, self._row_defaults(job_id, p, profile, script), [])
+
+    async def _script(self, locale: str | None) -> ScriptChoice:
+        """The request's locale, else the app's (``app.locale``), else simplified."""
+        if locale is not None or self._app_locale is None:
+            app = None
+        else:
+            app = await self._app_locale()
+        return resolve_script(locale, app if isinstance(app, str) else None)
 
     @staticmethod
-    def _row_defaults(job_id: str, p: CreateTranscriptionParams, profile: TranscriptionProfile) -> dict[str, Any]:
+    def _row_defaults(
+        job_id: str, p: CreateTranscriptionParams, profile: TranscriptionProfile, script: ScriptChoice
+    ) -> dict[str, Any]:
         return {
             "job_id": job_id,
             "attachment_id": p.attachment_id,
@@ -224,6 +258,9 @@ class MediaService:
             "diarization": int(p.diarization),
             "word_timestamps": int(p.word_timestamps),
             "metadata": _dumps(p.metadata),
+            "locale": p.locale,
+            "script": script.script,
+            "script_config": script.config,
             "language": None,
             "duration": None,
             "text": None,
@@ -244,6 +281,7 @@ class MediaService:
                 details={"profile_id": profile.profile_id, "model": profile.model, "reason": str(exc)},
             ) from None
         audio_path = await self._knowledge.attachment_path(p.attachment_id)
+        row = await self._row(ctx.job_id)
         request = {
             "job_id": ctx.job_id,
             "audio": str(audio_path),
@@ -259,6 +297,7 @@ class MediaService:
             "diarize": p.diarization,
             "diarization_dir": str(self._diarization_dir) if self._diarization_dir else None,
             "word_timestamps": p.word_timestamps,
+            "script": {"script": row["script"], "config": row["script_config"]},
         }
 
         async def on_event(event: str, data: dict[str, Any]) -> None:
@@ -335,6 +374,7 @@ class MediaService:
             status=job.status,
             progress=job.progress,
             language=row["language"] if completed else row["language_req"],
+            script=row["script"],
             diarization_enabled=bool(row["diarization"]),
             word_timestamps=bool(row["word_timestamps"]),
             duration=row["duration"] if completed else None,
@@ -451,8 +491,13 @@ class MediaService:
         if p.template_id is not None:
             raise errors.TemplateNotFound("Note template was not found.", details={"template_id": p.template_id})
         att = await self._knowledge.get_attachment(job.attachment_id)
+        segments = job.segments
+        if job.language in CHINESE:  # a transcript made before the script was chosen (issue 34) reads the same
+            row = await self._row(p.job_id)
+            convert = converter(ScriptChoice(row["script"], row["script_config"]))
+            segments = [s.model_copy(update={"text": convert(s.text)}) for s in segments]
         turns = transcript_blocks(
-            job.segments,
+            segments,
             job.attachment_id,
             include_timestamps=p.include_timestamps,
             include_speakers=p.include_speakers,

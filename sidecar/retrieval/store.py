@@ -5,8 +5,9 @@ SQLite is switched in one transaction, so a query sees either the old or the new
 
 * ``kb_fts_<suffix>``: ``block_id, note_id, text, text_hash`` with a native inverted index on ``text``, ICU
   word segmentation (Chinese without a dictionary download, English words), lower-cased, ASCII-folded, English
-  stemming and stop words (they do not touch CJK tokens). Rows added after the index was built are still
-  searched (LanceDB scans unindexed fragments); :meth:`maybe_optimize` folds them in.
+  stemming and stop words (they do not touch CJK tokens). Chinese is folded to simplified characters (OpenCC) in
+  the indexed text and in the query alike, so either script finds the other (issue 34). Rows added after the
+  index was built are still searched (LanceDB scans unindexed fragments); :meth:`maybe_optimize` folds them in.
 * ``kb_vec_<suffix>``: ``block_id, note_id, text_hash, vector`` (fixed-size float32 list).
 
 Each write is one LanceDB commit (a new table version); a crash mid-write leaves the previous version, so no
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from sidecar.core.chinese import fold
 from sidecar.storage.lancedb import connect
 
 if TYPE_CHECKING:
@@ -120,6 +122,8 @@ class IndexStore:
 
         schema = self._schema(kind, dimension)
         cols: dict[str, Any] = dict(rows)
+        if kind == "fts":
+            cols["text"] = [fold(t) for t in rows["text"]]
         if kind == "vec":
             matrix = np.ascontiguousarray(rows["vector"], dtype=np.float32)
             cols["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dimension)
@@ -198,7 +202,7 @@ class IndexStore:
 
         builder = (
             # MatchQuery's options are keyword-only fields with defaults, which mypy's pydantic support misses
-            tbl.search(MatchQuery(query, "text"), query_type="fts")  # type: ignore[call-arg]
+            tbl.search(MatchQuery(fold(query), "text"), query_type="fts")  # type: ignore[call-arg]
             .select(["block_id", "text_hash", "_score"])
             .limit(limit)
         )

@@ -94,12 +94,17 @@ def _start_long_job(sc: Sidecar, audio: dict[str, Any], profile_id: str) -> tupl
     return job["job_id"], sub["subscription_id"]
 
 
-def _run(sc: Sidecar, attachment_id: str, **params: Any) -> tuple[dict[str, Any], list[str]]:
+def _run_events(sc: Sidecar, attachment_id: str, **params: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     job = sc.result("media/transcriptions/create", {"attachment_id": attachment_id, **params})
     assert job["status"] == "queued" and job["segments"] == [] and job["text"] is None
     sub = sc.result("events/subscribe", {"resource_id": job["job_id"]})
-    names = [e["event"] for e in _events(sc, sub["subscription_id"])]
-    return sc.result("media/transcriptions/get", {"job_id": job["job_id"]}), names
+    events = _events(sc, sub["subscription_id"])
+    return sc.result("media/transcriptions/get", {"job_id": job["job_id"]}), events
+
+
+def _run(sc: Sidecar, attachment_id: str, **params: Any) -> tuple[dict[str, Any], list[str]]:
+    job, events = _run_events(sc, attachment_id, **params)
+    return job, [e["event"] for e in events]
 
 
 def _worker_pids(sidecar_pid: int) -> list[int]:
@@ -144,18 +149,28 @@ def transcribing(sc: Sidecar) -> None:
 
 def test_three_voices_en_fast_with_speakers_and_words(sc: Sidecar, audio: dict[str, Any], transcribing: None) -> None:
     att = _import(sc, audio["meeting"])
-    job, names = _run(sc, att, profile_id="en-fast", diarization=True, word_timestamps=True)
+    job, events = _run_events(sc, att, profile_id="en-fast", diarization=True, word_timestamps=True)
+    names = [e["event"] for e in events]
     assert names[0] == "Queued" and names[-1] == "Completed", names
-    order = [n for n in names if n != "Progress"]
+    order = [n for n in names if n not in {"Progress", "Segment"}]
     assert order == [
         "Queued",
         "ModelLoading",
+        "TranscriptionStarted",
         "DiarizationStarted",
         "DiarizationCompleted",
-        "TranscriptionStarted",
+        "SpeakersAssigned",
         "Completed",
     ], names
     assert "Progress" in names
+    # segments stream as recognised, before diarization, without speakers; speakers come in one batch after it
+    streamed = [e["data"]["data"] for e in events if e["event"] == "Segment"]
+    assert streamed and max(i for i, n in enumerate(names) if n == "Segment") < names.index("DiarizationStarted")
+    unlabelled = [s | {"speaker": None, "words": [w | {"speaker": None} for w in s["words"]]} for s in job["segments"]]
+    assert unlabelled == streamed
+    (assigned,) = [e["data"]["data"] for e in events if e["event"] == "SpeakersAssigned"]
+    assert assigned["segments"] == [{"segment_id": s["segment_id"], "speaker": s["speaker"]} for s in job["segments"]]
+    assert job["script"] == "simplified"
     assert job["status"] == "completed" and job["error"] is None and job["warnings"] == []
     assert job["language"] == "en" and job["diarization_enabled"] is True and job["completed_at"]
     segs = job["segments"]
@@ -189,8 +204,9 @@ def test_three_voices_en_fast_with_speakers_and_words(sc: Sidecar, audio: dict[s
 
 def test_default_profile_detects_the_language(sc: Sidecar, audio: dict[str, Any], transcribing: None) -> None:
     att = _import(sc, audio["meeting"])
-    job, names = _run(sc, att, profile_id="default", diarization=False)
+    job, names = _run(sc, att, profile_id="default", diarization=False, locale="zh-TW")
     assert job["status"] == "completed", job
+    assert job["script"] == "traditional"  # the reader's script is recorded; English text is not touched by it
     assert "DiarizationStarted" not in names
     assert job["language"] == "en"
     assert all(s["speaker"] is None and s["words"] == [] for s in job["segments"])
@@ -315,6 +331,7 @@ def test_profiles_are_data(sc: Sidecar, transcribing: None) -> None:
     items = {p["profile_id"]: p for p in sc.result("media/profiles/list", {})["items"]}
     assert items["default"]["model"] == "whisper-base" and items["default"]["multilingual"] is True
     assert items["en-fast"]["model"] == "whisper-tiny.en" and items["en-fast"]["multilingual"] is False
+    assert items["en-fast"]["languages"] == ["en"] and {"zh", "en"} <= set(items["default"]["languages"])
     for p in items.values():
         assert p["available"] is True and p["vad_filter"] is True and p["beam_size"] >= 1
         assert p["diarization"]["segmentation_step"] > 0

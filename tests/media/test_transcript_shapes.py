@@ -99,6 +99,13 @@ def test_windows_cut_at_a_quiet_moment_and_cover_everything() -> None:
     assert abs(pieces[1][0] - 8.45) < 0.11
     assert sum(p.size for _, p in pieces) == samples.size
     assert pieces[0][0] == 0.0
+    # a short first window (first words fast), then full ones
+    samples = np.ones(rate * 60, dtype=np.float32)
+    for pause in (10.0, 38.0):
+        samples[int(pause * rate) : int((pause + 0.3) * rate)] = 0.0
+    pieces = list(audio.windows(samples, window_s=30.0, first_s=12.0))
+    assert [o for o, _ in pieces] == [0.0, pytest.approx(10.15, abs=0.11), pytest.approx(38.15, abs=0.11)]
+    assert sum(p.size for _, p in pieces) == samples.size
 
 
 def test_decode_reports_a_file_without_audio_and_a_truncated_one(tmp_path: Path) -> None:

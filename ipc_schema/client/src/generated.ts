@@ -2082,6 +2082,10 @@ profile_id: string
 description: string
 model: ("whisper-base" | "whisper-tiny.en")
 multilingual: boolean
+/**
+ * The Whisper language codes this profile transcribes.
+ */
+languages: string[]
 compute_type?: string
 beam_size?: number
 vad_filter?: boolean
@@ -2133,6 +2137,10 @@ diarization?: boolean
 word_timestamps?: boolean
 profile_id?: string
 /**
+ * The reader's BCP 47 locale; decides the script of a Chinese transcript: zh-TW, zh-HK, zh-MO, zh-Hant → traditional characters; anything else → the app's locale (config app.locale), else simplified.
+ */
+locale?: (string | null)
+/**
  * Business context only; not model input (at most 16 KiB as JSON).
  */
 metadata?: {
@@ -2152,6 +2160,10 @@ profile_id: string
 status: JobStatus
 progress?: (JobProgress | null)
 language?: (string | null)
+/**
+ * The characters a Chinese (zh, yue) transcript is written in (from the locale).
+ */
+script?: ("simplified" | "traditional")
 diarization_enabled: boolean
 word_timestamps?: boolean
 /**
