@@ -620,14 +620,19 @@ def document(d: Demo) -> None:
     d.say(f"hybrid search: the warranty sentence on page {page} of {done['pages']}")
 
     provider = d.provider
-    if provider["kind"] == "mock":
+    question = f"{DOC_QUESTION}\nReply with this tool call, then you get its result:\n" \
+               f"<tool_call>\n{json.dumps(DOC_CALL)}\n</tool_call>"  # fmt: skip
+    if provider["kind"] == "local":
+        # the local model's own tool decision (constrained, the default): measured, the text path echoed the search
+        # result as its answer ("knowledge_search(...) returned: 5 passages ...") where this one answers from it
+        made = d.call("providers/create", {"preset": "local", "provider_id": "demo-local-documents"})
+        provider, question = {"id": made["provider_id"], "kind": "local"}, DOC_QUESTION
+    elif provider["kind"] == "mock":
         turns = [{"tool_calls": [{"id": "c1", "name": SEARCH_TOOL, "args": DOC_CALL["arguments"]}]},
                  {"text": f"{DOC_FACT} (Metona X1 product brief, page {page})"}]  # fmt: skip
         made = d.call("providers/create", {"preset": "mock", "provider_id": "demo-doc-mock",
                                            "options": {"script": {"turns": turns}}})  # fmt: skip
         provider = {"id": made["provider_id"], "kind": "mock"}
-    question = f"{DOC_QUESTION}\nReply with this tool call, then you get its result:\n" \
-               f"<tool_call>\n{json.dumps(DOC_CALL)}\n</tool_call>"  # fmt: skip
     params = {"provider_id": provider["id"], "request": _request(question, role=DOC_ROLE), "allowed_tools": [SEARCH_TOOL],
               "max_iterations": 2}  # fmt: skip
     _run, final, events, _ = run_and_trace(d, params)
