@@ -163,6 +163,15 @@ def detect_components(settings: Settings) -> dict[str, Component]:
     )
     ffmpeg = which("ffmpeg")
     components["ffmpeg"] = _status(ffmpeg is not None, path=ffmpeg)
+    # document import (issue 31): PDFium for PDFs; Tesseract for scans and unusable text layers (without it such
+    # pages are skipped with the import's warning OCR_UNAVAILABLE)
+    components["pdfium"] = _package("pypdfium2", "pypdfium2")
+    tesseract = which("tesseract")
+    components["ocr"] = (
+        _status(True, path=tesseract)
+        if tesseract
+        else _status(False, detail="tesseract is not installed (scripts/setup: tesseract-ocr, tesseract-ocr-chi-sim)")
+    )
     # media (transcription/diarization): models from installed packages or a configured local dir, never a hub
     from ..media.resolve import components as media_components
 
