@@ -32,6 +32,8 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from sidecar.core.childenv import scrubbed_environ
+
 logger = logging.getLogger(__name__)
 
 STDERR_RING_BYTES = 64 * 1024
@@ -239,6 +241,7 @@ def login_shell_path() -> str:
             timeout=3,
             check=False,
             start_new_session=True,
+            env=scrubbed_environ(),  # a login shell runs the user's profile scripts: no master key, no API key
         )
     except (OSError, subprocess.SubprocessError):
         return ""
