@@ -82,6 +82,8 @@ class HostSpec:
     """Extra environment for the server: the plugin's settings and secrets (never logged)."""
     secrets: tuple[str, ...] = ()
     """The secret values among ``env``: cut out of agent traces (a server may echo them in a result)."""
+    annotations_trusted: bool = False
+    """The user trusts this plugin's tool annotations (``readOnlyHint`` may then lower a tool's risk)."""
 
 
 Publish = Callable[[str, list[McpTool]], list[str]]
@@ -366,12 +368,14 @@ class McpHost:
                 mcp_name=t.name,
                 description=tool_description(t),
                 input_schema=t.input_schema,
-                risk=tool_risk(t, policy.risk),
+                risk=risk,
+                risk_rule=rule,
                 timeout_ms=policy.timeout_ms,
                 call=self.call,
                 secrets=self.spec.secrets,
             )
             for t in found
+            for risk, rule in [tool_risk(t, policy.risk, annotations_trusted=self.spec.annotations_trusted)]
         ]
         try:
             self.tool_names = self._publish(self.plugin_id, tools)
