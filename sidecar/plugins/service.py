@@ -24,7 +24,7 @@ import anyio.to_thread
 from sidecar import __version__
 from sidecar.core.common import CursorPage, now_iso
 from sidecar.core.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError, SidecarError
-from sidecar.core.redact import cut_credentials, sanitize
+from sidecar.core.redact import cut_credentials, redact_head, sanitize
 from sidecar.mcp_host.host import HostSpec, host_error
 from sidecar.mcp_host.rules import PluginToolRules
 from sidecar.mcp_host.service import McpBridge
@@ -530,7 +530,7 @@ class PluginService:
             with anyio.fail_after(tool.timeout_ms / 1000):
                 output = await tool.run(args, None)  # type: ignore[arg-type]
         except ToolError as exc:
-            message = cut_credentials(exc.message[:2000], tool.trace_secrets())
+            message = redact_head(exc.message, 2000, tool.trace_secrets())
             return CommandExecuteResult(
                 command_id=command_id,
                 status="failed",

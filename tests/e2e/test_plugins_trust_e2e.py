@@ -104,13 +104,13 @@ def test_allow_always_survives_a_restart_and_goes_with_the_plugin_then_trust(sc:
     again = _start(home / "data")
     try:
         wait_status(again, "trusty", {"ready"}, timeout=30)
-        run, result, perms = _run(again, resolve="deny")
+        _, result, perms = _run(again, resolve="deny")
         assert result["success"] and [d["source"] for _, d in perms] == ["plugin_rule"], perms
 
         again.result("plugins/uninstall", {"plugin_id": "trusty"}, timeout=30)
         _install(again, home)
         assert again.result("plugins/trust/get", {"plugin_id": "trusty"})["always_allowed_tools"] == []
-        run, result, perms = _run(again, resolve="deny")
+        _, result, perms = _run(again, resolve="deny")
         assert not result["success"] and result["error_code"] == "PERMISSION_DENIED"
         assert perms[0][0] == "PermissionRequired"
         _trust_annotations(again)
