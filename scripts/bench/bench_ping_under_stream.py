@@ -348,11 +348,11 @@ def main() -> None:
             c.stream_done.wait(120)
         c.close()
     print("ping round trip over real stdio (ms)")
-    print(f"{'condition':<34} {'n':>6} {'p50':>7} {'p99':>7} {'max':>7} {'stream lines/s':>15}")
+    print(f"{'condition':<40} {'n':>6} {'p50':>7} {'p99':>7} {'max':>7} {'stream lines/s':>15}")
     for name, vals, streamed, elapsed in rows:
         rate = f"{streamed / elapsed:,.0f}" if streamed else "-"
         print(
-            f"{name:<34} {len(vals):>6} {statistics.median(vals) * 1e3:>7.3f} {pct(vals, 0.99) * 1e3:>7.3f}"
+            f"{name:<40} {len(vals):>6} {statistics.median(vals) * 1e3:>7.3f} {pct(vals, 0.99) * 1e3:>7.3f}"
             f" {max(vals) * 1e3:>7.3f} {rate:>15}"
         )
     print(f"goal: p99 < {ECHO_GOAL_MS:g} ms idle and during the 200 lines/s stream")

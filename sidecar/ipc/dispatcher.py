@@ -281,24 +281,40 @@ def _read_fast(line: bytes) -> Any:
     return message
 
 
-_LONG_INTEGER = re.compile(rb"(?<![0-9.])[0-9]{19,}(?![0-9.eE])")
-"""19+ digits with no fraction or exponent: an integer orjson may read as a float (past 64 bits). A float's
-digits (``0.0012345678901234567``) never match; digits inside a string may (that line is read the slow way)."""
 OFF_LOOP_PARSE_BYTES = 256 * 1024
 """A line the json module must read (see :func:`_read_line`) longer than this is read on a worker thread."""
+
+
+_BEYOND_INT64 = float(1 << 63)
 
 
 def _read_line(line: bytes) -> Any:
     """:func:`_read_fast`, floats included (issue 33: 300,000 floats held the loop ~380 ms in the json module):
     orjson reads every number as the json module does — floats correctly rounded, the same ``-0.0``, overflow
-    refused — except an integer past 64 bits, which it reads as a float, and that needs 19+ digits written as an
-    integer. A line without one is orjson's; one with it is :func:`_read_fast`'s."""
-    if _LONG_INTEGER.search(line) is not None:
-        return _read_fast(line)
+    refused — except an integer past 64 bits, which it reads as a float: an integral float of magnitude 2**63 or
+    more. A message holding none is orjson's; one that may (``1e19`` written as a float too) is the json
+    module's. The walk looks at each list's element types and float range in C (``set(map(type))``, ``max``)."""
     try:
-        return orjson.loads(line)
+        message = orjson.loads(line)
     except orjson.JSONDecodeError:
         return _UNREAD
+    stack: list[Any] = [[message]]
+    while stack:
+        node = stack.pop()
+        values = list(node.values()) if type(node) is dict else node
+        types = set(map(type, values))
+        if float in types and _maybe_big_integer(values, types):
+            return _UNREAD
+        if dict in types or list in types:
+            stack.extend(v for v in values if type(v) is dict or type(v) is list)
+    return message
+
+
+def _maybe_big_integer(values: list[Any], types: set[type]) -> bool:
+    floats = values if types == {float} else [v for v in values if type(v) is float]
+    if max(floats) < _BEYOND_INT64 and min(floats) > -_BEYOND_INT64:
+        return False
+    return any(abs(v) >= _BEYOND_INT64 and v.is_integer() for v in floats)
 
 
 def _parse_text(line: bytes) -> Any:

