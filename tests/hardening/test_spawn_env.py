@@ -36,6 +36,9 @@ SITES: dict[str, str] = {
     "system/devtools.py::dev_methods.spawn::children.spawn": SUPERVISED,
     "mcp_host/transport.py::login_shell_path::subprocess.run": ENV_KW,
     "cli/demo_media.py::make_meeting::subprocess.run": ENV_KW,
+    "documents/ocr.py::installed_languages::subprocess.run": ENV_KW,  # tesseract, in the document worker
+    "documents/ocr.py::read_image::subprocess.run": ENV_KW,
+    "documents/ocr.py::detect_languages::subprocess.run": ENV_KW,
     "render/browser.py::BrowserPool._launch::pw.chromium.launch_persistent_context": ENV_KW,
     # the MCP SDK spawns the server with StdioServerParameters.env: get_default_environment() (HOME, PATH, USER,
     # SHELL, TERM, LOGNAME) + the manifest's env + the plugin's own settings and secrets, nothing of ours
