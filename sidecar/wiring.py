@@ -32,6 +32,9 @@ from .benchmarks.service import BenchmarkService
 from .config import rpc as config_rpc
 from .config.service import ConfigService
 from .core.settings import Settings, default_secret_key_file
+from .documents import rpc as documents_rpc
+from .documents.client import DocumentWorker
+from .documents.service import DocumentService
 from .embeddings import default_embedder
 from .export import rpc as export_rpc
 from .export.service import ExportService
@@ -42,9 +45,6 @@ from .knowledge import rpc as knowledge_rpc
 from .knowledge.service import KnowledgeService
 from .mcp_host.rules import PluginToolRules
 from .mcp_host.service import McpBridge
-from .documents import rpc as documents_rpc
-from .documents.client import DocumentWorker
-from .documents.service import DocumentService
 from .media import rpc as media_rpc
 from .media.client import WorkerClient
 from .media.service import MediaService
