@@ -574,6 +574,20 @@ params: SettingsUpdateParams
 result: PluginSettings
 }
 /**
+ * The user's trust decisions for a plugin: its annotations, its tools allowed always.
+ */
+"plugins/trust/get": {
+params: PluginIdParams
+result: PluginTrust
+}
+/**
+ * Trust (or not) the plugin's tool annotations; revoke tools' allow-always. Kept until uninstall.
+ */
+"plugins/trust/update": {
+params: PluginTrustUpdateParams
+result: PluginTrust
+}
+/**
  * Stop the plugin's host, remove its tools, settings, secrets and files.
  */
 "plugins/uninstall": {
@@ -2929,6 +2943,27 @@ schema_version: number
 values: {
 [k: string]: unknown
 }
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginTrust".
+ */
+export interface PluginTrust {
+plugin_id: string
+annotations_trusted: boolean
+always_allowed_tools: string[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginTrustUpdateParams".
+ */
+export interface PluginTrustUpdateParams {
+plugin_id: string
+annotations_trusted?: (boolean | null)
+/**
+ * @maxItems 256
+ */
+revoke_tools?: string[]
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

@@ -32,6 +32,9 @@ from .benchmarks.service import BenchmarkService
 from .config import rpc as config_rpc
 from .config.service import ConfigService
 from .core.settings import Settings, default_secret_key_file
+from .documents import rpc as documents_rpc
+from .documents.client import DocumentWorker
+from .documents.service import DocumentService
 from .embeddings import default_embedder
 from .export import rpc as export_rpc
 from .export.service import ExportService
@@ -40,10 +43,8 @@ from .ipc.router import Method, Notification
 from .jobs import JobManager
 from .knowledge import rpc as knowledge_rpc
 from .knowledge.service import KnowledgeService
+from .mcp_host.rules import PluginToolRules
 from .mcp_host.service import McpBridge
-from .documents import rpc as documents_rpc
-from .documents.client import DocumentWorker
-from .documents.service import DocumentService
 from .media import rpc as media_rpc
 from .media.client import WorkerClient
 from .media.service import MediaService
@@ -216,6 +217,8 @@ async def open_services(
     knowledge.add_listener(retrieval.changed)  # notes/* answer once their changed blocks are indexed
     tg.start_soon(retrieval.catch_up)  # what a crash left unindexed
     registry = default_registry()
+    plugin_rules = PluginToolRules(db)  # the user's "allow always" for plugin tools, trusted annotations
+    await plugin_rules.start()
     agent = AgentService(
         events,
         providers,
@@ -224,6 +227,7 @@ async def open_services(
         tg,
         memories=memory.relevant_memories,
         services=ToolServices(memory=memory, retrieval=retrieval),
+        rules=plugin_rules,
     )
     await agent.start()
     # benchmarks: runs are jobs; each case runs through the real retrieval / agent runtime in an isolated store
@@ -256,6 +260,7 @@ async def open_services(
         settings.data_dir,
         development=settings.development,
         app_version=settings.app_version,
+        rules=plugin_rules,
     )
     await plugins.migrate()
     await plugins.start()

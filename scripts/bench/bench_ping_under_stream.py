@@ -4,7 +4,10 @@
     python scripts/bench/bench_ping_under_stream.py [--pings 2000] [--stream-lines 2000000]
 
 Goal (issue 22): ping p99 < 1 ms idle, during a 200 lines/s stream, while 10 MB answers are written and while an
-export renders. The stream is the dev method ``dev/stream`` (paced with ``delay_ms``, or unpaced: as fast as the
+export renders. Issue 33 adds loads that used to be encoded or parsed in one go on the loop: 8 MB base64 (plain
+ASCII) answers, float-heavy requests and answers (``dev/echo`` of 300,000 floats) and batches of float echoes —
+each with its own floor row (goal: the sidecar's p99 within 2x the floor's).
+The stream is the dev method ``dev/stream`` (paced with ``delay_ms``, or unpaced: as fast as the
 writer takes lines); the 10 MB answers are ``dev/echo`` calls one after the other (a 10 MB request line in, 10 MB
 out) and, the issue's case, ``dev/big_answer`` calls (a small request whose answer is 10 MB); the export is a
 Markdown → HTML ``exports/create`` (polled until done), one after the other. Pings are sent one at a time and
@@ -58,6 +61,10 @@ def echo_server() -> None:
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         while line := await reader.readline():
             message = orjson.loads(line)
+            if isinstance(message, list):  # a batch: one line of answers
+                answers = [{"jsonrpc": "2.0", "result": result(m), "id": m["id"]} for m in message]
+                writer.write(orjson.dumps(answers) + b"\n")
+                continue
             writer.write(orjson.dumps({"jsonrpc": "2.0", "result": result(message), "id": message["id"]}) + b"\n")
 
     asyncio.run(serve())
@@ -95,7 +102,14 @@ class Client:
         assert self.proc.stdout
         for raw in self.proc.stdout:
             now = time.perf_counter()
-            if raw.startswith(b'{"jsonrpc"'):
+            if raw.startswith(b"["):  # a batch's answers: waited for by the last one's id
+                tail = raw.rstrip()
+                msg = _big_answer(tail[:-1]) if len(raw) >= BIG_LINE else json.loads(raw)[-1]
+                if msg.get("id") in self.waiters:
+                    self.arrived[msg["id"]] = now
+                    self.answers[msg["id"]] = msg
+                    self.waiters[msg["id"]].set()
+            elif raw.startswith(b'{"jsonrpc"'):
                 msg = json.loads(raw) if len(raw) < BIG_LINE else _big_answer(raw)
                 rid = msg.get("id")
                 if rid == "stream":
@@ -108,11 +122,23 @@ class Client:
                 self.stream_lines += 1
 
     def send(self, obj: dict) -> None:
+        self.send_raw(json.dumps(obj).encode())
+
+    def send_raw(self, data: bytes) -> None:
         assert self.proc.stdin
-        data = json.dumps(obj).encode() + b"\n"
         with self._send_lock:  # the load threads write too
-            self.proc.stdin.write(data)
+            self.proc.stdin.write(data + b"\n")
             self.proc.stdin.flush()
+
+    def call_raw(self, rid: str, line: bytes) -> None:
+        """Send a pre-encoded request (or batch) line whose answer (or last answer) has id ``rid``; wait for it.
+        (Encoding 300,000 floats here per call would hold this process's GIL and delay the pings' timing.)"""
+        ev = self.waiters[rid] = threading.Event()
+        self.send_raw(line)
+        if not ev.wait(120):
+            raise TimeoutError(f"{rid} not answered")
+        del self.waiters[rid]
+        self.answers.pop(rid)
 
     def call(self, rid: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A request from a load thread (string ids: never a ping's), waited for."""
@@ -167,6 +193,53 @@ def big_answers(c: Client) -> Callable[[threading.Event], None]:
     return run
 
 
+BASE64_TEXT = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+BASE64_CHARS = 8 * 1024 * 1024
+FLOATS_PARAMS = json.dumps({"v": [((i * 7919) % 100_003) / 997.0 + 1e-3 for i in range(300_000)]}).encode()
+BATCH_FLOATS = json.dumps({"v": [((i * 7919) % 100_003) / 997.0 + 1e-3 for i in range(75_000)]}).encode()
+
+
+def base64_answers(c: Client) -> Callable[[threading.Event], None]:
+    """A load: ``dev/big_answer`` of 8 MB of base64 characters (an ``exports/file`` chunk: plain ASCII)."""
+
+    def run(stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            c.call(f"b64-{n}", "dev/big_answer", {"chars": BASE64_CHARS, "text": BASE64_TEXT})
+
+    return run
+
+
+def _request(rid: str, params: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":"' + rid.encode() + b'","method":"dev/echo","params":' + params + b"}"
+
+
+def float_echoes(c: Client) -> Callable[[threading.Event], None]:
+    """A load: ``dev/echo`` of 300,000 floats (~6 MB in, the same out), one after the other."""
+
+    def run(stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            c.call_raw(f"fl-{n}", _request(f"fl-{n}", FLOATS_PARAMS))
+
+    return run
+
+
+def float_batches(c: Client) -> Callable[[threading.Event], None]:
+    """A load: batches of 4 ``dev/echo`` of 75,000 floats each, one batch after the other."""
+
+    def run(stop: threading.Event) -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            ids = [f"bt-{n}-{i}" for i in range(4)]
+            c.call_raw(ids[-1], b"[" + b",".join(_request(rid, BATCH_FLOATS) for rid in ids) + b"]")
+
+    return run
+
+
 MARKDOWN = "\n\n".join(
     f"## Section {i}\n\nSome *text* with `code` and a [link](https://example.com/{i}).\n\n"
     f"```python\ndef f{i}(x):\n    return [y * {i} for y in range(x)]\n```\n\n| a | b |\n|---|---|\n| {i} | {i * 2} |"
@@ -208,6 +281,9 @@ def under_load(c: Client, load: Callable[[threading.Event], None], first_id: int
 BIG_LOADS = (
     ("10 MB echoes (in and out)", big_echoes),
     ("10 MB answers, small asks", big_answers),
+    ("8 MB base64 answers", base64_answers),
+    ("300k-float echoes (in and out)", float_echoes),
+    ("batches of 4 float echoes", float_batches),
 )
 
 
@@ -221,6 +297,7 @@ def main() -> None:
     parser.add_argument("--pings", type=int, default=2000)
     parser.add_argument("--stream-lines", type=int, default=2_000_000)
     parser.add_argument("--echo", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--only-big", action="store_true", help="the big-load rows only (no export, no streams)")
     args = parser.parse_args()
     if args.echo:
         echo_server()
@@ -242,11 +319,16 @@ def main() -> None:
         for k, (name, load) in enumerate(BIG_LOADS):
             rows.append(floor_rows[k])
             rows.append((name, under_load(c, load(c), 200_000 + len(rows) * 10_000, args.pings), 0, 1.0))
-        rows.append(("an export rendering", under_load(c, exports_rendering(c), 200_000, args.pings), 0, 1.0))
+        if not args.only_big:
+            rows.append(("an export rendering", under_load(c, exports_rendering(c), 200_000, args.pings), 0, 1.0))
         for name, params in (
-            ("stream 200 lines/s", {"count": args.pings * 10, "delay_ms": 5}),
-            ("paced stream (1 ms/line)", {"count": args.pings * 10, "delay_ms": 1}),
-            ("max-rate stream", {"count": args.stream_lines}),
+            ()
+            if args.only_big
+            else (
+                ("stream 200 lines/s", {"count": args.pings * 10, "delay_ms": 5}),
+                ("paced stream (1 ms/line)", {"count": args.pings * 10, "delay_ms": 1}),
+                ("max-rate stream", {"count": args.stream_lines}),
+            )
         ):
             c.stream_done.clear()
             c.stream_lines = 0
@@ -266,11 +348,11 @@ def main() -> None:
             c.stream_done.wait(120)
         c.close()
     print("ping round trip over real stdio (ms)")
-    print(f"{'condition':<34} {'n':>6} {'p50':>7} {'p99':>7} {'max':>7} {'stream lines/s':>15}")
+    print(f"{'condition':<40} {'n':>6} {'p50':>7} {'p99':>7} {'max':>7} {'stream lines/s':>15}")
     for name, vals, streamed, elapsed in rows:
         rate = f"{streamed / elapsed:,.0f}" if streamed else "-"
         print(
-            f"{name:<34} {len(vals):>6} {statistics.median(vals) * 1e3:>7.3f} {pct(vals, 0.99) * 1e3:>7.3f}"
+            f"{name:<40} {len(vals):>6} {statistics.median(vals) * 1e3:>7.3f} {pct(vals, 0.99) * 1e3:>7.3f}"
             f" {max(vals) * 1e3:>7.3f} {rate:>15}"
         )
     print(f"goal: p99 < {ECHO_GOAL_MS:g} ms idle and during the 200 lines/s stream")

@@ -2,7 +2,8 @@
 
 A tool that ``requires_permission`` makes the loop open a request (trace ``PermissionRequired``) and wait for
 the host's decision: ``allow_once``, ``allow_always`` (remembered for that tool for the rest of the session, in
-this process) or ``deny``. Waiting is bounded (config ``agent.permissionTimeoutMs``: no answer counts as a deny)
+this process; for a tool the broker's :class:`StandingRules` keep, a plugin's, stored per plugin and tool across
+restarts) or ``deny``. Waiting is bounded (config ``agent.permissionTimeoutMs``: no answer counts as a deny)
 and cancellable (cancelling the run ends the wait).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import anyio
 
@@ -19,6 +21,19 @@ from sidecar.core.errors import ConflictError, NotFoundError
 from .models import PendingPermission, PermissionDecision
 
 
+class StandingRules(Protocol):
+    """Decisions the user stored for tools beyond a session (a plugin's tools: ``mcp_host.rules``)."""
+
+    source: str
+    """``PermissionResolved.source`` of a decision these rules made."""
+
+    def allows(self, tool: Any) -> bool: ...
+
+    async def allow_always(self, tool: Any) -> bool:
+        """Store "allow always" for ``tool``; False when these rules do not keep that tool (a built-in)."""
+        ...
+
+
 @dataclass
 class PermissionRequest:
     run_id: str
@@ -26,7 +41,10 @@ class PermissionRequest:
     pending: PendingPermission
     decision: PermissionDecision | None = None
     source: str = "user"
-    """Who decided: ``user``, or ``session_rule`` (an ``allow_always`` given to another request of the session)."""
+    """Who decided: ``user``, ``session_rule`` (an ``allow_always`` given to another request of the session) or
+    the standing rules' source (an ``allow_always`` for the same plugin tool given to another request)."""
+    tool: Any = None
+    """The tool asking (what :class:`StandingRules` key on)."""
     _answered: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -42,19 +60,29 @@ class PermissionRequest:
 
 
 class PermissionBroker:
-    def __init__(self) -> None:
+    def __init__(self, rules: StandingRules | None = None) -> None:
         self._open: dict[tuple[str, str], PermissionRequest] = {}
         self._always: dict[str, set[str]] = {}  # session_id -> tool names allowed for the session
+        self.rules = rules
 
     def remembered(self, session_id: str, tool_name: str) -> bool:
         return tool_name in self._always.get(session_id, ())
 
     def open(
-        self, run_id: str, session_id: str, *, tool_call_id: str, tool_name: str, permission: str, risk_level: str
+        self,
+        run_id: str,
+        session_id: str,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        permission: str,
+        risk_level: str,
+        tool: Any = None,
     ) -> PermissionRequest:
         request = PermissionRequest(
             run_id=run_id,
             session_id=session_id,
+            tool=tool,
             pending=PendingPermission(
                 request_id=f"perm_{uuid.uuid4().hex[:16]}",
                 tool_call_id=tool_call_id,
@@ -109,3 +137,15 @@ class PermissionBroker:
                 ):
                     other.answer("allow_always", "session_rule")
         return request
+
+    async def remember(self, request: PermissionRequest) -> bool:
+        """Store an ``allow_always`` answer with the standing rules (a plugin's tool: across sessions and
+        restarts) and answer the other runs already waiting on that tool. False when no rule keeps the tool."""
+        if request.decision != "allow_always" or self.rules is None or request.tool is None:
+            return False
+        if not await self.rules.allow_always(request.tool):
+            return False
+        for other in list(self._open.values()):
+            if other.decision is None and other.tool is not None and self.rules.allows(other.tool):
+                other.answer("allow_always", self.rules.source)
+        return True

@@ -50,7 +50,7 @@ def methods(agent: AgentService) -> list[Method[Any, Any]]:
         return await agent.trace(p.run_id, p.after_sequence, p.limit)
 
     async def resolve(ctx: RequestContext, p: PermissionResolveParams) -> PermissionResolveResult:
-        agent.resolve_permission(p.run_id, p.request_id, p.decision)
+        await agent.answer_permission(p.run_id, p.request_id, p.decision)
         return PermissionResolveResult(run_id=p.run_id, request_id=p.request_id, decision=p.decision)
 
     async def artifact(ctx: RequestContext, p: ArtifactParams) -> Artifact:

@@ -36,7 +36,7 @@ from .models import (
     ToolListResult,
     TraceSnapshot,
 )
-from .permissions import PermissionBroker
+from .permissions import PermissionBroker, PermissionRequest, StandingRules
 from .runspec import LineSink, MemorySource, Notify, RunSpec
 from .store import RunRecord, RunStore
 from .tokens import TokenCalibrator
@@ -94,6 +94,7 @@ class AgentService:
         *,
         memories: MemorySource | None = None,
         services: Any = None,
+        rules: StandingRules | None = None,
     ) -> None:
         self._events = events
         self._providers = providers
@@ -103,7 +104,7 @@ class AgentService:
         self._memories = memories
         self._services = services
         self.store = RunStore(events.db, events)
-        self.broker = PermissionBroker()
+        self.broker = PermissionBroker(rules)
         self._live: dict[str, _Live] = {}
         self._calibrators: dict[tuple[str, str], TokenCalibrator] = {}
 
@@ -381,12 +382,17 @@ class AgentService:
             await live.done.wait()
         return RunCancelResult(accepted=True, status=(await self.store.get(run_id)).status)
 
-    def resolve_permission(self, run_id: str, request_id: str, decision: PermissionDecision) -> None:
+    def resolve_permission(self, run_id: str, request_id: str, decision: PermissionDecision) -> PermissionRequest:
         if run_id not in self._live:
             raise NotFoundError(
                 "Agent run was not found or is not running.", code="AGENT_RUN_NOT_FOUND", details={"run_id": run_id}
             )
-        self.broker.resolve(run_id, request_id, decision)
+        return self.broker.resolve(run_id, request_id, decision)
+
+    async def answer_permission(self, run_id: str, request_id: str, decision: PermissionDecision) -> None:
+        """The host's answer (``agent/permissions/resolve``): :meth:`resolve_permission`, then an ``allow_always``
+        for a plugin's tool is stored with the broker's standing rules (per plugin and tool, across restarts)."""
+        await self.broker.remember(self.resolve_permission(run_id, request_id, decision))
 
     async def events(self, run_id: str, after_sequence: int, limit: int) -> CursorPage[StoredEvent]:
         if not (await self.store.get(run_id)).trace_available:

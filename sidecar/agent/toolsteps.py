@@ -62,17 +62,17 @@ class ToolSteps:
         spec = self.spec
         self.counters.tool_calls += 1
         tool = self._registry.get(call.name)
-        self.trace.emit(
-            ev.TOOL_CALL,
-            {
-                "tool_call_id": call.id,
-                "tool_name": call.name,
-                "args": call.args,
-                "parent_model_call_id": parent_id,
-                "step": iteration,
-            },
-            max_chars=TRACE_ARGS_CHARS,
-        )
+        data: dict[str, Any] = {
+            "tool_call_id": call.id,
+            "tool_name": call.name,
+            "args": call.args,
+            "parent_model_call_id": parent_id,
+            "step": iteration,
+        }
+        risk_rule = getattr(tool, "risk_rule", None)
+        if tool is not None and risk_rule is not None:  # a plugin tool: which rule set its risk (asks or not)
+            data |= {"risk_level": str(tool.risk_level), "risk_rule": risk_rule}
+        self.trace.emit(ev.TOOL_CALL, data, max_chars=TRACE_ARGS_CHARS)
         ctx = ToolContext(
             run_id=spec.run_id,
             session_id=spec.session_id,
@@ -128,6 +128,16 @@ class ToolSteps:
     async def _permission(self, call: MetonaToolCall, tool: Any, parent_id: str) -> str | None:
         spec = self.spec
         base = {"tool_call_id": call.id, "tool_name": call.name, "permission": tool.permission}
+        rule = getattr(tool, "risk_rule", None)  # a plugin tool: which rule set its risk (manifest, default, ...)
+        if rule is not None:
+            base["risk_rule"] = rule
+        rules = self._broker.rules
+        if rules is not None and rules.allows(tool):  # the user's stored "allow always" for this plugin tool
+            self.trace.emit(
+                ev.PERMISSION_RESOLVED,
+                {"request_id": None, **base, "decision": "allow_always", "source": rules.source},
+            )
+            return "allow_always"
         if self._broker.remembered(spec.session_id, call.name):
             self.trace.emit(
                 ev.PERMISSION_RESOLVED,
@@ -141,6 +151,7 @@ class ToolSteps:
             tool_name=call.name,
             permission=tool.permission,
             risk_level=str(tool.risk_level),
+            tool=tool,
         )
         self.trace.emit(
             ev.PERMISSION_REQUIRED,

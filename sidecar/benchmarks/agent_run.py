@@ -61,11 +61,19 @@ class BenchmarkBroker(PermissionBroker):
         return "allow_once"
 
     def open(
-        self, run_id: str, session_id: str, *, tool_call_id: str, tool_name: str, permission: str, risk_level: str
+        self,
+        run_id: str,
+        session_id: str,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        permission: str,
+        risk_level: str,
+        tool: Any = None,
     ) -> PermissionRequest:
         request = super().open(
             run_id, session_id, tool_call_id=tool_call_id, tool_name=tool_name, permission=permission,
-            risk_level=risk_level,
+            risk_level=risk_level, tool=tool,
         )  # fmt: skip
         request.answer(self.decide(tool_name, permission, risk_level), "benchmark")
         return request

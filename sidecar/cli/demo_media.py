@@ -16,6 +16,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from sidecar.core.childenv import scrubbed_environ
+
 VOICES = {
     "A": ["-v", "en-us+m1", "-p", "30", "-s", "150"],
     "B": ["-v", "en-us+f3", "-p", "60", "-s", "150"],
@@ -48,7 +50,12 @@ def make_meeting(path: Path) -> float:
     with tempfile.TemporaryDirectory(prefix="metona-demo-tts-") as tmp:
         for i, (voice, text) in enumerate(MEETING):
             out = Path(tmp) / f"t{i}.wav"
-            subprocess.run(["espeak-ng", *VOICES[voice], "-w", str(out), text], check=True, capture_output=True)
+            subprocess.run(
+                ["espeak-ng", *VOICES[voice], "-w", str(out), text],
+                check=True,
+                capture_output=True,
+                env=scrubbed_environ(),
+            )
             with wave.open(str(out)) as w:
                 rate, width = w.getframerate(), w.getsampwidth()
                 frames.append(w.readframes(w.getnframes()))

@@ -103,6 +103,46 @@ def cut_credentials(text: str, secrets: Iterable[str] = ()) -> str:
     return text
 
 
+CUT_OVERLAP_CHARS = 512
+"""How far past a cut a redaction looks (plus the longest known secret): a credential split by the cut is seen
+whole, so no fragment of it survives the cut (issue 33 §3)."""
+
+
+def _overlap(secrets: tuple[str, ...]) -> int:
+    return CUT_OVERLAP_CHARS + max((len(s) for s in (*secrets, *_known)), default=0)
+
+
+def redact_head(text: str, limit: int, secrets: Iterable[str] = ()) -> str:
+    """The first ``limit`` characters of ``text`` after :func:`cut_credentials` — redact, then cut. Only a window
+    past the cut is scanned (a 5 MB message costs no more than a short one); it grows until no fragment of a
+    secret cut at the window's end can reach the kept part."""
+    known = tuple(secrets)
+    overlap = _overlap(known)
+    window = limit + 2 * overlap
+    while window < len(text):
+        red = cut_credentials(text[:window], known)
+        if len(red) >= limit + overlap:  # a fragment at the window's end is in the last `overlap` chars
+            return red[:limit]
+        window *= 2
+    return cut_credentials(text, known)[:limit]
+
+
+def redact_tail(text: str, limit: int, secrets: Iterable[str] = (), *, head_cut: bool = False) -> str:
+    """The last ``limit`` characters of ``text`` after :func:`cut_credentials` (see :func:`redact_head`).
+    ``head_cut``: ``text`` is itself the tail of something longer (a ring buffer that dropped its oldest bytes),
+    so its first characters may be a fragment of a secret: they are never kept."""
+    known = tuple(secrets)
+    overlap = _overlap(known)
+    window = limit + 2 * overlap
+    while window < len(text):
+        red = cut_credentials(text[-window:], known)
+        if len(red) >= limit + overlap:
+            return red[-limit:]
+        window *= 2
+    red = cut_credentials(text, known)
+    return (red[overlap:] if head_cut else red)[-limit:]
+
+
 def clean_text(text: str, secrets: Iterable[str] = (), max_chars: int | None = None) -> str:
     cut = max_chars is not None and len(text) > max_chars
     original = len(text)

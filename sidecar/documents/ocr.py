@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from sidecar.core.childenv import scrubbed_environ
+
 from .blocks import DocBlock, clean_inline, heading_text, join_lines
 
 DPI = 200
@@ -52,7 +54,7 @@ def installed_languages() -> set[str]:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)  # the worker's own environment: already without secrets (worker_env)
+    env = scrubbed_environ(os.environ)  # the worker's own (worker_env: no secrets), scrubbed again all the same
     env["OMP_THREAD_LIMIT"] = "1"
     return env
 

@@ -13,8 +13,12 @@ a new child, or more than :data:`KEPT_DOCUMENTS` waiting — is parsed again). P
 print stays in the sidecar's browser.
 
 A child that cannot start, dies or breaks the protocol fails the export with ``EXPORT_RENDER_FAILED`` (the next
-export starts a new child); a cancelled export kills the child, as the maths worker does. The child gets
-:func:`~sidecar.workers.env.worker_env` and leaves when the sidecar does (stdin EOF, or its parent changes).
+export starts a new child); a cancelled export kills the child, as the maths worker does. Every request has a time
+limit (:data:`EXPORT_TIMEOUTS_S`, per format; the child's start included, the wait behind another export not): a
+document that hangs the parser or a lexer (Pygments is quadratic on some inputs) fails its export with
+``EXPORT_RENDER_FAILED`` (504, ``details.reason = "TIMEOUT"``), the child is killed, and the next export starts a
+fresh one. The child gets :func:`~sidecar.workers.env.worker_env` and leaves when the sidecar does (stdin EOF, or its
+parent changes).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import base64
 import logging
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -49,6 +53,12 @@ OP_EXPORT = "export"
 HELLO_TIMEOUT_S = 60.0
 KEPT_DOCUMENTS = 8
 """Parsed documents the child keeps while the sidecar prepares their assets (the oldest goes first)."""
+KEPT_MARKDOWN_CHARS = 32 * 1024 * 1024
+"""...and at most this much Markdown among them (an abandoned export's document is dropped first)."""
+EXPORT_TIMEOUTS_S: dict[str, float] = {"html": 120.0, "pdf": 120.0, "docx": 240.0}
+"""The time limit of one request to the child, per format (the 50-page document writes in well under 5 s)."""
+DEFAULT_TIMEOUT_S = 120.0
+"""The limit of a format not in :data:`EXPORT_TIMEOUTS_S`."""
 RENDER_FAILED = ExportRenderFailed.default_code
 _ERRORS: dict[str, type[SidecarError]] = {
     ExportRenderFailed.default_code: ExportRenderFailed,
@@ -106,8 +116,17 @@ def _error(error: Error) -> Exception:
 class ExportWorker(SingleChild):
     """The sidecar's side: one child, one request at a time; killed on cancel and started again by the next."""
 
-    def __init__(self, children: ChildSupervisor, task_group: TaskGroup, *, argv: Sequence[str] | None = None) -> None:
-        """``argv`` starts the child (default: :func:`~sidecar.workers.engines.worker_argv` ``export-worker``)."""
+    def __init__(
+        self,
+        children: ChildSupervisor,
+        task_group: TaskGroup,
+        *,
+        argv: Sequence[str] | None = None,
+        timeouts_s: Mapping[str, float] | None = None,
+    ) -> None:
+        """``argv`` starts the child (default: :func:`~sidecar.workers.engines.worker_argv` ``export-worker``);
+        ``timeouts_s`` replaces :data:`EXPORT_TIMEOUTS_S` for the formats it names."""
+        self.timeouts_s = {**EXPORT_TIMEOUTS_S, **(timeouts_s or {})}
         # (imported here: the child imports this module and needs none of the channel's side)
         from sidecar.workers import engines
         from sidecar.workers.channel import WorkerChannel
@@ -155,11 +174,23 @@ class ExportWorker(SingleChild):
         }
         if assets is not None:
             params["assets"] = {node_id: _asset_data(asset) for node_id, asset in assets.items()}
-        async with self._lock:
+        import anyio
+
+        limit = self.timeouts_s.get(work.fmt, DEFAULT_TIMEOUT_S)
+        async with self._lock:  # the wait behind another export is not this export's time
             try:
-                return await self._channel.request(OP_EXPORT, params)
+                with anyio.fail_after(limit):
+                    return await self._channel.request(OP_EXPORT, params)
             except SidecarError:  # the child answered (it stays), or the channel failed and drops it itself
                 raise
+            except TimeoutError:  # the child is stuck in this document: stop it, the next export starts another
+                await self._kill()
+                raise ExportRenderFailed(
+                    f"The export took longer than {limit:g} s and was stopped; the document may hold content the "
+                    "parser or a highlighter cannot finish (a huge code block, say).",
+                    status=504,
+                    details={"reason": "TIMEOUT", "timeout_s": limit, "format": work.fmt},
+                ) from None
             except BaseException:  # cancelled: the child may still be writing, stop it
                 await self._kill()
                 raise
@@ -276,21 +307,36 @@ class ExportWriter:
 
     def __init__(self) -> None:
         self.kept: OrderedDict[str, Document] = OrderedDict()
+        self._sizes: dict[str, int] = {}  # key → the length of its Markdown
+
+    def _keep(self, key: str, document: Document, size: int) -> None:
+        """Keep ``document`` for its second request; the oldest go first past :data:`KEPT_DOCUMENTS` documents or
+        :data:`KEPT_MARKDOWN_CHARS` of Markdown (an export abandoned between its requests is never asked for)."""
+        self.kept[key] = document
+        self._sizes[key] = size
+        while len(self.kept) > KEPT_DOCUMENTS or (
+            len(self.kept) > 1 and sum(self._sizes.values()) > KEPT_MARKDOWN_CHARS
+        ):
+            old, _ = self.kept.popitem(last=False)
+            self._sizes.pop(old, None)
+
+    def _take(self, key: str) -> Document | None:
+        self._sizes.pop(key, None)
+        return self.kept.pop(key, None)
 
     def export(self, params: dict[str, Any]) -> dict[str, Any]:
         from .ast import parse_markdown
 
         key = str(params["key"])
         raw_assets = params.get("assets")
-        document = self.kept.pop(key, None) if raw_assets is not None else None
+        markdown = str(params["markdown"])
+        document = self._take(key) if raw_assets is not None else None
         if document is None:
-            document = parse_markdown(str(params["markdown"]), params.get("title") or None)
+            document = parse_markdown(markdown, params.get("title") or None)
         if raw_assets is None:
             nodes, maths = nodes_to_prepare(document)
             if nodes or maths:
-                self.kept[key] = document
-                while len(self.kept) > KEPT_DOCUMENTS:
-                    self.kept.popitem(last=False)
+                self._keep(key, document, len(markdown))
                 return {"prepare": [_node_data(n) for n in nodes], "maths": [_node_data(n) for n in maths]}
             raw_assets = {}
         assets = {str(node_id): _asset(a) for node_id, a in raw_assets.items()}

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import orjson
 from anyio.abc import ObjectReceiveStream, TaskGroup
 
@@ -126,20 +127,105 @@ def _pieces(obj: Any) -> Iterator[bytes]:
         yield orjson.dumps(obj)
 
 
+WORK_PER_TURN = 500_000
+"""How much encoding work (in :func:`_cost` units, ~1 ns each) runs before the loop is let in: ~0.5 ms."""
+_JSON_NS_PER_BYTE = 40  # the json module writing floats (~0.7 µs for ~18 bytes); strings cost less: an overestimate
+_SMALL_NODES = 1_000  # an answer the json module writes whole in about a millisecond at most
+_WHOLE_CHARS = 4 * SLICE_CHARS  # the string characters orjson writes whole within a turn
+_CHUNK = 256  # the elements of a list written by one json module call (~0.2 ms of floats)
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _shape(obj: Any) -> tuple[bool, int, int]:
+    """(whether orjson writes ``obj`` as the json module does, its node count — capped past
+    :data:`_ORJSON_NODES` —, the characters of its strings): one walk, which decides how the answer is encoded."""
+    stack = [obj]
+    nodes = chars = 0
+    alike = True
+    low, high = _INT64
+    while stack:
+        nodes += 1
+        if nodes > _ORJSON_NODES:
+            return False, nodes, chars
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            for key in node:
+                if type(key) is not str:
+                    alike = False
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is int:
+            alike = alike and low <= node <= high
+        elif isinstance(node, str):
+            chars += len(node)
+        elif not (node is None or kind is bool):
+            alike = False
+    return alike, nodes, chars
+
+
+def _dump(obj: Any) -> bytes:
+    """The json module's bytes for ``obj`` (:func:`.early.encode`'s), raising where it would fall back (a lone
+    surrogate: the whole answer is then written ASCII-escaped) or fail."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _json_pieces(obj: Any) -> Iterator[tuple[bytes, int]]:
+    """The json module's bytes for any answer (floats, many nodes, batches), in pieces with their :func:`_cost`:
+    a list a chunk of :data:`_CHUNK` scalars at a time, a long string in slices, containers walked."""
+    kind = type(obj)
+    if kind is dict and all(type(k) is str for k in obj):
+        yield b"{", 0
+        for i, (key, value) in enumerate(obj.items()):
+            piece = (b"," if i else b"") + _dump(key) + b":"
+            yield piece, len(piece) * _JSON_NS_PER_BYTE
+            yield from _json_pieces(value)
+        yield b"}", 0
+    elif kind is list:
+        yield b"[", 0
+        for start in range(0, len(obj), _CHUNK):
+            chunk = obj[start : start + _CHUNK]
+            comma = b"," if start else b""
+            if set(map(type, chunk)) <= _SCALARS:
+                piece = comma + _dump(chunk)[1:-1]
+                yield piece, len(piece) * _JSON_NS_PER_BYTE
+                continue
+            for i, value in enumerate(chunk):
+                if i or start:
+                    yield b",", 0
+                yield from _json_pieces(value)
+        yield b"]", 0
+    elif kind is str and len(obj) > SLICE_CHARS:
+        yield b'"', 0
+        for start in range(0, len(obj), SLICE_CHARS):
+            piece = _dump(obj[start : start + SLICE_CHARS])[1:-1]
+            yield piece, len(piece) * 2
+        yield b'"', 0
+    else:
+        piece = _dump(obj)
+        yield piece, len(piece) * _JSON_NS_PER_BYTE
+
+
 async def encode_answer_async(obj: Any) -> bytes:
-    """:func:`encode_answer`'s bytes; an answer holding a string longer than :data:`SLICE_CHARS` is encoded a slice
-    at a time, with the loop let in between (a ping is answered meanwhile)."""
-    longest = _orjson_plan(obj)
-    if longest is None or longest <= SLICE_CHARS:
-        return _encode_answer(obj, longest is not None)
+    """:func:`encode_answer`'s bytes, with the loop let in every :data:`WORK_PER_TURN` of encoding work (a ping is
+    answered meanwhile), whatever the answer holds: long strings (plain ASCII or base64 too), floats, more nodes
+    than orjson's check walks, batches. A small answer is written in one go."""
+    alike, nodes, chars = _shape(obj)
+    if chars <= _WHOLE_CHARS and (nodes <= _SMALL_NODES or (alike and nodes <= _ORJSON_NODES)):
+        return _encode_answer(obj, alike)
     pieces: list[bytes] = []
+    work = 0
     try:
-        for piece in _pieces(obj):
+        source = ((p, len(p)) for p in _pieces(obj)) if alike else _json_pieces(obj)
+        for piece, cost in source:
             pieces.append(piece)
-            if len(piece) > SLICE_CHARS:
+            work += cost
+            if work >= WORK_PER_TURN:
+                work = 0
                 await anyio.lowlevel.checkpoint()
-    except (orjson.JSONEncodeError, RecursionError):  # a lone surrogate, or nesting too deep: the json module's
-        return _encode_answer(obj, False)
+    except (orjson.JSONEncodeError, RecursionError, ValueError, TypeError):  # a lone surrogate, NaN, an object
+        return _encode_answer(obj, False)  # JSON cannot carry, nesting too deep: the json module's whole answer
     return b"".join(pieces)
 
 
@@ -193,6 +279,50 @@ def _read_fast(line: bytes) -> Any:
         elif kind is float:
             return _UNREAD
     return message
+
+
+OFF_LOOP_PARSE_BYTES = 256 * 1024
+"""A line the json module must read (see :func:`_read_line`) longer than this is read on a worker thread."""
+
+
+_BEYOND_INT64 = float(1 << 63)
+
+
+def _read_line(line: bytes) -> Any:
+    """:func:`_read_fast`, floats included (issue 33: 300,000 floats held the loop ~380 ms in the json module):
+    orjson reads every number as the json module does — floats correctly rounded, the same ``-0.0``, overflow
+    refused — except an integer past 64 bits, which it reads as a float: an integral float of magnitude 2**63 or
+    more. A message holding none is orjson's; one that may (``1e19`` written as a float too) is the json
+    module's. The walk looks at each list's element types and float range in C (``set(map(type))``, ``max``)."""
+    try:
+        message = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _UNREAD
+    stack: list[Any] = [[message]]
+    while stack:
+        node = stack.pop()
+        values = list(node.values()) if type(node) is dict else node
+        types = set(map(type, values))
+        if float in types and _maybe_big_integer(values, types):
+            return _UNREAD
+        if dict in types or list in types:
+            stack.extend(v for v in values if type(v) is dict or type(v) is list)
+    return message
+
+
+def _maybe_big_integer(values: list[Any], types: set[type]) -> bool:
+    floats = values if types == {float} else [v for v in values if type(v) is float]
+    if max(floats) < _BEYOND_INT64 and min(floats) > -_BEYOND_INT64:
+        return False
+    return any(abs(v) >= _BEYOND_INT64 and v.is_integer() for v in floats)
+
+
+def _parse_text(line: bytes) -> Any:
+    """The json module's reading of ``line``: the message, or the exception to answer a parse error with."""
+    try:
+        return parse_json(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return exc
 
 
 def _valid_id(message: dict[str, Any]) -> bool:
@@ -403,19 +533,20 @@ class Dispatcher:
             return
         if not item.strip():
             return  # blank lines between messages are tolerated
-        message = _read_fast(item)
+        message = _read_line(item)
         if message is _UNREAD:
-            try:
-                text = item.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                await self._reply_parse_error(f"invalid UTF-8 at byte {exc.start}")
+            if len(item) > OFF_LOOP_PARSE_BYTES:  # the json module calls back into Python per float: it lets go
+                message = await anyio.to_thread.run_sync(_parse_text, item)  # of the GIL, the loop answers pings
+            else:
+                message = _parse_text(item)
+            if isinstance(message, UnicodeDecodeError):
+                await self._reply_parse_error(f"invalid UTF-8 at byte {message.start}")
                 return
-            try:
-                message = parse_json(text)
-            except RecursionError:
+            if isinstance(message, RecursionError):
                 await self._reply_parse_error("JSON nested too deeply")
                 return
-            except ValueError as exc:
+            if isinstance(message, ValueError):
+                exc = message
                 where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
                 await self._reply_parse_error(f"invalid JSON{where}" if where else f"invalid JSON: {exc}")
                 return
@@ -523,7 +654,7 @@ class Dispatcher:
                     await anyio.lowlevel.checkpoint()
         answers = [r for r, _ in results if r is not None]
         if answers:
-            await self.writer.send(encode_answer(answers))
+            await self.writer.send(await encode_answer_async(answers))
         for _, ctx in results:
             if ctx is not None:
                 await ctx.run_after_response()

@@ -24,7 +24,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,7 @@ from anyio.abc import Process, TaskGroup
 from sidecar.agent.tools.base import ToolError, ToolOutput
 from sidecar.core.common import now_iso
 from sidecar.core.errors import SidecarError
-from sidecar.core.redact import cut_credentials, sanitize
+from sidecar.core.redact import cut_credentials, redact_head, sanitize
 
 from .models import HostManifest, HostState, PluginHostStatus
 from .tools import McpTool, check_tool, map_result, tool_description, tool_risk
@@ -82,6 +82,8 @@ class HostSpec:
     """Extra environment for the server: the plugin's settings and secrets (never logged)."""
     secrets: tuple[str, ...] = ()
     """The secret values among ``env``: cut out of agent traces (a server may echo them in a result)."""
+    annotations_trusted: bool = False
+    """The user trusts this plugin's tool annotations (``readOnlyHint`` may then lower a tool's risk)."""
 
 
 Publish = Callable[[str, list[McpTool]], list[str]]
@@ -147,7 +149,7 @@ class McpHost:
             pid=self.pid,
             restarts=self.restarts,
             tools=list(self.tool_names),
-            stderr_tail=self._redact(self._ring.text()) if self._ring else "",
+            stderr_tail=self._ring.text(self.spec.secrets) if self._ring else "",
             stdout_garbage_lines=self._stdout.garbage_lines if self._stdout else 0,
         )
 
@@ -292,8 +294,8 @@ class McpHost:
             except Exception as exc:
                 raise host_error(
                     "MCP_INITIALIZE_FAILED",
-                    f"the server did not complete MCP initialize: {_reason(exc, process)}",
-                    stderr_tail=ring.text()[-2000:],  # redacted with the whole error in _set
+                    f"the server did not complete MCP initialize: {_reason(exc, process, spec.secrets)}",
+                    stderr_tail=ring.text(spec.secrets, chars=2000),  # redacted, then cut
                 ) from None
             if init.capabilities.tools is None:
                 raise host_error(
@@ -346,7 +348,8 @@ class McpHost:
                     if cursor is None or len(found) > MAX_TOOLS:
                         break
         except Exception as exc:
-            raise host_error("MCP_TOOL_SCHEMA_INVALID", f"tools/list failed: {_reason(exc, None)}") from None
+            reason = _reason(exc, None, self.spec.secrets)
+            raise host_error("MCP_TOOL_SCHEMA_INVALID", f"tools/list failed: {reason}") from None
         if len(found) > MAX_TOOLS:
             raise host_error("MCP_TOOL_SCHEMA_INVALID", f"the server lists more than {MAX_TOOLS} tools")
         names = [t.name for t in found]
@@ -366,12 +369,14 @@ class McpHost:
                 mcp_name=t.name,
                 description=tool_description(t),
                 input_schema=t.input_schema,
-                risk=tool_risk(t, policy.risk),
+                risk=risk,
+                risk_rule=rule,
                 timeout_ms=policy.timeout_ms,
                 call=self.call,
                 secrets=self.spec.secrets,
             )
             for t in found
+            for risk, rule in [tool_risk(t, policy.risk, annotations_trusted=self.spec.annotations_trusted)]
         ]
         try:
             self.tool_names = self._publish(self.plugin_id, tools)
@@ -413,7 +418,7 @@ class McpHost:
             if ping.failure is not None:
                 if process.returncode is not None:
                     return f"the server exited (code {process.returncode})"
-                return f"the connection to the server failed: {_reason(ping.failure, process)}"
+                return f"the connection to the server failed: {_reason(ping.failure, process, self.spec.secrets)}"
             if ping.sent_at is not None:
                 allowance = self._ping_allowance(ping.sent_at)
                 if now - ping.sent_at > allowance:
@@ -484,13 +489,15 @@ class McpHost:
                 if self._session is None or (exc.code == CONNECTION_CLOSED and self._transport_closed(session)):
                     raise ToolError("the plugin's server stopped during the call", "PLUGIN_HOST_UNHEALTHY") from None
                 raise ToolError(
-                    self._redact(f"the server failed the call: {exc.message[:1000]}"), "MCP_TOOL_CALL_FAILED"
+                    "the server failed the call: " + redact_head(exc.message, 1000, self.spec.secrets),
+                    "MCP_TOOL_CALL_FAILED",
                 ) from None
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
                 raise ToolError("the plugin's server stopped during the call", "PLUGIN_HOST_UNHEALTHY") from None
             except RuntimeError as exc:  # e.g. the SDK refusing an input-required result
                 raise ToolError(
-                    self._redact(f"the server's answer cannot be used: {str(exc)[:300]}"), "MCP_TOOL_CALL_FAILED"
+                    "the server's answer cannot be used: " + redact_head(str(exc), 300, self.spec.secrets),
+                    "MCP_TOOL_CALL_FAILED",
                 ) from None
             finally:
                 self._calls.discard(scope)
@@ -520,7 +527,7 @@ class McpHost:
             raise host_error("MCP_TOOL_CALL_FAILED", f"prompt {name!r} did not answer in time", 504) from None
         except Exception as exc:
             raise host_error(
-                "MCP_TOOL_CALL_FAILED", self._redact(f"prompt {name!r} failed: {_reason(exc, None)}")
+                "MCP_TOOL_CALL_FAILED", self._redact(f"prompt {name!r} failed: {_reason(exc, None, self.spec.secrets)}")
             ) from None
         texts = [m.content.text for m in result.messages if getattr(m.content, "type", "") == "text"]
         return self._redact("\n".join(texts))
@@ -583,13 +590,14 @@ def _error_dict(exc: SidecarError) -> dict[str, Any]:
     return {"code": exc.code, "message": exc.message, "details": exc.details}
 
 
-def _reason(exc: BaseException, process: Process | None) -> str:
+def _reason(exc: BaseException, process: Process | None, secrets: Sequence[str] = ()) -> str:
+    """Why a step failed, for a message: redacted (the plugin's secrets, credentials), then cut to 500 chars."""
     if process is not None and process.returncode is not None:
         return f"the server exited (code {process.returncode})"
     if isinstance(exc, TimeoutError):
         return "no answer in time"
     text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-    return str(text)[:500]
+    return redact_head(str(text), 500, secrets)
 
 
 def _killpg(pgid: int, sig: int) -> None:

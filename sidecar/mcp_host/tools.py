@@ -45,6 +45,7 @@ class McpTool(Tool):
         input_schema: dict[str, Any],
         risk: MetonaRiskLevel,
         timeout_ms: int,
+        risk_rule: str = "manifest",
         call: CallFn,
         secrets: Sequence[str] = (),
     ) -> None:
@@ -57,6 +58,8 @@ class McpTool(Tool):
         self.input_schema = input_schema
         self.category = MetonaToolCategory.MCP
         self.risk_level = risk
+        self.risk_rule = risk_rule
+        """Which rule set ``risk_level`` (see :data:`RiskRule`); the trace records it."""
         self.requires_permission = risk not in (MetonaRiskLevel.SAFE, MetonaRiskLevel.LOW)
         self.permission = f"plugin.{plugin_id}.tools" if self.requires_permission else ""
         self.timeout_ms = timeout_ms
@@ -121,19 +124,34 @@ def check_tool(tool: Any) -> str | None:
     return None
 
 
-def tool_risk(tool: Any, overrides: Mapping[str, str]) -> MetonaRiskLevel:
-    """The manifest's risk for the tool, else its annotations (read-only → safe, destructive → high), else medium."""
+RiskRule = str
+"""Which rule set a tool's risk (recorded in the trace): ``manifest`` (the plugin's ``tools.risk``),
+``trusted_annotations`` (the server's own hints, because the user trusts this plugin's annotations),
+``destructive_hint`` (an untrusted hint may raise the risk, never lower it) or ``default`` (medium: ask)."""
+
+
+def tool_risk(
+    tool: Any, overrides: Mapping[str, str], *, annotations_trusted: bool = False
+) -> tuple[MetonaRiskLevel, RiskRule]:
+    """The tool's risk and the rule that set it.
+
+    A server's annotations are hints, not trust (MCP: a client treats them as untrusted unless the server is
+    trusted): a tool that calls itself read-only or non-destructive is still ``medium`` (the user is asked) unless
+    the manifest says otherwise or the user marked this plugin's annotations as trusted. A hint that asks for more
+    caution (``destructiveHint``) is always honoured."""
     if tool.name in overrides:
-        return MetonaRiskLevel(overrides[tool.name])
+        return MetonaRiskLevel(overrides[tool.name]), "manifest"
     ann = tool.annotations
-    if ann is not None:
+    if ann is not None and annotations_trusted:
         if ann.read_only_hint:
-            return MetonaRiskLevel.SAFE
+            return MetonaRiskLevel.SAFE, "trusted_annotations"
         if ann.destructive_hint:
-            return MetonaRiskLevel.HIGH
+            return MetonaRiskLevel.HIGH, "trusted_annotations"
         if ann.destructive_hint is False:
-            return MetonaRiskLevel.LOW
-    return MetonaRiskLevel.MEDIUM
+            return MetonaRiskLevel.LOW, "trusted_annotations"
+    if ann is not None and ann.destructive_hint and not ann.read_only_hint:
+        return MetonaRiskLevel.HIGH, "destructive_hint"
+    return MetonaRiskLevel.MEDIUM, "default"
 
 
 def tool_description(tool: Any) -> str:

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -32,9 +32,14 @@ from typing import Any
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from sidecar.core.childenv import scrubbed_environ
+from sidecar.core.redact import redact_tail
+
 logger = logging.getLogger(__name__)
 
 STDERR_RING_BYTES = 64 * 1024
+RING_SLACK_BYTES = 4096
+"""What the stderr ring keeps beyond what it shows: the redaction's look past the cut (see ``redact_tail``)."""
 RESULT_TOO_LARGE_CODE = -32099
 """JSON-RPC error code of the synthetic answer to a response line over the limit (never sent by a server)."""
 _ID_HEAD = re.compile(rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
@@ -202,7 +207,7 @@ class StderrRing:
                     self.total_bytes += len(data)
                     self._chunks.append(data)
                     self._size += len(data)
-                    while self._size - len(self._chunks[0]) >= self._limit:
+                    while self._size - len(self._chunks[0]) >= self._limit + RING_SLACK_BYTES:
                         self._size -= len(self._chunks.popleft())
         except OSError:
             return
@@ -210,10 +215,14 @@ class StderrRing:
             with contextlib.suppress(OSError):
                 os.close(self._read_fd)
 
-    def text(self) -> str:
+    def text(self, secrets: Sequence[str] = (), chars: int | None = None) -> str:
+        """The last ``chars`` (default: the ring's limit) characters the server wrote, redacted before the cut:
+        the ring keeps :data:`RING_SLACK_BYTES` more than it shows, so a secret across the cut is seen whole."""
         with self._lock:
-            data = b"".join(self._chunks)[-self._limit :]
-        return data.decode("utf-8", "replace")
+            data = b"".join(self._chunks)
+            dropped = self.total_bytes > self._size
+        text = data.decode("utf-8", "replace")
+        return redact_tail(text, self._limit if chars is None else chars, secrets, head_cut=dropped)
 
     def close(self) -> None:
         self.spawned()
@@ -239,6 +248,7 @@ def login_shell_path() -> str:
             timeout=3,
             check=False,
             start_new_session=True,
+            env=scrubbed_environ(),  # a login shell runs the user's profile scripts: no master key, no API key
         )
     except (OSError, subprocess.SubprocessError):
         return ""

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.redact import redact_head
 from . import audio as audio_mod
 from .diarize import Diarizer, Turn, speaker_for
 from .errors import DIARIZATION_UNAVAILABLE, TRANSCRIPTION_MODEL_UNAVAILABLE
@@ -109,7 +110,7 @@ def _prepare_diarizer(
                 DIARIZATION_UNAVAILABLE,
                 "Speakers were not labelled.",
                 reason="DIARIZATION_STACK_UNAVAILABLE",
-                detail=f"{type(exc).__name__}: {str(exc)[:300]}",
+                detail=f"{type(exc).__name__}: {redact_head(str(exc), 300)}",
             )
         )
         return None

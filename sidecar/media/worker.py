@@ -18,6 +18,7 @@ import sys
 import warnings
 from typing import TextIO
 
+from ..core.redact import redact_head
 from ..workers.env import TELEMETRY_OFF
 from ..workers.io import claim_stdout, exit_with_parent
 from ..workers.protocol import Request, WorkerOutput, read_requests
@@ -44,7 +45,7 @@ def serve(stdin: TextIO, out: WorkerOutput) -> None:
             out.error(job_id, exc.code, exc.message, exc.details)
         except Exception as exc:
             logger.exception("transcription failed")
-            reason = f"{type(exc).__name__}: {str(exc)[:300]}"
+            reason = f"{type(exc).__name__}: {redact_head(str(exc), 300)}"
             details = {"reason": "WORKER_ERROR", "detail": reason}
             out.error(job_id, TRANSCRIPTION_FAILED, "The transcription failed.", details)
         else:

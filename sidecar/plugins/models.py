@@ -273,6 +273,27 @@ class SecretStateResult(Phase2Model):
     configured: bool
 
 
+# --- trust (issue 33: the user's decisions, never the package's) ---------------------------------------------
+
+
+class PluginTrust(Phase2Model):
+    plugin_id: str
+    annotations_trusted: bool
+    """The user lets the server's own tool annotations (``readOnlyHint``/``destructiveHint``) set its tools' risk;
+    off by default: an annotated read-only tool still asks (risk medium) unless the manifest's ``tools.risk`` says
+    otherwise."""
+    always_allowed_tools: list[str]
+    """MCP tool names answered "allow always" (they run without asking until revoked or the plugin is uninstalled)."""
+
+
+class PluginTrustUpdateParams(Params):
+    plugin_id: str = Field(pattern=PLUGIN_ID_PATTERN)
+    annotations_trusted: bool | None = None
+    """Set (or clear) the trust in the server's annotations; a running host restarts to republish its tools."""
+    revoke_tools: list[str] = Field(default_factory=list, max_length=256)
+    """MCP tool names whose "allow always" is withdrawn (they ask again)."""
+
+
 # --- commands (§7.3-7.4) --------------------------------------------------------------------------------------
 
 

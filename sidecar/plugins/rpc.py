@@ -21,6 +21,8 @@ from .models import (
     PluginInstallParams,
     PluginListResult,
     PluginSettings,
+    PluginTrust,
+    PluginTrustUpdateParams,
     PluginUninstallResult,
     SecretDeleteParams,
     SecretSetParams,
@@ -70,6 +72,12 @@ def methods(plugins: PluginService) -> list[Method[Any, Any]]:
 
     async def commands_list(ctx: RequestContext, p: CommandListParams) -> CommandListResult:
         return CommandListResult(items=await plugins.commands(p.location, p.when))
+
+    async def trust_get(ctx: RequestContext, p: PluginIdParams) -> PluginTrust:
+        return await plugins.trust(p.plugin_id)
+
+    async def trust_update(ctx: RequestContext, p: PluginTrustUpdateParams) -> PluginTrust:
+        return await plugins.update_trust(p.plugin_id, p.annotations_trusted, p.revoke_tools)
 
     async def commands_execute(ctx: RequestContext, p: CommandExecuteParams) -> CommandExecuteResult:
         return await plugins.execute(p.command_id, p.arguments, p.context, approved=p.approved)
@@ -127,6 +135,20 @@ def methods(plugins: PluginService) -> list[Method[Any, Any]]:
             SecretStateResult,
             secret_delete,
             summary="Remove a secret setting.",
+        ),
+        Method(
+            "plugins/trust/get",
+            PluginIdParams,
+            PluginTrust,
+            trust_get,
+            summary="The user's trust decisions for a plugin: its annotations, its tools allowed always.",
+        ),
+        Method(
+            "plugins/trust/update",
+            PluginTrustUpdateParams,
+            PluginTrust,
+            trust_update,
+            summary="Trust (or not) the plugin's tool annotations; revoke tools' allow-always. Kept until uninstall.",
         ),
         Method(
             "plugin-contributions/commands/list",

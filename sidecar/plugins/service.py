@@ -24,8 +24,9 @@ import anyio.to_thread
 from sidecar import __version__
 from sidecar.core.common import CursorPage, now_iso
 from sidecar.core.errors import BadRequestError, ConflictError, ForbiddenError, NotFoundError, SidecarError
-from sidecar.core.redact import cut_credentials, sanitize
+from sidecar.core.redact import cut_credentials, redact_head, sanitize
 from sidecar.mcp_host.host import HostSpec, host_error
+from sidecar.mcp_host.rules import PluginToolRules
 from sidecar.mcp_host.service import McpBridge
 from sidecar.storage.secrets import SecretStore
 from sidecar.storage.sqlite import Database
@@ -42,6 +43,7 @@ from .models import (
     PluginInfo,
     PluginManifest,
     PluginSettings,
+    PluginTrust,
     SecretConfigured,
     SettingsField,
     field_value_problem,
@@ -89,8 +91,10 @@ class PluginService:
         *,
         development: bool,
         app_version: str = __version__,
+        rules: PluginToolRules | None = None,
     ) -> None:
         self._db = db
+        self._rules = rules if rules is not None else PluginToolRules(db)
         self._events = events
         self._secrets = secrets
         self._bridge = bridge
@@ -102,6 +106,7 @@ class PluginService:
 
     async def migrate(self) -> None:
         await self._db.migrate("plugins", _MIGRATIONS)
+        await self._rules.start()
 
     async def start(self) -> None:
         """Start the hosts of the installed plugins (in the background: ``initialize`` must not wait on them)."""
@@ -262,8 +267,10 @@ class PluginService:
                 conn.execute("DELETE FROM plugin_settings WHERE plugin_id = ?", (plugin_id,))
                 for name in names:
                     SecretStore.delete_in(conn, name)
+                self._rules.forget_in(conn, plugin_id)  # "allow always" and trusted annotations go with it
 
             await self._db.run(drop)
+            self._rules.forgotten(plugin_id)
             folder = self._root / manifest.id
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(folder, ignore_errors=True))
 
@@ -288,7 +295,36 @@ class PluginService:
             f.env or f"METONA_{f.key.upper()}" for f in manifest.contributes.settings.fields if f.type == "secret"
         }
         secrets = tuple(v for k, v in env.items() if k in secret_vars)
-        return HostSpec(plugin_id, manifest, self._dir(manifest), env=env, secrets=secrets)
+        return HostSpec(
+            plugin_id,
+            manifest,
+            self._dir(manifest),
+            env=env,
+            secrets=secrets,
+            annotations_trusted=self._rules.annotations_trusted(plugin_id),
+        )
+
+    # --- trust (the user's decisions) --------------------------------------------------------------------------
+
+    async def trust(self, plugin_id: str) -> PluginTrust:
+        await self._row(plugin_id)
+        return PluginTrust(
+            plugin_id=plugin_id,
+            annotations_trusted=self._rules.annotations_trusted(plugin_id),
+            always_allowed_tools=self._rules.allowed_tools(plugin_id),
+        )
+
+    async def update_trust(
+        self, plugin_id: str, annotations_trusted: bool | None, revoke_tools: builtins.list[str]
+    ) -> PluginTrust:
+        async with self._lock:
+            manifest = await self.manifest(plugin_id)
+            if revoke_tools:
+                await self._rules.revoke(plugin_id, revoke_tools)
+            if annotations_trusted is not None and annotations_trusted != self._rules.annotations_trusted(plugin_id):
+                await self._rules.set_annotations_trusted(plugin_id, annotations_trusted)
+                await self._restart_if_started(plugin_id, manifest)  # its tools are republished with the new risks
+        return await self.trust(plugin_id)
 
     async def _server_env(self, plugin_id: str, manifest: PluginManifest) -> dict[str, str]:
         env: dict[str, str] = {}
@@ -482,7 +518,7 @@ class PluginService:
             raise host_error(
                 "MCP_TOOL_CALL_FAILED", f"the plugin's server has no tool {command.tool!r}", 502, tool=command.tool
             )
-        if tool.requires_permission and not approved:  # the agent's rule: a risky tool runs only when asked
+        if tool.requires_permission and not approved and not self._rules.allows(tool):  # the agent's rule
             raise ForbiddenError(
                 f"the command runs the {tool.risk_level} risk tool {command.tool!r}: the user must approve it",
                 code="PLUGIN_COMMAND_PERMISSION_REQUIRED",
@@ -494,7 +530,7 @@ class PluginService:
             with anyio.fail_after(tool.timeout_ms / 1000):
                 output = await tool.run(args, None)  # type: ignore[arg-type]
         except ToolError as exc:
-            message = cut_credentials(exc.message[:2000], tool.trace_secrets())
+            message = redact_head(exc.message, 2000, tool.trace_secrets())
             return CommandExecuteResult(
                 command_id=command_id,
                 status="failed",

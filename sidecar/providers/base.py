@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 
-from ..core.redact import cut_credentials
+from ..core.redact import cut_credentials, redact_head
 from ..ir import MetonaErrorCode, MetonaMessage, MetonaModelInfo, MetonaRequest, MetonaResponse
 from ..ir.adapter import StreamEventCallback
 from . import _http
@@ -346,7 +346,7 @@ class BaseAdapter:
             if isinstance(err, str):
                 return err, None
         text = body.decode("utf-8", "replace").strip()
-        return (text[:200] or "empty error body"), None
+        return (redact_head(text, 200, (self.config.api_key or "",)) or "empty error body"), None
 
     def classify_error(self, status: int, provider_code: str | None, message: str) -> MetonaErrorCode:
         return code_for_status(status)

@@ -23,6 +23,8 @@ from typing import Annotated, Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ..core.redact import redact_head
+
 PROTOCOL_VERSION = 1
 
 logger = logging.getLogger(__name__)
@@ -121,7 +123,7 @@ def to_worker(line: bytes | str) -> Request | Cancel:
 
 def _summary(line: bytes | str, exc: ValidationError) -> str:
     text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    return f"not a worker message ({exc.error_count()} error(s)): {text[:120]!r}"
+    return f"not a worker message ({exc.error_count()} error(s)): {redact_head(text, 120)!r}"
 
 
 # ---- the worker's side ------------------------------------------------------------------------------------------

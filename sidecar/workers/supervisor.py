@@ -27,11 +27,13 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 from anyio.abc import Process
+
+from sidecar.core.childenv import scrubbed_environ
 
 logger = logging.getLogger(__name__)
 
@@ -196,15 +198,26 @@ class ChildSupervisor:
         return sorted(self._pids)
 
     async def spawn(
-        self, argv: Sequence[str], *, name: str = "", env: dict[str, str] | None = None, **kwargs: Any
+        self,
+        argv: Sequence[str],
+        *,
+        name: str = "",
+        env: Mapping[str, str] | None = None,
+        secrets: Mapping[str, str] | None = None,
+        **kwargs: Any,
     ) -> Process:
-        """Start a child in its own process group, with its own pipes (never our stdout)."""
+        """Start a child in its own process group, with its own pipes (never our stdout).
+
+        Its environment is ``env`` (the sidecar's own by default) without the variables that carry a secret
+        (:func:`~sidecar.core.childenv.scrubbed_environ`), whoever calls: a new kind of child gets no master key and
+        no provider key for free. A child that does need a secret names it in ``secrets`` (added after the scrub)."""
         kwargs.setdefault("stdin", subprocess.DEVNULL)
         kwargs.setdefault("stdout", subprocess.DEVNULL)
         kwargs.setdefault("stderr", sys.stderr.fileno())
         if os.name == "posix":
             kwargs.setdefault("start_new_session", True)
-        process = await anyio.open_process(list(argv), env=env, **kwargs)
+        child_env = scrubbed_environ(env) | dict(secrets or {})
+        process = await anyio.open_process(list(argv), env=child_env, **kwargs)
         self._pids[process.pid] = name or argv[0]
         self._processes[process.pid] = process
         self._guard(process.pid)

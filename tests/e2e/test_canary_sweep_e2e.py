@@ -68,6 +68,13 @@ def _environ(pid: int) -> str:
         return ""
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _install(sc: Sidecar, root: Path, plugin_id: str, mode: str) -> dict[str, Any]:
     folder = make_plugin(root, plugin_id, mode, contributes={"settings": SETTINGS, "commands": COMMANDS})
     return sc.call("plugins/install", {"package_path": str(folder), "start": False}, timeout=40)
@@ -115,8 +122,17 @@ def test_no_secret_leaves_its_place(sc: Sidecar, tmp_path: Path) -> None:
     if sc.components["mermaid"]["available"]:  # type: ignore[attr-defined]  # Playwright's driver and Chromium
         sc.result("render/static", req("mermaid", "flowchart TD\n  A --> B"), timeout=90)
 
+    # a worker kind too (issue 33: every spawn is scrubbed by default): the export worker stays up after its export
+    source = {"type": "markdown", "markdown": "# Canary\n\ntext"}
+    job = sc.result("exports/create", {"source": source, "format": "html"})
+    deadline = time.monotonic() + 60
+    while sc.result("exports/get", {"job_id": job["job_id"]})["status"] != "completed":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
     # every child: no provider key, no master key; the plugin secret only in its own server
     children = _descendants(sc.proc.pid)
+    assert any(b"export" in _cmdline(pid) for pid in children), "the export worker was not found"
     assert children
     servers = {sc.result("plugins/host/get", {"plugin_id": "leaky"})["pid"]}
     for pid in children:

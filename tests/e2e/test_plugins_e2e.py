@@ -65,8 +65,9 @@ def test_install_publishes_namespaced_tools_with_risk(sc: Sidecar, fixture_plugi
     assert host["backend_type"] == "mcp" and host["transport"] == "stdio" and host["error"] is None
     assert host["started_at"] and host["last_seen_at"] and host["pid"] > 0
     tools = {t["name"]: t for t in sc.result("tools/list")["items"]}
-    assert tools["fixture.add"]["riskLevel"] == "safe" and tools["fixture.add"]["category"] == "mcp"
-    assert tools["fixture.add"]["requiresPermission"] is False
+    # readOnlyHint is the server's own word: a hint, not trust (issue 33) — medium, asks, like an unannotated tool
+    assert tools["fixture.add"]["riskLevel"] == "medium" and tools["fixture.add"]["category"] == "mcp"
+    assert tools["fixture.add"]["requiresPermission"] is True
     assert tools["fixture.add"]["parameters"]["properties"]["a"]["type"] == "number"
     assert tools["fixture.wipe"]["riskLevel"] == "critical"  # the manifest wins over destructiveHint
     assert tools["fixture.wipe"]["requiresPermission"] is True

@@ -574,6 +574,20 @@ params: SettingsUpdateParams
 result: PluginSettings
 }
 /**
+ * The user's trust decisions for a plugin: its annotations, its tools allowed always.
+ */
+"plugins/trust/get": {
+params: PluginIdParams
+result: PluginTrust
+}
+/**
+ * Trust (or not) the plugin's tool annotations; revoke tools' allow-always. Kept until uninstall.
+ */
+"plugins/trust/update": {
+params: PluginTrustUpdateParams
+result: PluginTrust
+}
+/**
  * Stop the plugin's host, remove its tools, settings, secrets and files.
  */
 "plugins/uninstall": {
@@ -2932,6 +2946,27 @@ values: {
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginTrust".
+ */
+export interface PluginTrust {
+plugin_id: string
+annotations_trusted: boolean
+always_allowed_tools: string[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
+ * via the `definition` "PluginTrustUpdateParams".
+ */
+export interface PluginTrustUpdateParams {
+plugin_id: string
+annotations_trusted?: (boolean | null)
+/**
+ * @maxItems 256
+ */
+revoke_tools?: string[]
+}
+/**
+ * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema
  * via the `definition` "PluginUninstallResult".
  */
 export interface PluginUninstallResult {
@@ -3614,7 +3649,7 @@ type HostNotes = MetonaSidecarIpc["clientNotifications"]
 export type MetonaHostNotifications = { [N in keyof HostNotes]: HostNotes[N]["params"] }
 export type MetonaHostNotification = keyof MetonaHostNotifications
 
-export const METHODS: readonly MetonaMethod[] = ["agent/artifacts/get", "agent/permissions/resolve", "agent/runs/cancel", "agent/runs/create", "agent/runs/events", "agent/runs/get", "agent/runs/list", "agent/runs/trace", "attachments/delete", "attachments/get", "attachments/import", "attachments/list", "benchmarks/agent/runs/create", "benchmarks/datasets/list", "benchmarks/rag/runs/create", "benchmarks/runs/cancel", "benchmarks/runs/events", "benchmarks/runs/get", "benchmarks/runs/list", "benchmarks/runs/report", "chat/send", "chat/stream", "config/get", "config/secret/delete", "config/secret/set", "config/update", "documents/imports/cancel", "documents/imports/create", "documents/imports/events", "documents/imports/get", "documents/imports/list", "events/subscribe", "events/unsubscribe", "exports/cancel", "exports/create", "exports/file", "exports/get", "exports/list", "index/configure", "index/rebuild", "index/rebuild/cancel", "index/rebuild/events", "index/rebuild/get", "index/status", "initialize", "media/profiles/list", "media/transcriptions/cancel", "media/transcriptions/create", "media/transcriptions/events", "media/transcriptions/get", "media/transcriptions/list", "media/transcriptions/notes", "memory/add", "memory/compact", "memory/delete", "memory/get", "memory/list", "memory/search", "notes/create", "notes/delete", "notes/get", "notes/list", "notes/update", "ping", "plugin-contributions/commands/execute", "plugin-contributions/commands/list", "plugins/events", "plugins/get", "plugins/host/get", "plugins/host/restart", "plugins/install", "plugins/list", "plugins/settings/get", "plugins/settings/secret/delete", "plugins/settings/secret/set", "plugins/settings/update", "plugins/uninstall", "providers/create", "providers/delete", "providers/get", "providers/health", "providers/list", "providers/models", "providers/presets", "providers/test", "providers/update", "render/function_plot/parse", "render/static", "render/stats", "search/query", "shutdown", "themes/disable", "themes/enable", "themes/inspect", "themes/install", "themes/list", "themes/preview", "themes/uninstall", "tools/list"]
+export const METHODS: readonly MetonaMethod[] = ["agent/artifacts/get", "agent/permissions/resolve", "agent/runs/cancel", "agent/runs/create", "agent/runs/events", "agent/runs/get", "agent/runs/list", "agent/runs/trace", "attachments/delete", "attachments/get", "attachments/import", "attachments/list", "benchmarks/agent/runs/create", "benchmarks/datasets/list", "benchmarks/rag/runs/create", "benchmarks/runs/cancel", "benchmarks/runs/events", "benchmarks/runs/get", "benchmarks/runs/list", "benchmarks/runs/report", "chat/send", "chat/stream", "config/get", "config/secret/delete", "config/secret/set", "config/update", "documents/imports/cancel", "documents/imports/create", "documents/imports/events", "documents/imports/get", "documents/imports/list", "events/subscribe", "events/unsubscribe", "exports/cancel", "exports/create", "exports/file", "exports/get", "exports/list", "index/configure", "index/rebuild", "index/rebuild/cancel", "index/rebuild/events", "index/rebuild/get", "index/status", "initialize", "media/profiles/list", "media/transcriptions/cancel", "media/transcriptions/create", "media/transcriptions/events", "media/transcriptions/get", "media/transcriptions/list", "media/transcriptions/notes", "memory/add", "memory/compact", "memory/delete", "memory/get", "memory/list", "memory/search", "notes/create", "notes/delete", "notes/get", "notes/list", "notes/update", "ping", "plugin-contributions/commands/execute", "plugin-contributions/commands/list", "plugins/events", "plugins/get", "plugins/host/get", "plugins/host/restart", "plugins/install", "plugins/list", "plugins/settings/get", "plugins/settings/secret/delete", "plugins/settings/secret/set", "plugins/settings/update", "plugins/trust/get", "plugins/trust/update", "plugins/uninstall", "providers/create", "providers/delete", "providers/get", "providers/health", "providers/list", "providers/models", "providers/presets", "providers/test", "providers/update", "render/function_plot/parse", "render/static", "render/stats", "search/query", "shutdown", "themes/disable", "themes/enable", "themes/inspect", "themes/install", "themes/list", "themes/preview", "themes/uninstall", "tools/list"]
 export const NOTIFICATIONS: readonly MetonaNotification[] = ["agent/providerSwitched", "event", "local/modelProgress"]
 export const HOST_NOTIFICATIONS: readonly MetonaHostNotification[] = ["$/cancelRequest", "exit"]
 /** A resource event with one of these names ends its subscription (ARCHITECTURE §5). */

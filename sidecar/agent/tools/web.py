@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import anyio
 from pydantic import Field
 
+from sidecar.core.redact import redact_head
 from sidecar.ir import MetonaRiskLevel, MetonaToolCategory
 
 from .base import Tool, ToolContext, ToolError, ToolOutput, ToolParams
@@ -96,14 +97,16 @@ class HttpGet(Tool):
                     if request.url.scheme not in ("http", "https"):
                         raise ToolError("a redirect led to a URL that is not http/https", "URL_SCHEME_NOT_ALLOWED")
                     if not await pins.resolve(request.url.host) and origin_public:
+                        shown = redact_head(target, 300)
                         raise ToolError(
-                            f"a redirect from a public address to a local/private one was refused: {target[:300]}",
+                            f"a redirect from a public address to a local/private one was refused: {shown}",
                             "REDIRECT_NOT_ALLOWED",
                         )
         except httpx.UnsupportedProtocol:
             raise ToolError("a redirect led to a URL that is not http/https", "URL_SCHEME_NOT_ALLOWED") from None
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise ToolError(f"the request failed: {type(exc).__name__}: {str(exc)[:300]}", "HTTP_ERROR") from None
+            reason = redact_head(str(exc), 300)
+            raise ToolError(f"the request failed: {type(exc).__name__}: {reason}", "HTTP_ERROR") from None
         except UnicodeError:  # an IDNA host name that cannot be encoded or decoded
             raise ToolError("the URL has an invalid host name", "INVALID_URL") from None
         text = _as_text(body, content_type, charset) if decoded else None
