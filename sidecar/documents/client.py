@@ -1,10 +1,11 @@
 """The sidecar's side of the document worker, over the one worker channel.
 
 One child at a time, started on the first import and kept for the next (idle ``idle_s`` → stopped). Each import
-has two clocks: :data:`~.models.PAGE_TIMEOUT_S` between two ``Page`` events (the first counts from the request) and
-:data:`~.models.IMPORT_TIMEOUT_S` for the whole; past either, or when the import is cancelled, the child's process
-group is killed (a cancel takes well under a second) and the next import starts a fresh child. A child that dies
-mid-import (a parser crashed on the file) fails the import with ``DOCUMENT_UNREADABLE``.
+has two clocks: :data:`~.models.PAGE_TIMEOUT_S` between two ``Page`` events (the first counts from the request,
+once the worker is up) and :data:`~.models.IMPORT_TIMEOUT_S` for the whole; past either, or when the import is
+cancelled, the child's process group is killed (a cancel takes well under a second) and the next import starts a
+fresh child. A child that dies mid-import (a parser crashed on the file) fails the import with
+``DOCUMENT_UNREADABLE``.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class DocumentWorker(SingleChild):
 
     async def parse(self, params: dict[str, Any], on_page: OnPage) -> dict[str, Any]:
         async with self._lock:
+            await self._channel.start()  # a cold worker's start (its hello) does not count against the first page
             start = anyio.current_time()
             last_page = {"page": 0}
             overall = start + self.import_timeout_s
