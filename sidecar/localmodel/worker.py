@@ -47,7 +47,13 @@ CONTENT_REPEATS = 128
 short unit (a Markdown table's ``| --- ``, a checklist's ``- [ ] ``, a CSV row of zeros), and a runaway number
 (``1000000…``) is caught here too."""
 MAX_UNIT = 16
-LOOP_TAIL = MAX_UNIT * CONTENT_REPEATS
+LONG_REPEATS = 16
+"""Repeats of a longer unit (17–:data:`MAX_LONG_UNIT` characters, not itself a repeat of a shorter one) that end a
+generation: a list that starts over (``"…, urban design, park design, residential design, …"``, measured: an
+argument that ran to the 4096-token limit, 261 s) repeats a phrase; a document seldom repeats a whole long line
+sixteen times in a row (a CSV's rows of zeros, a template's empty rows: a dozen are kept)."""
+MAX_LONG_UNIT = 128
+LOOP_TAIL = max(MAX_UNIT * CONTENT_REPEATS, MAX_LONG_UNIT * LONG_REPEATS)
 """Characters of the latest output that :class:`LoopGuard` looks at."""
 _EXPRESSION = re.compile(r"(?=.*\d)(?=.*(?:[+*/]| - ))", re.DOTALL)
 
@@ -68,7 +74,8 @@ class LoopGuard:
     repeated :data:`EXPRESSION_REPEATS` times when the unit is a piece of arithmetic (``17.5 * 60 / 60 / 60 …``,
     seen in the 0.5B model's tool arguments: greedy decoding never leaves such a loop, and it ran to the token
     limit), else :data:`CONTENT_REPEATS` times (a file's content legitimately repeats a short unit a few dozen
-    times: eight repeats ended a Markdown table's separator row). A job's ``stop_on_loop`` ends its generation
+    times: eight repeats ended a Markdown table's separator row), or with a longer unit repeated
+    :data:`LONG_REPEATS` times. A job's ``stop_on_loop`` ends its generation
     there (``finish``: ``loop``)."""
 
     def __init__(self) -> None:
@@ -76,7 +83,15 @@ class LoopGuard:
 
     def feed(self, text: str) -> bool:
         self.tail = (self.tail + text)[-LOOP_TAIL:]
-        return any(self._loops(size) for size in range(1, MAX_UNIT + 1))
+        if any(self._loops(size) for size in range(1, MAX_UNIT + 1)):
+            return True
+        tail = self.tail
+        for size in range(MAX_UNIT + 1, min(MAX_LONG_UNIT, len(tail) // LONG_REPEATS) + 1):
+            unit = tail[-size:]
+            if tail[-2 * size : -size] == unit and unit not in (unit + unit)[1:-1]:  # repeated, and primitive
+                if repeats_at_end(tail, size, LONG_REPEATS) >= LONG_REPEATS:
+                    return True
+        return False
 
     def _loops(self, size: int) -> bool:
         unit = self.tail[-size:]

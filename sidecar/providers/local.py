@@ -264,12 +264,13 @@ class LocalAdapter(BaseAdapter):
         if not tools:
             return False
         first = not calls
-        routes = [n for n in (localtools.ANSWER, *(t.name for t in tools)) if first and n in localtools.ROUTES]
-        ranking, routing = await self._similarities(
-            [localtools.query_text(request.messages), localtools.request_text(request.messages)],
-            [(localtools.tool_summary(t),) for t in tools],
-            [localtools.ROUTES[n] for n in routes],
+        direct = localtools.DIRECT if first else ()
+        cosines = await self._similarities(
+            localtools.query_text(request.messages), [*(localtools.tool_summary(t) for t in tools), *direct]
         )
+        ranking = cosines[: len(tools)]
+        near = {t.name: x for t, x in zip(tools, ranking, strict=True)}
+        to_direct = max(cosines[len(tools) :], default=-1.0)
         tools = localtools.ranked(tools, ranking)
         names = [t.name for t in tools]
         system = localtools.tool_prompt(tools, examples=not done)
@@ -279,25 +280,26 @@ class LocalAdapter(BaseAdapter):
         async def keep(text: str) -> None:
             written.append(text)
 
-        regex = localtools.choice_regex(names, answer=not unfinished)
-        step = await self._generate(
-            {
-                **base,
-                "max_tokens": 24,
-                "prefix": localtools.DECISION_PREFIX,
-                "regex": regex,
-                "stop": ['"'],
-                "score": True,
-            },
-            keep,
-            asm,
-        )
+        ask = {**base, "max_tokens": 24, "prefix": localtools.DECISION_PREFIX, "stop": ['"'], "score": True}
+        step = await self._generate({**ask, "regex": localtools.choice_regex(names, answer=not unfinished)}, keep, asm)
         steps.append(step)
         decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
         choice = localtools.decision_of(decision, names)
-        if choice is not None and routes:
-            choice = localtools.routed(choice, dict(zip(routes, routing, strict=True)))
-            decision = localtools.DECISION_PREFIX + choice + '"'
+        if first and choice not in (None, localtools.ANSWER):
+            if localtools.direct(to_direct, near[choice]) or not localtools.relevant(near[choice], step.get("score")):
+                return False  # a request of the kind answered directly, or far from the tool and unsure: answered
+        if first and choice == localtools.ANSWER:
+            written.clear()  # a second look: the model's likeliest tool, weighed against its "answer"
+            probe = await self._generate({**ask, "regex": localtools.choice_regex(names, answer=False)}, keep, asm)
+            steps.append(probe)
+            named = localtools.decision_of(localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"', names)
+            if (
+                named is not None
+                and localtools.worth_calling(step.get("score"), probe.get("score"))
+                and localtools.relevant(near[named], None)
+            ):
+                choice = named
+                decision = localtools.DECISION_PREFIX + choice + '"'
         if choice is None or choice == localtools.ANSWER:
             return False
         if done and not unfinished and not localtools.confident(step.get("score")):
@@ -308,7 +310,10 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.which_file(request.messages))
                 return True
             return False
-        schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
+        numbers = localtools.states_a_number(request.messages)
+        schema = localtools.arguments_schema(
+            tool.parameters.model_dump(mode="json", exclude_none=True), numbers=numbers
+        )
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
         args: dict[str, Any] = {}
@@ -334,31 +339,21 @@ class LocalAdapter(BaseAdapter):
         await asm.tool_call(name=choice, args=args)
         return True
 
-    async def _similarities(
-        self, queries: list[str], tools: list[tuple[str, ...]], routes: list[tuple[str, ...]]
-    ) -> tuple[list[float], list[float]]:
-        """The cosines of the first query (the ranking's: :func:`localtools.query_text`) with each tool's texts,
-        and of the second (the router's: :func:`localtools.request_text`) with each route's examples, each with
-        the nearest text of its group; the texts' vectors are kept."""
+    async def _similarities(self, query: str, texts: list[str]) -> list[float]:
+        """The cosine of ``query`` (:func:`localtools.query_text`) with each of ``texts`` (the tools' summaries,
+        whose vectors are kept: the same tools are offered at every decision)."""
         import anyio
 
         embedder = self.embedder if self.embedder is not None else default_embedder()
         known = self._tool_vectors
-        wanted = list(dict.fromkeys(x for group in (*tools, *routes) for x in group))
-        have = {x: known[x] for x in wanted if x in known}  # this decision's own (another may clear the cache)
-        new = [x for x in wanted if x not in have]
-        asked = list(dict.fromkeys(queries if routes else queries[:1]))
-        vectors = await anyio.to_thread.run_sync(embedder.embed, [*asked, *new])
-        have.update(zip(new, vectors[len(asked) :], strict=True))
+        have = {x: known[x] for x in texts if x in known}  # this decision's own (another may clear the cache)
+        new = [x for x in dict.fromkeys(texts) if x not in have]
+        vectors = await anyio.to_thread.run_sync(embedder.embed, [query, *new])
+        have.update(zip(new, vectors[1:], strict=True))
         if len(known) + len(new) > TOOL_VECTORS_MAX:
             known.clear()
         known.update((x, have[x]) for x in new)
-        query = dict(zip(asked, vectors, strict=False))
-
-        def nearest(q: str, groups: list[tuple[str, ...]]) -> list[float]:
-            return [max(float(have[x] @ query[q]) for x in group) for group in groups]
-
-        return nearest(queries[0], tools), nearest(queries[-1], routes) if routes else []
+        return [float(have[x] @ vectors[0]) for x in texts]
 
     def _account(self, asm: StreamAssembler, steps: list[dict[str, Any]]) -> None:
         """Usage summed over the generations of the call; speed and finish from the last (the one the user saw)."""

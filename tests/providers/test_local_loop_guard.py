@@ -3,7 +3,7 @@ arithmetic eight times in a row is stopped; content that repeats a short unit is
 
 from __future__ import annotations
 
-from sidecar.localmodel.worker import CONTENT_REPEATS, EXPRESSION_REPEATS, LOOP_TAIL, LoopGuard
+from sidecar.localmodel.worker import CONTENT_REPEATS, EXPRESSION_REPEATS, LONG_REPEATS, LOOP_TAIL, LoopGuard
 
 
 def feed(pieces: list[str]) -> int | None:
@@ -42,3 +42,14 @@ def test_the_guard_looks_at_the_latest_output_only() -> None:
     assert not guard.feed(" / 60" * 7 + filler[:-3])
     assert len(guard.tail) == LOOP_TAIL
     assert not guard.feed(" / 60")  # the early repeats are out of the window: one repeat in view
+
+
+def test_a_list_that_starts_over_is_a_loop_and_long_repeated_lines_of_a_document_are_not() -> None:
+    phrase = "urban design, park design, residential design, commercial design, "
+    start = '{"location": "Portland", "specialization": "small space garden design, '
+    assert feed([start, *[phrase] * (LONG_REPEATS - 1)]) is None
+    assert feed([start, *[phrase] * LONG_REPEATS]) == LONG_REPEATS
+    assert feed([start, *list(phrase * LONG_REPEATS)]) is not None  # a character at a time
+    rows = "".join(f"| {i} | TBD | TBD |\n" for i in range(40))  # numbered rows: no long unit repeats
+    assert feed(["| n | a | b |\n|---|---|---|\n", rows]) is None
+    assert feed(["0,0,0,0,0,0,0,0,0,0\n" * 12, "| | | |\n" * 12]) is None  # a dozen rows of zeros, empty rows

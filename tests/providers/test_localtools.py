@@ -108,6 +108,30 @@ def test_arguments_cut_short_are_no_call() -> None:
     assert lt.parse_arguments("[1, 2]") is None
 
 
+def test_an_optional_number_may_be_given_when_the_request_states_one() -> None:
+    (write,) = defs(WRITE)
+    params = write.parameters.model_dump(mode="json", exclude_none=True)
+    assert "limit" in lt.arguments_schema(params, numbers=True)["properties"]
+    assert "limit" not in lt.arguments_schema(params, numbers=False)["properties"]
+    for said in ("Find ten events", "events in 2020", "列出前５条", "给我三个例子", "a dozen eggs"):
+        assert lt.states_a_number([user_message(said)]), said
+    for said in ("Find some events", "列出事件", "What is the weather like?"):
+        assert not lt.states_a_number([user_message(said)]), said
+
+
+def test_the_written_arguments_lose_the_tokenizers_traces_not_their_text() -> None:
+    written = '{"religion": " Christianity", "f": 5.000000000000001, "n": 16, "tags": [" a "], "body": " x\\n  y "}'
+    assert lt.parse_arguments(written) == {"religion": "Christianity", "f": 5.0, "n": 16, "tags": ["a"],
+                                           "body": " x\n  y "}  # fmt: skip
+    assert lt.parse_arguments('{"pi": 3.14159, "z": 0.1}') == {"pi": 3.14159, "z": 0.1}
+
+
+def user_message(text: str) -> Any:
+    from sidecar.ir import MetonaMessage
+
+    return MetonaMessage.model_validate({"role": "user", "content": text, "timestamp": 1})
+
+
 def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     prompt = lt.tool_prompt(defs(CALC, WRITE))
     assert prompt.startswith("# Tools\n")  # the agent's system prompt is not part of the decision
@@ -122,12 +146,18 @@ def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     assert lt.first_sentence("no stop at all") == "no stop at all"
 
 
-def test_the_first_decision_shows_the_examples_of_answer_and_of_the_offered_tools_only() -> None:
+def test_the_first_decision_shows_the_same_examples_whatever_tools_are_offered() -> None:
     prompt = lt.tool_prompt(defs(CALC, WRITE))
     shots = prompt.split("\n\nExamples:\n")[1].split("\n")
-    assert shots == [f'{q} -> {{"tool": "{n}"}}' for q, n in lt.EXAMPLES if n in ("answer", "calculator")]
-    assert len(shots) == 3 and not any("knowledge_search" in s for s in shots)
+    assert shots == [f'{q} -> {{"tool": "answer"}}' for q, _ in lt.EXAMPLES]
+    assert prompt.split("\n\nExamples:\n")[1] == lt.tool_prompt(defs(TIME)).split("\n\nExamples:\n")[1]
     assert "Examples:" not in lt.tool_prompt(defs(CALC, WRITE), examples=False)
+
+
+def test_a_tool_is_not_called_for_a_request_nearer_the_direct_kinds_than_to_what_it_does() -> None:
+    assert lt.direct(0.5, 0.5 - lt.DIRECT_MARGIN - 0.01) and not lt.direct(0.5, 0.5 - lt.DIRECT_MARGIN + 0.01)
+    names = {t.name for t in defs(CALC, WRITE, TIME)} | {"calculator", "knowledge_search", "read_file"}
+    assert not any(name in x or name.replace("_", " ") in x for name in names for x in lt.DIRECT)
 
 
 CALL = {"id": "c1", "name": "calculator", "args": {"expression": "37*43"}, "iteration": 1, "timestamp": 2}
@@ -306,14 +336,14 @@ def test_a_write_goes_to_the_named_files_not_yet_worked_on() -> None:
     assert lt.target_paths(request(messages=both).messages) == ["a.txt", "b.txt"]  # all worked on: any of them
 
 
-def test_the_router_overrules_the_model_only_by_more_than_the_margin_and_only_between_known_decisions() -> None:
-    near = {"answer": 0.30, "calculator": 0.30 + lt.ROUTE_MARGIN + 0.01, "write_file": 0.1}
-    assert lt.routed("answer", near) == "calculator"
-    assert lt.routed("write_file", near) == "calculator"
-    close = {"answer": 0.30, "calculator": 0.30 + lt.ROUTE_MARGIN - 0.01}
-    assert lt.routed("answer", close) == "answer"
-    assert lt.routed("a_plugin_tool", near) == "a_plugin_tool"  # no examples of it: the model's call alone
-    assert lt.routed("answer", {}) == "answer"
+def test_a_tool_is_worth_calling_when_near_what_the_request_asks_or_the_model_is_sure_of_it() -> None:
+    assert lt.relevant(lt.RELEVANT_COSINE, None) and lt.relevant(0.0, math.log(lt.RELEVANT_P))
+    assert not lt.relevant(lt.RELEVANT_COSINE - 0.01, math.log(lt.RELEVANT_P) - 0.01)
+    assert not lt.relevant(None, None) and not lt.relevant(0.0, float("nan"))
+    answer = math.log(0.4)
+    assert lt.worth_calling(answer, answer + lt.CALL_MARGIN + 1e-9)
+    assert not lt.worth_calling(answer, answer + lt.CALL_MARGIN - 0.01)
+    assert not lt.worth_calling(None, answer) and not lt.worth_calling(answer, float("-inf"))
     assert lt.choice_regex(["read_file"], answer=False) == '(read_file)"'
 
 
@@ -326,18 +356,19 @@ def _measured_prompts() -> list[str]:
     return seen + [json.loads(line)["prompt"] for line in heldout.open(encoding="utf-8") if line.strip()]
 
 
-def test_no_router_example_is_a_benchmark_or_held_out_request() -> None:
-    examples = {x for group in lt.ROUTES.values() for x in group} | {q for q, _ in lt.EXAMPLES}
+def test_no_example_is_a_benchmark_or_held_out_request() -> None:
+    examples = {q for q, _ in lt.EXAMPLES} | set(lt.DIRECT)
     assert not examples & set(_measured_prompts())
 
 
-def test_no_router_example_paraphrases_a_benchmark_or_held_out_request() -> None:
-    """With the router's own embedder, no example is as near to a measured request as a paraphrase is
-    ("src 目录包含哪些文件？" beside "src 目录下都有什么文件？" was 0.91; the nearest kept example is 0.67)."""
+def test_no_example_paraphrases_a_benchmark_or_held_out_request() -> None:
+    """With the decision's own embedder, no example is as near to a measured request as a paraphrase is
+    ("src 目录包含哪些文件？" beside "src 目录下都有什么文件？" was 0.91, an example of the router removed on
+    2026-12-03 with the router itself)."""
     from sidecar.embeddings import default_embedder
 
     prompts = _measured_prompts()
-    examples = [x for group in lt.ROUTES.values() for x in group] + [q for q, _ in lt.EXAMPLES]
+    examples = [q for q, _ in lt.EXAMPLES] + list(lt.DIRECT)
     vectors = default_embedder().embed([*examples, *prompts])
     cosine = vectors[: len(examples)] @ vectors[len(examples) :].T
     nearest = {examples[i]: prompts[int(cosine[i].argmax())] for i in range(len(examples)) if cosine[i].max() >= 0.7}
@@ -425,14 +456,15 @@ async def test_the_decision_lists_the_tools_most_similar_to_the_request_first() 
 
 async def test_the_tools_are_embedded_once_per_adapter_and_the_request_at_every_decision() -> None:
     embedder = FavouringEmbedder("write file")
-    adapter = local(ScriptedRuntime(['answer"'], ["Hi."], ['answer"'], ["Hi."]), embedder)
+    adapter = local(
+        ScriptedRuntime(['answer"'], ['calculator"'], ["Hi."], ['answer"'], ['calculator"'], ["Hi."]), embedder
+    )
     for question in ("first question", "second question"):
         await adapter.send_stream(request(messages=[{"role": "user", "content": question, "timestamp": 1}],
                                           tools=[CALC, WRITE]), lambda e: None)  # fmt: skip
     tools = ["calculator: Evaluate an arithmetic expression", ANY]
-    examples = list(dict.fromkeys([*lt.ROUTES[lt.ANSWER], *lt.ROUTES["calculator"], *lt.ROUTES["write_file"]]))
-    assert embedder.calls == [["first question", *tools, *examples], ["second question"]]
-    assert adapter.runtime.payloads[2]["regex"] == lt.choice_regex(["write_file", "calculator"])
+    assert embedder.calls == [["first question", *tools, *lt.DIRECT], ["second question"]]
+    assert adapter.runtime.payloads[3]["regex"] == lt.choice_regex(["write_file", "calculator"])
 
 
 async def test_a_tool_without_parameters_is_called_with_no_arguments_generation() -> None:
@@ -443,11 +475,11 @@ async def test_a_tool_without_parameters_is_called_with_no_arguments_generation(
 
 
 async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None:
-    runtime = ScriptedRuntime(['answer"'], ["Bon", "jour."])
+    runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Bon", "jour."])
     response, events = await run(runtime, request(tools=[CALC]))
     assert [e.type.value for e in events] == ["text_delta", "text_delta", "usage", "done"]
     assert response.content == "Bonjour." and response.tool_calls is None
-    _decision, answer = runtime.payloads
+    _decision, _second_look, answer = runtime.payloads
     assert "tools" not in answer and "regex" not in answer and "json_schema" not in answer and "prefix" not in answer
     assert answer["messages"][-1] == {"role": "user", "content": "Hello"}
 
@@ -474,25 +506,29 @@ async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> 
     )
 
 
-class RoutingEmbedder:
-    """The request is nearest to the router's examples of ``near`` (cosine 1), 0 to every other text."""
+async def test_a_tool_far_from_the_request_that_the_model_is_unsure_of_is_not_called() -> None:
+    unsure = math.log(lt.RELEVANT_P) - 0.1
+    runtime = ScriptedRuntime(['calculator"'], ["Hello."], score=unsure)
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]))  # every tool at cosine 0 with the request
+    assert response.tool_calls is None and response.content == "Hello."
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'], score=unsure)
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"  # near what it does: called
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'])
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]))
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"  # far, but the model is sure
 
-    def __init__(self, near: str) -> None:
-        self.near = set(lt.ROUTES[near])
-        self.calls: list[list[str]] = []
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        self.calls.append(list(texts))
-        return np.array([[1.0, 0.0] if i == 0 or t in self.near else [0.0, 1.0] for i, t in enumerate(texts)])
-
-
-async def test_a_first_decision_far_from_the_routers_examples_is_overruled() -> None:
-    runtime = ScriptedRuntime(['answer"'], ['{"expression": "2 ** 16"}'])
-    response, _ = await run(runtime, request(tools=[CALC, WRITE]), RoutingEmbedder("calculator"))  # type: ignore[arg-type]
+async def test_an_answer_is_looked_at_again_and_a_near_tool_almost_as_likely_is_called() -> None:
+    runtime = ScriptedRuntime(['answer"'], ['calculator"'], ['{"expression": "2 ** 16"}'])
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
     assert response.tool_calls and response.tool_calls[0].name == "calculator"
-    assert runtime.payloads[1]["prefix"] == '{"tool": "calculator", "arguments": '
-    runtime = ScriptedRuntime(['calculator"'], ["Hello."])
-    response, _ = await run(runtime, request(tools=[CALC, WRITE]), RoutingEmbedder(lt.ANSWER))  # type: ignore[arg-type]
+    decision, probe, arguments = runtime.payloads
+    assert probe["regex"] == lt.choice_regex(["calculator", "write_file"], answer=False)
+    assert probe["messages"] == decision["messages"] and probe["prefix"] == lt.DECISION_PREFIX
+    assert arguments["prefix"] == '{"tool": "calculator", "arguments": '
+    runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Hello."])
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]))  # the tool is far from the request
     assert response.tool_calls is None and response.content == "Hello."
 
 
@@ -551,9 +587,9 @@ async def test_an_unfinished_request_reads_its_other_file_with_the_tool_that_rea
     assert runtime.payloads[0]["regex"] == lt.choice_regex(["calculator"]) and response.tool_calls is None
 
 
-async def test_an_unsure_first_decision_still_calls_the_tool() -> None:
+async def test_an_unsure_first_decision_still_calls_a_tool_near_the_request() -> None:
     runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'], score=-5.0)
-    response, _ = await run(runtime, request(tools=[CALC, WRITE]))
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
     assert response.tool_calls and response.tool_calls[0].name == "calculator"
 
 
