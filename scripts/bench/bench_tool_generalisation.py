@@ -266,12 +266,11 @@ def cosines(case: dict[str, Any], tools: list[MetonaToolDef]) -> dict[str, float
     from sidecar.providers import localtools
 
     request = case["question"][0][-1]["content"][: localtools.QUERY_CHARS]
-    texts = [localtools.tool_summary(t) for t in tools] + list(localtools.DIRECT)
+    texts = [localtools.tool_summary(t) for t in tools]
     new = [x for x in dict.fromkeys(texts) if x not in _VECTORS]
     vectors = default_embedder().embed([request, *new])
     _VECTORS.update(zip(new, vectors[1:], strict=True))
     out = {t.name: round(float(_VECTORS[localtools.tool_summary(t)] @ vectors[0]), 4) for t in tools}
-    out["(direct)"] = round(max(float(_VECTORS[x] @ vectors[0]) for x in localtools.DIRECT), 4)
     return out
 
 
@@ -286,7 +285,7 @@ def request_of(case: dict[str, Any], tools: list[MetonaToolDef]) -> MetonaReques
             "outputConstraints": "",
             "safetyGuidelines": "",
             "dynamicReminders": "",
-        },  # fmt: skip
+        },
         "messages": messages,
         "params": {"maxTokens": 1},
         "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
@@ -322,8 +321,8 @@ async def main_async(args: argparse.Namespace) -> int:
         calls = [(c.name, dict(c.args)) for c in response.tool_calls or ()]
         right, chose = judge(case, calls)
         ttft = [d.get("ttft_ms", 0.0) for d in runtime.decisions]
-        row = {"id": case["id"], "kind": case["kind"], "lang": case.get("lang", "en"), "right": right, "chose": chose, "calls": calls,
-               "wall_s": round(wall, 3), "ttft_ms": ttft,
+        row = {"id": case["id"], "kind": case["kind"], "lang": case.get("lang", "en"), "right": right,
+               "chose": chose, "calls": calls, "wall_s": round(wall, 3), "ttft_ms": ttft,
                "decisions": [(d.get("text"), d.get("score")) for d in runtime.decisions],
                "cosines": cosines(case, tools)}  # fmt: skip
         rows.append(row)
@@ -353,7 +352,7 @@ async def main_async(args: argparse.Namespace) -> int:
             print(f"mcp ({lang})         right {sum(r['right'] for r in mine)}/{len(mine)}  "
                   f"chose {sum(r['chose'] for r in mine)}/{len(mine)}")  # fmt: skip
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+        await anyio.Path(args.json).write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
 
 

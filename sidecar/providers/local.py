@@ -264,13 +264,10 @@ class LocalAdapter(BaseAdapter):
         if not tools:
             return False
         first = not calls
-        direct = localtools.DIRECT if first else ()
-        cosines = await self._similarities(
-            localtools.query_text(request.messages), [*(localtools.tool_summary(t) for t in tools), *direct]
+        ranking = await self._similarities(
+            localtools.query_text(request.messages), [localtools.tool_summary(t) for t in tools]
         )
-        ranking = cosines[: len(tools)]
         near = {t.name: x for t, x in zip(tools, ranking, strict=True)}
-        to_direct = max(cosines[len(tools) :], default=-1.0)
         tools = localtools.ranked(tools, ranking)
         names = [t.name for t in tools]
         system = localtools.tool_prompt(tools, examples=not done)
@@ -286,8 +283,8 @@ class LocalAdapter(BaseAdapter):
         decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
         choice = localtools.decision_of(decision, names)
         if first and choice not in (None, localtools.ANSWER):
-            if localtools.direct(to_direct, near[choice]) or not localtools.relevant(near[choice], step.get("score")):
-                return False  # a request of the kind answered directly, or far from the tool and unsure: answered
+            if not localtools.relevant(near[choice], step.get("score")):
+                return False  # far from what the tool does, and the model unsure of it: answered
         if first and choice == localtools.ANSWER:
             written.clear()  # a second look: the model's likeliest tool, weighed against its "answer"
             probe = await self._generate({**ask, "regex": localtools.choice_regex(names, answer=False)}, keep, asm)

@@ -353,42 +353,19 @@ def signature(tool: MetonaToolDef) -> str:
 
 EXAMPLES = (
     ("Explain what a hash table is.", ANSWER),
+    ("17% of 2350 is how much exactly?", "calculator"),
+    ("我的笔记里关于季度预算写了什么？", "knowledge_search"),
     ("给“迅速”找一个近义词。", ANSWER),
 )
-"""Requests to answer directly, shown to a turn's first decision whatever tools are offered. Examples naming a
-tool ("17% of 2350 is how much exactly?" → calculator, a notes question → knowledge_search) were shown only when
-that built-in tool was offered, so a plugin's tool was never shown as a choice (issue 32: they are gone). Not
-after a result: there they drew "45 times 12", already calculated, to knowledge_search (held-out next steps 6/8 →
-4/8)."""
-DIRECT = (
-    "Explain what recursion is.",
-    "Translate 'see you tomorrow' into German.",
-    "Write a short poem about the sea.",
-    "Who painted the Mona Lisa?",
-    "What is the largest ocean on Earth?",
-    "How many legs does a spider have?",
-    "Hi, how are you today?",
-    "Give me three tips for a job interview.",
-    "“高兴”的近义词是什么？",
-    "给我讲个笑话。",
-    "太阳系有几颗行星？",
-    "世界上最长的河流是哪条？",
-    "水的沸点是多少度？",
-    "你好，今天过得怎么样？",
-    "帮我写一段生日祝福。",
-)
-"""Requests that need no tool whatever tools are offered (knowledge, language, writing, small talk; en and zh):
-what :data:`DIRECT_MARGIN` weighs a first decision's tool against. None names a tool or a tool's kind, none is a
-benchmark's request nor a paraphrase of one (cosine < 0.70 with every agent-core-v1 and held-out prompt; a test
-checks)."""
-DIRECT_MARGIN = 0.2
-"""A first decision's tool is not called when the request is nearer (cosine) to one of the :data:`DIRECT`
-requests than to the tool's own summary by more than this (:func:`direct`)."""
-
-
-def direct(to_direct: float, to_tool: float) -> bool:
-    """The request is a :data:`DIRECT` kind of request rather than what the tool does."""
-    return to_direct - to_tool > DIRECT_MARGIN
+"""Requests and their decisions, shown to a turn's first decision (an example naming a tool only when it is offered).
+Generic, in both languages, none of them a benchmark's request: measured with scripts/bench/bench_tool_decision.py,
+first decisions 23/31 → 25/31 on agent-core-v1's prompts and 21/28 → 23/28 on the held-out set. Not after a
+result: there they drew "45 times 12", already calculated, to knowledge_search (held-out next steps 6/8 → 4/8).
+The two that name a built-in tool are the last built-in-specific text of the decision (issue 32): without them
+(2026-12-03) every notes question of agent-core-v1 but one was answered from memory or sent to another tool
+(30/40 + 31/36 against 32/40 + 32/36), and neither the gate's bar at p 0.3 nor a fuller knowledge_search
+description brought them back. A tool that shipped its own example requests would let a plugin's tool be shown
+the same way."""
 
 
 def tool_prompt(tools: Sequence[MetonaToolDef], *, examples: bool = True) -> str:

@@ -146,18 +146,12 @@ def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     assert lt.first_sentence("no stop at all") == "no stop at all"
 
 
-def test_the_first_decision_shows_the_same_examples_whatever_tools_are_offered() -> None:
+def test_the_first_decision_shows_the_examples_of_answer_and_of_the_offered_tools_only() -> None:
     prompt = lt.tool_prompt(defs(CALC, WRITE))
     shots = prompt.split("\n\nExamples:\n")[1].split("\n")
-    assert shots == [f'{q} -> {{"tool": "answer"}}' for q, _ in lt.EXAMPLES]
-    assert prompt.split("\n\nExamples:\n")[1] == lt.tool_prompt(defs(TIME)).split("\n\nExamples:\n")[1]
+    assert shots == [f'{q} -> {{"tool": "{n}"}}' for q, n in lt.EXAMPLES if n in ("answer", "calculator")]
+    assert len(shots) == 3 and not any("knowledge_search" in s for s in shots)
     assert "Examples:" not in lt.tool_prompt(defs(CALC, WRITE), examples=False)
-
-
-def test_a_tool_is_not_called_for_a_request_nearer_the_direct_kinds_than_to_what_it_does() -> None:
-    assert lt.direct(0.5, 0.5 - lt.DIRECT_MARGIN - 0.01) and not lt.direct(0.5, 0.5 - lt.DIRECT_MARGIN + 0.01)
-    names = {t.name for t in defs(CALC, WRITE, TIME)} | {"calculator", "knowledge_search", "read_file"}
-    assert not any(name in x or name.replace("_", " ") in x for name in names for x in lt.DIRECT)
 
 
 CALL = {"id": "c1", "name": "calculator", "args": {"expression": "37*43"}, "iteration": 1, "timestamp": 2}
@@ -357,7 +351,7 @@ def _measured_prompts() -> list[str]:
 
 
 def test_no_example_is_a_benchmark_or_held_out_request() -> None:
-    examples = {q for q, _ in lt.EXAMPLES} | set(lt.DIRECT)
+    examples = {q for q, _ in lt.EXAMPLES}
     assert not examples & set(_measured_prompts())
 
 
@@ -368,7 +362,7 @@ def test_no_example_paraphrases_a_benchmark_or_held_out_request() -> None:
     from sidecar.embeddings import default_embedder
 
     prompts = _measured_prompts()
-    examples = [q for q, _ in lt.EXAMPLES] + list(lt.DIRECT)
+    examples = [q for q, _ in lt.EXAMPLES]
     vectors = default_embedder().embed([*examples, *prompts])
     cosine = vectors[: len(examples)] @ vectors[len(examples) :].T
     nearest = {examples[i]: prompts[int(cosine[i].argmax())] for i in range(len(examples)) if cosine[i].max() >= 0.7}
@@ -463,7 +457,7 @@ async def test_the_tools_are_embedded_once_per_adapter_and_the_request_at_every_
         await adapter.send_stream(request(messages=[{"role": "user", "content": question, "timestamp": 1}],
                                           tools=[CALC, WRITE]), lambda e: None)  # fmt: skip
     tools = ["calculator: Evaluate an arithmetic expression", ANY]
-    assert embedder.calls == [["first question", *tools, *lt.DIRECT], ["second question"]]
+    assert embedder.calls == [["first question", *tools], ["second question"]]
     assert adapter.runtime.payloads[3]["regex"] == lt.choice_regex(["write_file", "calculator"])
 
 
