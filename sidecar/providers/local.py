@@ -307,10 +307,7 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.which_file(request.messages))
                 return True
             return False
-        numbers = localtools.states_a_number(request.messages)
-        schema = localtools.arguments_schema(
-            tool.parameters.model_dump(mode="json", exclude_none=True), numbers=numbers
-        )
+        schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
         args: dict[str, Any] = {}

@@ -108,28 +108,11 @@ def test_arguments_cut_short_are_no_call() -> None:
     assert lt.parse_arguments("[1, 2]") is None
 
 
-def test_an_optional_number_may_be_given_when_the_request_states_one() -> None:
-    (write,) = defs(WRITE)
-    params = write.parameters.model_dump(mode="json", exclude_none=True)
-    assert "limit" in lt.arguments_schema(params, numbers=True)["properties"]
-    assert "limit" not in lt.arguments_schema(params, numbers=False)["properties"]
-    for said in ("Find ten events", "events in 2020", "列出前５条", "给我三个例子", "a dozen eggs"):
-        assert lt.states_a_number([user_message(said)]), said
-    for said in ("Find some events", "列出事件", "What is the weather like?"):
-        assert not lt.states_a_number([user_message(said)]), said
-
-
 def test_the_written_arguments_lose_the_tokenizers_traces_not_their_text() -> None:
     written = '{"religion": " Christianity", "f": 5.000000000000001, "n": 16, "tags": [" a "], "body": " x\\n  y "}'
     assert lt.parse_arguments(written) == {"religion": "Christianity", "f": 5.0, "n": 16, "tags": ["a"],
                                            "body": " x\n  y "}  # fmt: skip
     assert lt.parse_arguments('{"pi": 3.14159, "z": 0.1}') == {"pi": 3.14159, "z": 0.1}
-
-
-def user_message(text: str) -> Any:
-    from sidecar.ir import MetonaMessage
-
-    return MetonaMessage.model_validate({"role": "user", "content": text, "timestamp": 1})
 
 
 def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
