@@ -628,22 +628,14 @@ async def test_enough_calls_in_a_turn_skip_the_decision() -> None:
 
 
 def test_tool_calling_is_claimed_only_when_every_measured_rate_clears_the_bar() -> None:
-    from sidecar.providers.local import claims_tool_calling
+    from sidecar.providers.local import TOOL_CALLING_BAR, claims_tool_calling
 
-    good = {
-        "task_success_rate": 0.74,
-        "tool_selection_accuracy": 0.85,
-        "irrelevance_no_tool_call_rate": 0.8,
-        "invalid_tool_call_rate": 0.0,
-    }
+    good = {**dict.fromkeys(TOOL_CALLING_BAR, 0.9), "invalid_tool_call_rate": 0.0}
     assert claims_tool_calling(good)
-    for key, value in (
-        ("task_success_rate", 0.69),
-        ("tool_selection_accuracy", 0.5),
-        ("irrelevance_no_tool_call_rate", 0.7),
-        ("invalid_tool_call_rate", 0.05),
-    ):
-        assert not claims_tool_calling({**good, key: value}), key
+    for key, bar in TOOL_CALLING_BAR.items():
+        assert not claims_tool_calling({**good, key: bar - 0.01}), key
+        assert claims_tool_calling({**good, key: bar}), key
+    assert not claims_tool_calling({**good, "invalid_tool_call_rate": 0.05})
     assert not claims_tool_calling({})
 
 
@@ -659,7 +651,7 @@ async def test_models_report_the_measured_tool_use(monkeypatch: pytest.MonkeyPat
     better = {**measured, **dict.fromkeys(local_module.TOOL_CALLING_BAR, 1.0), "invalid_tool_call_rate": 0.0}
     monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", better)
     (spec,) = await local(ScriptedRuntime()).model_specs()
-    assert "tool_calling" in spec.capabilities and spec.metadata["tool_use"]["task_success_rate"] == 1.0
-    monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", {**measured, "irrelevance_no_tool_call_rate": 0.5})
+    assert "tool_calling" in spec.capabilities and spec.metadata["tool_use"]["single_function_rate"] == 1.0
+    monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", {**better, "irrelevance_no_call_rate": 0.5})
     (spec,) = await local(ScriptedRuntime()).model_specs()
     assert "tool_calling" not in spec.capabilities
