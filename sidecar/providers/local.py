@@ -334,6 +334,9 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages) + "\n\n")
                 return False
             args = parsed
+            declared = tool.parameters.model_dump(mode="json", exclude_none=True)
+            if localtools.made_up(args, declared, request.messages):  # a name the request never gave: not guessed
+                return False
         if localtools.repeated(choice, args, request.messages):
             return False
         await asm.tool_call(name=choice, args=args)

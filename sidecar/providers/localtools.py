@@ -546,6 +546,61 @@ def parse_arguments(text: str) -> dict[str, Any] | None:
     return tidy(value) if isinstance(value, dict) else None
 
 
+_WORD = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_\u3400-\u9fff\uf900-\ufaff]+")
+_NAME_PART = re.compile(r"[^\W\d][\w'-]*")
+_SENTENCE_END = (".", "!", "?", "。", "！", "？")
+_DATE_OR_TIME = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}:\d{2}|\d{1,2}/\d{1,2}/\d{2,4}")
+NAME_WORDS = 4
+"""Most words of a value :func:`made_up` judges (a name, a place, an id)."""
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _said(word: str, said: set[str]) -> bool:
+    if word in said:
+        return True
+    return len(word) >= 3 and any(w.startswith(word) or (len(w) >= 3 and word.startswith(w)) for w in said)
+
+
+def _a_name(value: str) -> bool:
+    """A short value that reads as a name or an id: every word capitalised or joined by ``_`` ("San Francisco,
+    CA", "Boston Celtics", "JFK", "john_doe"), not a sentence ("Leaves fall.")."""
+    parts = _NAME_PART.findall(value)
+    if not parts or len(parts) > NAME_WORDS or value.rstrip().endswith(_SENTENCE_END) or _CJK.search(value):
+        return False
+    if _DATE_OR_TIME.search(value):
+        return False  # a date or time the model may have worked out ("tomorrow at 3pm")
+    return all(p[0].isupper() or "_" in p for p in parts)
+
+
+def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> list[str]:
+    """The required string arguments whose value reads as a name or an id (:func:`_a_name`) that nothing in the
+    conversation gave (what the user wrote, the turn's tool results): a value the model made up where the request
+    left it out ("What time is it?" offered a weather tool → ``location: "San Francisco, CA"``, "I have a
+    transaction, can you do it?" → ``receiver: "john_doe"``). Such a call is not made; the answer is written
+    instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or
+    more: ``EUR`` and "euros"). Not judged: an enum's choice, numbers, dates and times, text the model composes
+    (a sentence, lower-case words), anything asked in Chinese."""
+    text = "\n".join(
+        [m.content for m in messages if m.role == "user"]
+        + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
+    )
+    if _CJK.search(question(messages)):
+        return []  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
+    said = _words(text)
+    required = set(parameters.get("required") or ())
+    out = []
+    for key in sorted(required & set(args)):
+        value, spec = args[key], (parameters.get("properties") or {}).get(key) or {}
+        if not isinstance(value, str) or spec.get("enum") or not _a_name(value):
+            continue
+        if not any(_said(w, said) for w in _words(value) if not w.isdigit()):
+            out.append(key)
+    return out
+
+
 def tidy(value: Any) -> Any:
     """What the model wrote, without its tokenizer's traces: a one-line string's surrounding spaces
     (``" Christianity"``: the word's token carries its space) and a float's last-digit noise

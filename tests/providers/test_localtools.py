@@ -655,3 +655,36 @@ async def test_models_report_the_measured_tool_use(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(local_module, "TOOL_USE_MEASURED", {**better, "irrelevance_no_call_rate": 0.5})
     (spec,) = await local(ScriptedRuntime()).model_specs()
     assert "tool_calling" not in spec.capabilities
+
+
+def test_a_required_name_the_conversation_never_gave_is_made_up() -> None:
+    kinds = {"type": "string", "enum": ["A", "B"]}
+    properties = {"who": {"type": "string"}, "where": {"type": "string"}, "kind": kinds}
+    params = {"type": "object", "required": ["who", "where", "kind"], "properties": properties}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    assert lt.made_up({"who": "john_doe", "where": "Austin"}, params, asked("Pay for my trip to Austin")) == ["who"]
+    assert lt.made_up({"where": "San Francisco, CA"}, params, asked("What time is it?")) == ["where"]
+    assert lt.made_up({"who": "EUR", "where": "Lisbon, Portugal"}, params, asked("Price in euros in Lisbon")) == []
+    assert lt.made_up({"where": "Asia/Shanghai"}, params, asked("北京现在几点？")) == []  # asked in Chinese
+    assert lt.made_up({"kind": "B"}, params, asked("Do it")) == []  # an enum's choice
+    composed = {"who": "Leaves fall.", "where": "quiet pond at dusk"}  # a sentence, lower-case words
+    assert lt.made_up(composed, params, asked("Write a haiku")) == []
+    assert lt.made_up({"where": "2026-12-04T15:00:00Z"}, params, asked("Book it for tomorrow at 3pm")) == []
+    result = {**RESULT, "result": "Meeting room: Blue Hall", "summary": "Meeting room: Blue Hall"}
+    after = [*HISTORY[:2], {**HISTORY[2], "toolResult": result}]
+    assert lt.made_up({"where": "Blue Hall"}, params, request(messages=after).messages) == []  # a tool's result
+
+
+async def test_a_call_with_a_made_up_name_is_not_made_and_the_answer_is_written() -> None:
+    pay = {**tool("make_payment", "receiver"), "description": "Send money to a receiver."}
+    ask = [{"role": "user", "content": "I have a transaction, can you do it?", "timestamp": 1}]
+    runtime = ScriptedRuntime(['make_payment"'], ['{"receiver": "john_doe"}'], ["Who should receive it?"])
+    response, _ = await run(runtime, request(messages=ask, tools=[pay]), FavouringEmbedder("make payment"))
+    assert response.tool_calls is None and response.content == "Who should receive it?"
+    named = [{"role": "user", "content": "Send Diego his money", "timestamp": 1}]
+    runtime = ScriptedRuntime(['make_payment"'], ['{"receiver": "Diego"}'])
+    response, _ = await run(runtime, request(messages=named, tools=[pay]), FavouringEmbedder("make payment"))
+    assert response.tool_calls and response.tool_calls[0].args == {"receiver": "Diego"}
