@@ -39,7 +39,7 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "multiple_function_cases": 55,
     "real_user_function_rate": 0.2667,
     "real_user_function_cases": 30,
-    "irrelevance_no_call_rate": 0.7531,
+    "irrelevance_no_call_rate": 0.8025,
     "irrelevance_no_call_cases": 81,
     "invalid_tool_call_rate": 0.0,
 }
