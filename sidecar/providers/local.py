@@ -61,7 +61,7 @@ TOOL_CALLING_BAR = {
 the local model its tools all the same (the capability is what ``providers/models`` tells the app)."""
 INVALID_CALLS_BAR = 0.02
 TOOL_VECTORS_MAX = 256
-"""Most texts (tool summaries, the router's examples) whose vectors an adapter keeps (plugins can add many tools)."""
+"""Most tool summaries whose vectors an adapter keeps (plugins can add many tools)."""
 
 
 def claims_tool_calling(measured: dict[str, Any]) -> bool:
@@ -106,7 +106,7 @@ class LocalAdapter(BaseAdapter):
         """What ranks the offered tools for the decision (None: the embedded default, USE multilingual, the one
         the memory store uses: ~15 ms for a request and seven tools, after its ~1 s load on first use)."""
         self._tool_vectors: dict[str, Any] = {}
-        """A tool summary's or a router example's vector: the same tools are offered at every decision, so only
+        """A tool summary's vector: the same tools are offered at every decision, so only
         the request is embedded again (bounded by :data:`TOOL_VECTORS_MAX`)."""
 
     @property
@@ -258,8 +258,10 @@ class LocalAdapter(BaseAdapter):
         """The constrained decision and arguments (:mod:`.localtools`); True when the step answered (a tool call
         was emitted, or the user was asked which file a write should go to), False when the answer is to be
         written (the decision said so, the turn has made enough calls or every offered tool has succeeded in it,
-        the model is unsure of a further tool after a result, a write names no file and the request speaks of
-        none, the arguments were cut short — the user is told first — or the call repeats one of the turn's)."""
+        the model is unsure of a further tool after a result or of a first tool far from the request, a write
+        names no file and the request speaks of none, the arguments were cut short — the user is told first —, a
+        required name was made up, or the call repeats one of the turn's). A first ``answer`` gets a second look
+        at the likeliest tool (:func:`localtools.worth_calling`)."""
         calls = localtools.turn_calls(request.messages)
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
