@@ -315,7 +315,6 @@ async def main_async(args: argparse.Namespace) -> int:
         tools = tool_defs(case["function"])
         runtime.decisions.clear()
         t1 = time.perf_counter()
-        text: list[str] = []
         response = await adapter.send_stream(request_of(case, tools), lambda e: None)
         wall = time.perf_counter() - t1
         calls = [(c.name, dict(c.args)) for c in response.tool_calls or ()]
@@ -333,7 +332,6 @@ async def main_async(args: argparse.Namespace) -> int:
         if args.show:
             print("    asked:", case["question"][0][-1]["content"][:200].replace("\n", " "))
             print("    want: ", json.dumps(case.get("truth"), ensure_ascii=False)[:200])
-        text.clear()
     print(f"\nsplit {args.split}, load {os.getloadavg()[0]:.2f}")
     for kind in kinds:
         mine = [r for r in rows if r["kind"] == kind]

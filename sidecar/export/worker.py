@@ -352,8 +352,8 @@ def _node_data(n: Node) -> dict[str, Any]:
 
 
 def serve(stdin: TextIO, out: WorkerOutput) -> None:
-    """Say hello once the parser, Pygments and the HTML writer are imported (DOCX's on its first use), then
-    answer one request at a time."""
+    """Send the worker's hello once the parser, Pygments and the HTML writer are imported (DOCX's on its first
+    use), then answer one request at a time."""
     from . import html  # noqa: F401 - loaded before the hello
     from .ast import parse_markdown
 

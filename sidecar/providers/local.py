@@ -315,7 +315,8 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.which_file(request.messages))
                 return True
             return False
-        schema = localtools.arguments_schema(tool.parameters.model_dump(mode="json", exclude_none=True))
+        declared = tool.parameters.model_dump(mode="json", exclude_none=True)
+        schema = localtools.arguments_schema(declared)
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
         args: dict[str, Any] = {}
@@ -336,7 +337,6 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages) + "\n\n")
                 return False
             args = parsed
-            declared = tool.parameters.model_dump(mode="json", exclude_none=True)
             if localtools.made_up(args, declared, request.messages):  # a name the request never gave: not guessed
                 return False
         if localtools.repeated(choice, args, request.messages):

@@ -33,7 +33,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..ir import MetonaMessage, MetonaToolDef
 from .base import tool_text
@@ -436,8 +436,12 @@ p 0.36); of its 126 right choices, 1 does."""
 def relevant(cosine: float | None, score: float | None) -> bool:
     """The tool a first decision named is worth calling (:data:`RELEVANT_COSINE`, :data:`RELEVANT_P`)."""
     near = cosine is not None and cosine >= RELEVANT_COSINE
-    sure = score is not None and math.isfinite(score) and score >= math.log(RELEVANT_P)
-    return near or sure
+    return near or (_known(score) and score >= math.log(RELEVANT_P))
+
+
+def _known(score: float | None) -> TypeGuard[float]:
+    """A decision's score that can be compared (the runtime reports none, or nan, for some generations)."""
+    return score is not None and math.isfinite(score)
 
 
 def query_text(messages: Sequence[MetonaMessage]) -> str:
@@ -478,15 +482,13 @@ def worth_calling(answer_score: float | None, tool_score: float | None) -> bool:
     """A first decision said ``answer`` with log-probability ``answer_score``; asked again without ``answer``, the
     model named a tool with ``tool_score``: the tool is called when ``tool_score - answer_score`` reaches
     :data:`CALL_MARGIN`."""
-    if answer_score is None or tool_score is None or not (math.isfinite(answer_score) and math.isfinite(tool_score)):
-        return False
-    return tool_score - answer_score >= CALL_MARGIN
+    return _known(answer_score) and _known(tool_score) and tool_score - answer_score >= CALL_MARGIN
 
 
 def confident(score: float | None) -> bool:
     """The decision's score (the log-probability the model itself gave the name it wrote) clears
     :data:`NEXT_TOOL_MIN_P`; no score is no confidence."""
-    return score is not None and math.isfinite(score) and score >= math.log(NEXT_TOOL_MIN_P)
+    return _known(score) and score >= math.log(NEXT_TOOL_MIN_P)
 
 
 def still_offered(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
@@ -583,13 +585,14 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or
     more: ``EUR`` and "euros"). Not judged: an enum's choice, numbers, dates and times, text the model composes
     (a sentence, lower-case words), anything asked in Chinese."""
-    text = "\n".join(
-        [m.content for m in messages if m.role == "user"]
-        + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
-    )
     if _CJK.search(question(messages)):
         return []  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
-    said = _words(text)
+    said = _words(
+        "\n".join(
+            [m.content for m in messages if m.role == "user"]
+            + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
+        )
+    )
     required = set(parameters.get("required") or ())
     out = []
     for key in sorted(required & set(args)):

@@ -90,7 +90,7 @@ class MathWorker(SingleChild):
 
 
 def serve(stdin: TextIO, out: WorkerOutput) -> None:
-    """Say hello once the typesetter is imported, then answer one ``svg`` request at a time until EOF."""
+    """Send the worker's hello once the typesetter is imported, then answer one ``svg`` request at a time until EOF."""
     from .math import tex_to_svg
 
     def svg(params: dict[str, Any]) -> dict[str, Any]:
