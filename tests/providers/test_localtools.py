@@ -399,6 +399,67 @@ async def run(
     return response, events
 
 
+GIB = 1024**3
+
+
+@pytest.mark.parametrize(
+    ("installed", "memory", "options", "slot"),
+    [(True, 16 * GIB, {}, "arguments"), (False, 16 * GIB, {}, None),
+     (True, 16 * GIB, {"arguments_model": "same"}, None), (True, 16 * GIB, {"model_path": "/models/o.gguf"}, None),
+     (True, 8 * GIB, {}, None), (True, None, {}, None),
+     (True, 8 * GIB, {"arguments_model": "always"}, "arguments"),
+     (False, 8 * GIB, {"arguments_model": "always"}, None)],
+)  # fmt: skip
+async def test_the_arguments_are_written_by_the_arguments_model_when_it_is_installed(
+    monkeypatch: pytest.MonkeyPatch, installed: bool, memory: int | None, options: dict[str, Any], slot: str | None
+) -> None:
+    """The decision stays on the model that was asked; only the arguments step names the ``arguments`` slot — not
+    when the larger model is missing, switched off, the host configured its own GGUF, or (by default) the machine
+    has less than 12 GiB of memory."""
+    from sidecar.localmodel import assets
+
+    monkeypatch.setattr(assets, "arguments_status", lambda: (installed, None if installed else "missing"))
+    monkeypatch.setattr(assets, "physical_memory", lambda: memory)
+    runtime = ScriptedRuntime(["calc", 'ulator"'], ['{"expression": ', '"2 ** 16"}'])
+    config = ProviderConfig(
+        provider_id="local", preset="local", protocol="local", base_url="local://embedded", options=options
+    )
+    response = await LocalAdapter(config, runtime=runtime, embedder=FavouringEmbedder()).send_stream(
+        request(tools=[CALC, WRITE]), lambda e: None
+    )
+    assert response.tool_calls and response.tool_calls[0].args == {"expression": "2 ** 16"}
+    decision, arguments = runtime.payloads
+    assert "slot" not in decision and arguments.get("slot") == slot
+
+
+async def test_an_arguments_model_that_cannot_load_leaves_the_arguments_to_the_deciding_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A damaged part or a failed conversion of the larger model is no failed call: the same step runs on the model
+    that decided, and later calls no longer ask for the larger one."""
+    from sidecar.localmodel import assets
+    from sidecar.localmodel.client import LocalModelError
+
+    monkeypatch.setattr(assets, "arguments_status", lambda: (True, None))
+    monkeypatch.setattr(assets, "physical_memory", lambda: 16 * GIB)
+
+    class NoArgumentsModel(ScriptedRuntime):
+        async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
+            if payload.get("slot") == "arguments":
+                self.payloads.append(payload)
+                raise LocalModelError("model_unavailable", "the arguments model: sha256 mismatch")
+            return await super().generate(payload, on_delta, model_path=model_path)
+
+    runtime = NoArgumentsModel(["calc", 'ulator"'], ['{"expression": ', '"2 ** 16"}'], ["calc", 'ulator"'], ["{}"])
+    adapter = local(runtime)
+    first = await adapter.send_stream(request(tools=[CALC, WRITE]), lambda e: None)
+    assert first.tool_calls and first.tool_calls[0].args == {"expression": "2 ** 16"}
+    assert [p.get("slot") for p in runtime.payloads] == [None, "arguments", None]
+    runtime.payloads.clear()
+    await adapter.send_stream(request(tools=[CALC, WRITE]), lambda e: None)
+    assert [p.get("slot") for p in runtime.payloads] == [None, None]
+
+
 async def test_a_tool_decision_then_schema_constrained_arguments_make_one_call() -> None:
     runtime = ScriptedRuntime(["calc", 'ulator"'], ['{"expression": ', '"2 ** 16"}'])
     response, events = await run(runtime, request(tools=[CALC, WRITE]))

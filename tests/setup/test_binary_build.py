@@ -127,8 +127,10 @@ def test_the_engines_folder_beside_the_binary_holds_its_models():
     for name in ("whisper-tiny.en", "whisper-base"):
         assert (models["whisper_models"] / name / "model.bin").is_file(), name
     assert (models["diarization_models"] / "camplusplus.py").is_file()
-    assert (models["local_model"] / "openvino_model.xml").is_file()
-    assert (models["local_model"] / "metona-model.json").is_file()
+    for key in ("local_model", "local_arguments_model"):
+        assert (models[key] / "openvino_model.xml").is_file(), key
+        assert (models[key] / "metona-model.json").is_file(), key
+    assert models["local_model"] != models["local_arguments_model"]
     done = subprocess.run([str(root / "metona-engines"), "no-such-worker"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "usage" in done.stderr
 
