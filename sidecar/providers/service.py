@@ -518,6 +518,11 @@ class ProviderService:
             path = options.get("model_path")
             if path is not None and not (isinstance(path, str) and path.strip()):
                 raise BadRequestError("options.model_path must be a file path", code="VALIDATION_ERROR")
+            arguments_model = options.get("arguments_model")
+            if arguments_model is not None and arguments_model not in ("auto", "always", "same"):
+                raise BadRequestError(
+                    'options.arguments_model must be "auto", "always" or "same"', code="VALIDATION_ERROR"
+                )
         elif base_url.startswith("mock://"):
             raise BadRequestError("base_url must be an http(s) URL", code="VALIDATION_ERROR")
         models = options.get("models")

@@ -62,8 +62,8 @@ class Engines:
         return self.root / EXECUTABLE
 
     def path(self, key: str) -> Path | None:
-        """A model folder the manifest names (``whisper_models``, ``diarization_models``, ``local_model``), if
-        it is there."""
+        """A model folder the manifest names (``whisper_models``, ``diarization_models``, ``local_model``,
+        ``local_arguments_model``), if it is there."""
         rel = self.manifest.get("models", {}).get(key)
         if not isinstance(rel, str):
             return None

@@ -257,6 +257,11 @@ async def test_the_service_hands_its_runtime_to_local_adapters(runtime: FakeRunt
             await without.chat(pid, None, request())
         assert info.value.error.provider_code == "LOCAL_MODEL_UNAVAILABLE"  # type: ignore[attr-defined]
         assert len(runtime.payloads) == 1
+        for good in ("auto", "always", "same"):
+            await with_runtime.create(preset="local", provider_id=f"l-{good}", options={"arguments_model": good})
+        with pytest.raises(Exception) as info:  # a typo is no silent "auto"
+            await with_runtime.create(preset="local", provider_id="l-typo", options={"arguments_model": "alwyas"})
+        assert getattr(info.value, "code", None) == "VALIDATION_ERROR", info.value
     finally:
         await with_runtime.close()
         await without.close()
@@ -389,6 +394,21 @@ async def test_models_say_which_model_writes_the_arguments_and_its_measured_tool
     (same,) = await adapter(runtime, arguments_model="same").model_specs()
     assert "arguments_model" not in same.metadata
     assert same.metadata["tool_use"] == local_provider.TOOL_USE_MEASURED_ONE_MODEL
+    (text,) = await adapter(runtime, tool_mode="text").model_specs()  # no arguments step there: nothing to name
+    assert "arguments_model" not in text.metadata and "tool_use" not in text.metadata
+
+
+def test_in_the_binary_the_arguments_model_is_what_the_engines_folder_ships(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from sidecar.workers import engines
+
+    monkeypatch.setattr(engines, "frozen", lambda: True)
+    monkeypatch.setattr(assets, "prepared_arguments_model", lambda: None)  # an engines folder without it
+    ok, why = assets.arguments_status()
+    assert not ok and why and "engines folder" in why
+    monkeypatch.setattr(assets, "prepared_arguments_model", lambda: tmp_path)
+    assert assets.arguments_status() == (True, None)
 
 
 # ---- the worker's lifetime (a real worker process; no model is loaded) --------------------------------------

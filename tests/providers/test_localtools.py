@@ -432,11 +432,12 @@ async def test_the_arguments_are_written_by_the_arguments_model_when_it_is_insta
     assert "slot" not in decision and arguments.get("slot") == slot
 
 
+@pytest.mark.parametrize("code", ["model_unavailable", "runtime_error", "worker_died"])
 async def test_an_arguments_model_that_cannot_load_leaves_the_arguments_to_the_deciding_model(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, code: str
 ) -> None:
-    """A damaged part or a failed conversion of the larger model is no failed call: the same step runs on the model
-    that decided, and later calls no longer ask for the larger one."""
+    """A damaged part, a failed conversion or a worker killed while on the larger model is no failed call: the same
+    step runs on the model that decided, and later calls no longer ask for the larger one."""
     from sidecar.localmodel import assets
     from sidecar.localmodel.client import LocalModelError
 
@@ -447,7 +448,7 @@ async def test_an_arguments_model_that_cannot_load_leaves_the_arguments_to_the_d
         async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
             if payload.get("slot") == "arguments":
                 self.payloads.append(payload)
-                raise LocalModelError("model_unavailable", "the arguments model: sha256 mismatch")
+                raise LocalModelError(code, "the arguments model failed")
             return await super().generate(payload, on_delta, model_path=model_path)
 
     runtime = NoArgumentsModel(["calc", 'ulator"'], ['{"expression": ', '"2 ** 16"}'], ["calc", 'ulator"'], ["{}"])
@@ -705,6 +706,8 @@ async def test_models_report_the_measured_tool_use(monkeypatch: pytest.MonkeyPat
     from sidecar.providers import local as local_module
 
     monkeypatch.setattr(assets, "status", lambda: (True, None))
+    monkeypatch.setattr(assets, "arguments_status", lambda: (True, None))  # the set-up TOOL_USE_MEASURED is of
+    monkeypatch.setattr(assets, "physical_memory", lambda: 16 * GIB)
     (spec,) = await local(ScriptedRuntime()).model_specs()
     measured = local_module.TOOL_USE_MEASURED
     assert spec.metadata["tool_use"] == measured
