@@ -375,7 +375,8 @@ class LocalAdapter(BaseAdapter):
                 return True
             return False
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
-        schema = localtools.arguments_schema(declared)
+        asked = localtools.question(request.messages)
+        schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(asked))
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
         args: dict[str, Any] = {}
@@ -396,7 +397,7 @@ class LocalAdapter(BaseAdapter):
             if parsed is None:  # cut short (the token limit, the loop guard): the user is told, then answered
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages) + "\n\n")
                 return False
-            args = parsed
+            args = localtools.spare_numbers(parsed, declared, asked)
             if localtools.made_up(args, declared, request.messages):  # a name the request never gave: not guessed
                 return False
         if localtools.repeated(choice, args, request.messages):

@@ -511,30 +511,95 @@ def arguments_prefix(decision_text: str) -> str:
     return decision_text.rstrip() + ', "arguments": '
 
 
-def arguments_schema(parameters: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
+def arguments_schema(
+    parameters: dict[str, Any], *, top: bool = True, numbers: Sequence[int | float] = ()
+) -> dict[str, Any]:
     """The tool's parameter schema reduced to what constrains the output (types, enums, properties, required,
     items — nested objects and arrays too, as the IR extension ``properties``/``required`` carries them);
     descriptions and defaults dropped; objects that declare their keys closed (no property the tool does not
-    declare), a nested object that declares none left open. Optional numbers are left out (their defaults apply):
-    the grammar bounds no digit count, and the 0.5B model was measured writing ``"top_k": 100000000000…`` until
-    the token limit. Allowed when the request states a number (tried 2026-12-03), it did so again for "How long is
-    the warranty of the Metona X1?" (the ``1`` of ``X1``): the loop guard cut the call and the search was lost."""
+    declare), a nested object that declares none left open.
+
+    An optional number may only be one of ``numbers``, the numbers the request states (:func:`stated_numbers`),
+    and is left out when it states none (its default applies): a free number is unbounded in the grammar, and the
+    0.5B model was measured writing ``"top_k": 100000000000…`` until the token limit; allowed whenever the
+    request held a digit (tried 2026-12-03), it did so again for "How long is the warranty of the Metona X1?"
+    (the ``1`` of ``X1``). Left out always, "run it for 10 seconds in 5 steps" got ``{}``."""
     out: dict[str, Any] = {k: v for k, v in parameters.items() if k in _KEEP and k not in ("properties", "items")}
     if isinstance(parameters.get("properties"), dict):
         required = set(parameters.get("required") or ())
-        out["properties"] = {
-            k: arguments_schema(v, top=False)
-            for k, v in parameters["properties"].items()
-            if isinstance(v, dict) and (k in required or v.get("type") not in _OPTIONAL_LEFT_OUT)
-        }
+        out["properties"] = {}
+        for key, spec in parameters["properties"].items():
+            if not isinstance(spec, dict):
+                continue
+            if key in required or spec.get("type") not in _OPTIONAL_LEFT_OUT:
+                out["properties"][key] = arguments_schema(spec, top=False, numbers=numbers)
+            elif numbers and not spec.get("enum"):
+                out["properties"][key] = {"type": spec["type"], "enum": list(numbers)}
     if isinstance(parameters.get("items"), dict):
-        out["items"] = arguments_schema(parameters["items"], top=False)
+        out["items"] = arguments_schema(parameters["items"], top=False, numbers=numbers)
     if top or "properties" in out:
         out.setdefault("type", "object")
         out.setdefault("properties", {})
         out["additionalProperties"] = False
         if "required" in out:
             out["required"] = [r for r in out["required"] if r in out["properties"]]
+    return out
+
+
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.:/-])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d_]|[.:/-][A-Za-z0-9])", re.ASCII)
+STATED_NUMBERS = 8
+"""Most numbers :func:`stated_numbers` offers (the first ones the request states)."""
+
+
+def _all_stated(text: str) -> list[int | float]:
+    out: list[int | float] = []
+    for sign, digits, fraction in _NUMBER.findall(text):
+        value = float(sign + digits.replace(",", "") + fraction)
+        if math.isfinite(value):
+            out.append(int(value) if value.is_integer() else value)
+    return out
+
+
+def stated_numbers(text: str) -> list[int | float]:
+    """The numbers a request states as numbers of their own, in order, each once: ``10`` of "for 10 seconds", ``3`` of
+    "3 天", ``1500`` of "1,500", ``-4.5``, ``20`` of "20 km" and "20km"; not the digits inside a name or a code or a
+    file's name (``X1``, ``v2``, ``mp3``, ``A_1``, ``2024-report.md``, ``2.md``), a date, a time, a version or a range
+    (``2026-12-03``, ``3:30``, ``1.2.3``, ``10-20``, ``1/2``); ``1,2,3`` is three numbers. Numbers in words ("five",
+    "五") are not read. An integral value is an ``int`` (``5``, not ``5.0``)."""
+    out: list[int | float] = []
+    for number in _all_stated(text):
+        if number not in out:
+            out.append(number)
+        if len(out) == STATED_NUMBERS:
+            break
+    return out
+
+
+def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` without the optional numbers that reuse a number of the request ``text`` another argument already
+    has: a number stated once fills one argument (stated twice, two). The model filled every optional number it
+    was offered with one of the request's (:func:`arguments_schema`): "the forecast at 52.52, 13.41" →
+    ``longitude: 13.41`` and ``forecast_hours: 13.41``; "a sine wave from 0 to 2 pi" → ``end_range: 2`` and
+    ``amplitude: 2``. The required ones are counted first; a dropped one gets its default."""
+    required = set(parameters.get("required") or ())
+    optional = [
+        k
+        for k, v in args.items()
+        if k not in required
+        and _number(v)
+        and _spec(parameters, k).get("type") in _OPTIONAL_LEFT_OUT
+        and not _spec(parameters, k).get("enum")
+    ]
+    left = _all_stated(text)
+    for key in [k for k in args if k not in optional]:
+        if _number(args[key]) and args[key] in left:
+            left.remove(args[key])
+    out = dict(args)
+    for key in optional:
+        if args[key] in left:
+            left.remove(args[key])
+        else:
+            del out[key]
     return out
 
 
@@ -577,26 +642,49 @@ def _a_name(value: str) -> bool:
     return all(p[0].isupper() or "_" in p for p in parts)
 
 
+_ANY_NUMBER = re.compile(
+    r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|twenty|thirty|forty|"
+    r"fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|trillion|dozen|half|once|twice|double|"
+    r"triple|quarter|pi|first|second|third|fourth|fifth|tenth|single|pair|couple)\b",
+    re.IGNORECASE,
+)
+"""A number, in digits or in words, anywhere in a conversation (:func:`made_up`)."""
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _spec(parameters: dict[str, Any], key: str) -> dict[str, Any]:
+    spec = (parameters.get("properties") or {}).get(key)
+    return spec if isinstance(spec, dict) else {}
+
+
 def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> list[str]:
-    """The required string arguments whose value reads as a name or an id (:func:`_a_name`) that nothing in the
-    conversation gave (what the user wrote, the turn's tool results): a value the model made up where the request
-    left it out ("What time is it?" offered a weather tool → ``location: "San Francisco, CA"``, "I have a
-    transaction, can you do it?" → ``receiver: "john_doe"``). Such a call is not made; the answer is written
-    instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or
-    more: ``EUR`` and "euros"). Not judged: an enum's choice, numbers, dates and times, text the model composes
-    (a sentence, lower-case words), anything asked in Chinese."""
+    """The required arguments the model made up where the conversation (what the user wrote, the turn's tool results)
+    left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time is it?"
+    offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" → ``receiver:
+    "john_doe"``), and the numbers of a call whose every required argument is a number where the conversation gave no
+    number at all, in digits or in words ("How can the deer population grow?" → ``current_population: 1000, birth_rate:
+    0.05``; a call with a named file and its size is judged by the name). Such a call is not made; the answer is written
+    instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or more:
+    ``EUR`` and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation
+    lets every number through), dates and times, text the model composes (a sentence, lower-case words), anything asked
+    in Chinese."""
     if _CJK.search(question(messages)):
         return []  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
-    said = _words(
-        "\n".join(
-            [m.content for m in messages if m.role == "user"]
-            + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
-        )
+    text = "\n".join(
+        [m.content for m in messages if m.role == "user"]
+        + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
     )
+    said = _words(text)
     required = set(parameters.get("required") or ())
     out = []
+    numbers = [k for k in sorted(required & set(args)) if _number(args[k]) and not _spec(parameters, k).get("enum")]
+    if numbers and len(numbers) == len(required) and _ANY_NUMBER.search(text) is None:
+        out += numbers  # every input of the call a number, and the conversation gave none
     for key in sorted(required & set(args)):
-        value, spec = args[key], (parameters.get("properties") or {}).get(key) or {}
+        value, spec = args[key], _spec(parameters, key)
         if not isinstance(value, str) or spec.get("enum") or not _a_name(value):
             continue
         if not any(_said(w, said) for w in _words(value) if not w.isdigit()):

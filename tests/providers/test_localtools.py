@@ -102,6 +102,56 @@ def test_the_arguments_schema_keeps_the_shape_and_closes_objects() -> None:
     assert empty == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
+def test_an_optional_number_is_one_the_request_states_or_left_out() -> None:
+    (write,) = defs(WRITE)
+    declared = write.parameters.model_dump(mode="json", exclude_none=True)
+    schema = lt.arguments_schema(declared, numbers=lt.stated_numbers("Write 3 lines, at most 20 of them, to a.md"))
+    assert schema["properties"]["limit"] == {"type": "number", "enum": [3, 20]}
+    assert schema["properties"]["size"] == {"type": "number"}, "a required number stays free"
+    jsonschema.validate({"path": "a.md", "content": "x", "size": 7, "limit": 20}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"path": "a.md", "content": "x", "size": 7, "limit": 7}, schema)
+    assert (
+        "limit"
+        not in lt.arguments_schema(declared, numbers=lt.stated_numbers("How long is the X1's warranty?"))["properties"]
+    )
+
+
+def test_a_number_stated_once_fills_one_argument() -> None:
+    properties = {k: {"type": "number", "description": k} for k in ("lat", "lon", "hours", "days")}
+    params = {"type": "object", "required": ["lat", "lon"], "properties": properties}
+    ask = "The forecast at 52.52, 13.41 for 3 days"
+    written = {"lat": 52.52, "lon": 13.41, "hours": 13.41, "days": 3}
+    assert lt.spare_numbers(written, params, ask) == {"lat": 52.52, "lon": 13.41, "days": 3}
+    assert lt.spare_numbers({"lat": 2, "lon": 2, "hours": 2}, params, "2 and 2, then 2") == {
+        "lat": 2,
+        "lon": 2,
+        "hours": 2,
+    }
+    assert lt.spare_numbers({"lat": 2, "lon": 2, "hours": 2}, params, "2 and 2") == {"lat": 2, "lon": 2}
+    enum = {**params, "properties": {**properties, "days": {"type": "number", "enum": ["3"]}}}
+    assert lt.spare_numbers({"lat": 3, "lon": 1, "days": 3}, enum, "3 days") == {"lat": 3, "lon": 1, "days": 3}
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("run it for 10 seconds in 5 steps", [10, 5]),
+        ("保留 3 天，最多 1,500 条", [3, 1500]),
+        ("20 km, then 20km, -4.5 degrees, 0.75 at most", [20, -4.5, 0.75]),
+        ("1,2,3", [1, 2, 3]),
+        ("5.0 or 5.", [5]),
+        ("2024年3月5日", [2024, 3, 5]),
+        ("Metona X1, v2, mp3, A_1, 2024-report.md, 2.md", []),
+        ("2026-12-03 at 3:30, version 1.2.3, pages 10-20, half is 1/2", []),
+        ("five results, 五个结果", []),
+    ],
+)
+def test_the_stated_numbers_are_the_requests_own_numbers(text: str, numbers: list[float]) -> None:
+    assert lt.stated_numbers(text) == numbers
+    assert all(type(n) is int for n in lt.stated_numbers(text) if float(n).is_integer())
+
+
 def test_arguments_cut_short_are_no_call() -> None:
     assert lt.parse_arguments('{"expression": "2 ** 16"}') == {"expression": "2 ** 16"}
     assert lt.parse_arguments('{"expression": "2 ** 1') is None
@@ -740,6 +790,31 @@ def test_a_required_name_the_conversation_never_gave_is_made_up() -> None:
     result = {**RESULT, "result": "Meeting room: Blue Hall", "summary": "Meeting room: Blue Hall"}
     after = [*HISTORY[:2], {**HISTORY[2], "toolResult": result}]
     assert lt.made_up({"where": "Blue Hall"}, params, request(messages=after).messages) == []  # a tool's result
+
+
+def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
+    properties = {"count": {"type": "number"}, "rate": {"type": "number"}, "level": {"type": "number", "enum": ["1"]}}
+    params = {"type": "object", "required": ["count", "rate"], "properties": properties}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    grow = asked("How can the deer population in a forest grow?")
+    assert lt.made_up({"count": 1000, "rate": 0.05}, params, grow) == ["count", "rate"]
+    assert lt.made_up({"count": 1000, "rate": 0.05}, params, asked("1000 deer, how fast do they grow?")) == []
+    assert lt.made_up({"count": 12, "rate": 0.5}, params, asked("A dozen eggs, half of them broken")) == []
+    assert lt.made_up({"count": 6.2832, "rate": 1}, params, asked("Plot a sine wave from zero to two pi")) == []
+    assert lt.made_up({"count": True, "rate": 1}, params, grow) == [], "a boolean is no number"
+    with_enum = {**params, "required": ["count", "level"]}
+    assert lt.made_up({"count": 5, "level": 1}, with_enum, grow) == [], "an enum's choice is no made-up number"
+    named = {**params, "required": ["count", "where"], "properties": {**properties, "where": {"type": "string"}}}
+    assert lt.made_up({"count": 3, "where": "notes.md"}, named, grow) == [], "judged by its other arguments"
+    result = {**RESULT, "result": "There are 320 deer", "summary": "There are 320 deer"}
+    after = [{**HISTORY[0], "content": "How many deer are there?"}, HISTORY[1], {**HISTORY[2], "toolResult": result}]
+    assert lt.made_up({"count": 320, "rate": 1}, params, request(messages=after).messages) == []  # a tool's result
+    nothing = {**RESULT, "result": "Deer live in forests", "summary": "Deer live in forests"}
+    after[2] = {**HISTORY[2], "toolResult": nothing}
+    assert lt.made_up({"count": 320, "rate": 1}, params, request(messages=after).messages) == ["count", "rate"]
 
 
 async def test_a_call_with_a_made_up_name_is_not_made_and_the_answer_is_written() -> None:
