@@ -397,7 +397,7 @@ class LocalAdapter(BaseAdapter):
             if parsed is None:  # cut short (the token limit, the loop guard): the user is told, then answered
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages) + "\n\n")
                 return False
-            args = localtools.spare_numbers(parsed, declared, asked)
+            args = localtools.spare_numbers(localtools.without_empty(parsed, declared), declared, asked)
             if localtools.made_up(args, declared, request.messages):  # a name the request never gave: not guessed
                 return False
         if localtools.repeated(choice, args, request.messages):

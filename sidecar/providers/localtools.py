@@ -575,6 +575,13 @@ def stated_numbers(text: str) -> list[int | float]:
     return out
 
 
+def without_empty(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
+    """``args`` without the optional ones the model gave as an empty string: no value, so the tool's default
+    (``git_branch`` got ``contains: ""``, ``not_contains: ""``, a time tool ``timezone: ""``)."""
+    required = set(parameters.get("required") or ())
+    return {k: v for k, v in args.items() if k in required or v != ""}
+
+
 def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` without the optional numbers that reuse a number of the request ``text`` another argument already
     has: a number stated once fills one argument (stated twice, two). The model filled every optional number it
@@ -655,6 +662,15 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _numbers_only(value: Any) -> bool:
+    """A number, or an object or a list that holds numbers and nothing else (coordinates, a matrix)."""
+    if isinstance(value, dict):
+        return bool(value) and all(_numbers_only(v) for v in value.values())
+    if isinstance(value, list):
+        return bool(value) and all(_numbers_only(v) for v in value)
+    return _number(value)
+
+
 def _spec(parameters: dict[str, Any], key: str) -> dict[str, Any]:
     spec = (parameters.get("properties") or {}).get(key)
     return spec if isinstance(spec, dict) else {}
@@ -680,7 +696,9 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     said = _words(text)
     required = set(parameters.get("required") or ())
     out = []
-    numbers = [k for k in sorted(required & set(args)) if _number(args[k]) and not _spec(parameters, k).get("enum")]
+    numbers = [
+        k for k in sorted(required & set(args)) if _numbers_only(args[k]) and not _spec(parameters, k).get("enum")
+    ]
     if numbers and len(numbers) == len(required) and _ANY_NUMBER.search(text) is None:
         out += numbers  # every input of the call a number, and the conversation gave none
     for key in sorted(required & set(args)):

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from sidecar.ir import MetonaRiskLevel, MetonaToolDef
-from sidecar.mcp_host.tools import McpTool
+from sidecar.mcp_host.tools import McpTool, convert_schema
 from sidecar.providers import localtools as lt
 
 from .support import request
@@ -121,6 +121,24 @@ def test_an_object_that_declares_no_keys_stays_open_and_an_unexpressible_optiona
     schema = lt.arguments_schema(params)
     assert schema["properties"]["filter"] == {"type": "object"}  # open: any keys
     jsonschema.validate({"filter": {"status": "open", "tags": ["a"]}, "page": {"size": 10}}, schema)
+
+
+def test_one_or_many_is_an_array_and_other_unions_stay_text() -> None:
+    point = {"type": "number", "minimum": -90, "maximum": 90}
+    union = {
+        "type": "object",
+        "properties": {
+            "latitude": {"anyOf": [point, {"type": "array", "items": point}], "description": "One or more."},
+            "ids": {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}, {"type": "null"}]},
+            "cursor": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "number"}}]},
+        },
+        "required": ["latitude"],
+    }
+    params = convert_schema(union).model_dump(mode="json", exclude_none=True)["properties"]
+    assert params["latitude"]["type"] == "array" and params["latitude"]["items"]["type"] == "number"
+    assert params["latitude"]["description"].startswith("One or more.")
+    assert params["ids"]["type"] == "array" and params["ids"]["items"]["type"] == "string"
+    assert params["cursor"]["type"] == "string" and "JSON Schema" in params["cursor"]["description"]
 
 
 async def test_the_adapter_calls_a_plugin_tool_with_nested_arguments() -> None:

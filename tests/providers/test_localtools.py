@@ -117,6 +117,12 @@ def test_an_optional_number_is_one_the_request_states_or_left_out() -> None:
     )
 
 
+def test_an_optional_argument_given_as_an_empty_string_is_left_to_its_default() -> None:
+    params = {"type": "object", "required": ["repo", "name"], "properties": {}}
+    written = {"repo": "/src", "name": "", "contains": "", "kind": "all", "depth": 0}
+    assert lt.without_empty(written, params) == {"repo": "/src", "name": "", "kind": "all", "depth": 0}
+
+
 def test_a_number_stated_once_fills_one_argument() -> None:
     properties = {k: {"type": "number", "description": k} for k in ("lat", "lon", "hours", "days")}
     params = {"type": "object", "required": ["lat", "lon"], "properties": properties}
@@ -807,6 +813,10 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     assert lt.made_up({"count": True, "rate": 1}, params, grow) == [], "a boolean is no number"
     with_enum = {**params, "required": ["count", "level"]}
     assert lt.made_up({"count": 5, "level": 1}, with_enum, grow) == [], "an enum's choice is no made-up number"
+    trip = {**params, "required": ["origin", "destination"]}
+    coordinates = {"origin": {"lat": 42.36, "lon": -71.06}, "destination": {"lat": 40.71, "lon": -74.0}}
+    assert lt.made_up(coordinates, trip, asked("How long from Boston to New York by car?")) == ["destination", "origin"]
+    assert lt.made_up({**coordinates, "origin": {"city": "Boston"}}, trip, asked("From Boston, how far?")) == []
     named = {**params, "required": ["count", "where"], "properties": {**properties, "where": {"type": "string"}}}
     assert lt.made_up({"count": 3, "where": "notes.md"}, named, grow) == [], "judged by its other arguments"
     result = {**RESULT, "result": "There are 320 deer", "summary": "There are 320 deer"}

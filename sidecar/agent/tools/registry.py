@@ -336,6 +336,11 @@ def _unwrap_optional(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, An
     kinds = {_kind(o) for o in kept}
     if len(kinds) == 1 and "number" in kinds:  # int | float
         return {**rest, "type": "number"}
+    many = [o for o in kept if _kind(o) == "array" and isinstance(o.get("items"), dict)]
+    if len(kept) == 2 and len(many) == 1:  # one or many: X | array of X is the array (one item is one)
+        (one,) = [o for o in kept if o is not many[0]]
+        if _kind(one) == _kind(_resolve(many[0]["items"], defs)):
+            return {**many[0], **rest}
     raise ValueError("a union of different types is not expressible")
 
 
