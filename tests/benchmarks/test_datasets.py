@@ -120,7 +120,12 @@ def test_registry_lists_valid_and_reports_invalid(tmp_path: Path) -> None:
     reg = DatasetRegistry([(SHIPPED, "builtin"), (imported, "imported")])
     good, bad = reg.scan()
     ids = {d.dataset_id: d.source for d in good}
-    assert ids == {"rag-core-v1": "builtin", "agent-core-v1": "builtin", "mine": "imported"}
+    assert ids == {
+        "rag-core-v1": "builtin",
+        "agent-core-v1": "builtin",
+        "agent-bilingual-v1": "builtin",
+        "mine": "imported",
+    }
     assert [(p.dataset_id, p.error.code) for p in bad] == [("broken", "BENCHMARK_DATASET_INVALID")]
     assert len(reg.get("rag-core-v1").cases) >= 60
     with pytest.raises(SidecarError) as info:

@@ -384,7 +384,12 @@ def _measured_prompts() -> list[str]:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    seen = [json.loads(line)["prompt"] for line in (root / "datasets/agent-core-v1/cases.jsonl").open(encoding="utf-8")]
+    seen = [
+        json.loads(line)["prompt"]
+        for name in ("agent-core-v1", "agent-bilingual-v1")
+        for line in (root / "datasets" / name / "cases.jsonl").open(encoding="utf-8")
+        if line.strip()
+    ]
     heldout = root / "tests/fixtures/tool_decisions_heldout.jsonl"
     return seen + [json.loads(line)["prompt"] for line in heldout.open(encoding="utf-8") if line.strip()]
 
