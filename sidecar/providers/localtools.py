@@ -680,13 +680,14 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     """The required arguments the model made up where the conversation (what the user wrote, the turn's tool results)
     left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time is it?"
     offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" → ``receiver:
-    "john_doe"``), and the numbers of a call whose every required argument is a number where the conversation gave no
-    number at all, in digits or in words ("How can the deer population grow?" → ``current_population: 1000, birth_rate:
-    0.05``; a call with a named file and its size is judged by the name). Such a call is not made; the answer is written
-    instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or more:
-    ``EUR`` and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation
-    lets every number through), dates and times, text the model composes (a sentence, lower-case words), anything asked
-    in Chinese."""
+    "john_doe"``), and the numbers of a call whose every required argument is numbers only (a number, coordinates)
+    where the conversation gave no number at all, in digits or in words ("How can the deer population grow?" →
+    ``current_population: 1000, birth_rate: 0.05``; "How long from Boston to New York by car?" → ``origin: {latitude:
+    42.36, …}``; a call with a named file and its size is judged by the name). Such a call is not made; the answer is
+    written instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or
+    more: ``EUR`` and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the
+    conversation lets every number through), dates and times, text the model composes (a sentence, lower-case words),
+    anything asked in Chinese."""
     if _CJK.search(question(messages)):
         return []  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     text = "\n".join(
