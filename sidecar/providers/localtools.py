@@ -555,7 +555,7 @@ def _all_stated(text: str) -> list[int | float]:
     out: list[int | float] = []
     for sign, digits, fraction in _NUMBER.findall(text):
         value = float(sign + digits.replace(",", "") + fraction)
-        if math.isfinite(value):
+        if math.isfinite(value) and len(digits.replace(",", "") + fraction.lstrip(".")) <= 15:
             out.append(int(value) if value.is_integer() else value)
     return out
 
@@ -564,8 +564,9 @@ def stated_numbers(text: str) -> list[int | float]:
     """The numbers a request states as numbers of their own, in order, each once: ``10`` of "for 10 seconds", ``3`` of
     "3 天", ``1500`` of "1,500", ``-4.5``, ``20`` of "20 km" and "20km"; not the digits inside a name or a code or a
     file's name (``X1``, ``v2``, ``mp3``, ``A_1``, ``2024-report.md``, ``2.md``), a date, a time, a version or a range
-    (``2026-12-03``, ``3:30``, ``1.2.3``, ``10-20``, ``1/2``); ``1,2,3`` is three numbers. Numbers in words ("five",
-    "五") are not read. An integral value is an ``int`` (``5``, not ``5.0``)."""
+    (``2026-12-03``, ``3:30``, ``1.2.3``, ``10-20``, ``1/2``), nor one of over 15 digits (an id, not a number a
+    float holds exactly); ``1,2,3`` is three numbers. Numbers in words ("five", "五") are not read. An integral value
+    is an ``int`` (``5``, not ``5.0``)."""
     out: list[int | float] = []
     for number in _all_stated(text):
         if number not in out:

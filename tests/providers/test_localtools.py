@@ -151,6 +151,7 @@ def test_a_number_stated_once_fills_one_argument() -> None:
         ("Metona X1, v2, mp3, A_1, 2024-report.md, 2.md", []),
         ("2026-12-03 at 3:30, version 1.2.3, pages 10-20, half is 1/2", []),
         ("five results, 五个结果", []),
+        ("order 1234567890123456, 3 items, 123456789012345", [3, 123456789012345]),
     ],
 )
 def test_the_stated_numbers_are_the_requests_own_numbers(text: str, numbers: list[float]) -> None:
