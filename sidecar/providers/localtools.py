@@ -534,7 +534,9 @@ def arguments_schema(
             if key in required or spec.get("type") not in _OPTIONAL_LEFT_OUT:
                 out["properties"][key] = arguments_schema(spec, top=False, numbers=numbers)
             elif numbers and not spec.get("enum"):
-                out["properties"][key] = {"type": spec["type"], "enum": list(numbers)}
+                fitting = [n for n in numbers if _fits(n, str(spec.get("description") or ""))]
+                if fitting:
+                    out["properties"][key] = {"type": spec["type"], "enum": fitting}
     if isinstance(parameters.get("items"), dict):
         out["items"] = arguments_schema(parameters["items"], top=False, numbers=numbers)
     if top or "properties" in out:
@@ -546,14 +548,43 @@ def arguments_schema(
     return out
 
 
-_NUMBER = re.compile(r"(?<![A-Za-z0-9_.:/-])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d_]|[.:/-][A-Za-z0-9])", re.ASCII)
+_HINTS = re.compile(r"\(([^()]*)\)\s*$")
+_RANGE = re.compile(r"^(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)$")
+_BOUND = re.compile(r"^(>=|>|<=|<) (-?\d+(?:\.\d+)?)$")
+
+
+def _fits(number: int | float, description: str) -> bool:
+    """``number`` is allowed by what a declaration's description says of its field in the hints the tool registry
+    appends (``(integer, 1-10, default 3)``, ``(>= 0)``): the IR's number has no integer-ness and no bounds, so an
+    MCP tool's ``count`` (integer, 1–10) was offered the request's ``2.5`` and ``1299.99``."""
+    hints = _HINTS.search(description)
+    for hint in (h.strip() for h in (hints.group(1).split(",") if hints else ())):
+        if hint == "integer" and not float(number).is_integer():
+            return False
+        if (span := _RANGE.match(hint)) and not float(span.group(1)) <= number <= float(span.group(2)):
+            return False
+        if bound := _BOUND.match(hint):
+            limit = float(bound.group(2))
+            ok = {">=": number >= limit, ">": number > limit, "<=": number <= limit, "<": number < limit}
+            if not ok[bound.group(1)]:
+                return False
+    return True
+
+
+_NUMBER = re.compile(
+    r"(?<![A-Za-z0-9_.:/-])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d_]|[.:/-][A-Za-z0-9]|[eE][-+]?\d)", re.ASCII
+)
 STATED_NUMBERS = 8
 """Most numbers :func:`stated_numbers` offers (the first ones the request states)."""
 
 
+_ASCII_DIGITS = str.maketrans("０１２３４５６７８９．－−", "0123456789.--")
+"""Full-width digits, point and minus (``３天``, ``５．５小时``, ``－5度``) and the minus sign ``−`` as ASCII."""
+
+
 def _all_stated(text: str) -> list[int | float]:
     out: list[int | float] = []
-    for sign, digits, fraction in _NUMBER.findall(text):
+    for sign, digits, fraction in _NUMBER.findall(text.translate(_ASCII_DIGITS)):
         value = float(sign + digits.replace(",", "") + fraction)
         if math.isfinite(value) and len(digits.replace(",", "") + fraction.lstrip(".")) <= 15:
             out.append(int(value) if value.is_integer() else value)
@@ -583,12 +614,25 @@ def without_empty(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str,
     return {k: v for k, v in args.items() if k in required or v != ""}
 
 
+def _numbers_in(value: Any) -> list[int | float]:
+    """The numbers a value holds: itself, its items and keys' values, the numbers its strings state."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers_in(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers_in(v)]
+    if isinstance(value, str):
+        return _all_stated(value)
+    return [value] if _number(value) else []
+
+
 def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` without the optional numbers that reuse a number of the request ``text`` another argument already
     has: a number stated once fills one argument (stated twice, two). The model filled every optional number it
     was offered with one of the request's (:func:`arguments_schema`): "the forecast at 52.52, 13.41" →
     ``longitude: 13.41`` and ``forecast_hours: 13.41``; "a sine wave from 0 to 2 pi" → ``end_range: 2`` and
-    ``amplitude: 2``. The required ones are counted first; a dropped one gets its default."""
+    ``amplitude: 2``; "news about Windows 11" → ``query: "Windows 11 news"`` and ``max_results: 11``. The other
+    arguments are counted first, nested values and the numbers their strings state too; a dropped one gets its
+    default. A value meant for several ("width and height 100") stays in the first only."""
     required = set(parameters.get("required") or ())
     optional = [
         k
@@ -599,9 +643,9 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
         and not _spec(parameters, k).get("enum")
     ]
     left = _all_stated(text)
-    for key in [k for k in args if k not in optional]:
-        if _number(args[key]) and args[key] in left:
-            left.remove(args[key])
+    for number in _numbers_in([args[k] for k in args if k not in optional]):
+        if number in left:
+            left.remove(number)
     out = dict(args)
     for key in optional:
         if args[key] in left:
@@ -677,32 +721,47 @@ def _spec(parameters: dict[str, Any], key: str) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
+_PROPER_NOUN = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+
+
+def _numbers_given(messages: Sequence[MetonaMessage]) -> bool:
+    """The conversation (every message and tool result, earlier turns too) holds a number, in digits or in words,
+    or names something whose numbers can be looked up (a capitalised word within a sentence: "the weather in
+    Berlin" → its coordinates)."""
+    text = "\n".join(tool_text(m) if m.role == "tool" else m.content for m in messages)
+    if _ANY_NUMBER.search(text):
+        return True
+    return any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines())
+
+
 def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> list[str]:
     """The required arguments the model made up where the conversation (what the user wrote, the turn's tool results)
     left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time is it?"
     offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" → ``receiver:
-    "john_doe"``), and the numbers of a call whose every required argument is numbers only (a number, coordinates)
-    where the conversation gave no number at all, in digits or in words ("How can the deer population grow?" →
-    ``current_population: 1000, birth_rate: 0.05``; "How long from Boston to New York by car?" → ``origin: {latitude:
-    42.36, …}``; a call with a named file and its size is judged by the name). Such a call is not made; the answer is
+    "john_doe"``), and the numbers of a call whose every required argument, two or more, is numbers only (a number,
+    coordinates) where the conversation gave no number at all, in digits or in words, and named nothing to look them
+    up by (:func:`_numbers_given`; "How can the deer population grow?" → ``current_population: 1000, birth_rate:
+    0.05``; not "What's the weather in Berlin?" → its coordinates, nor "roll a die" → ``sides: 6``; a call with a
+    named file and its size is judged by the name). Such a call is not made; the answer is
     written instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or
     more: ``EUR`` and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the
     conversation lets every number through), dates and times, text the model composes (a sentence, lower-case words),
     anything asked in Chinese."""
     if _CJK.search(question(messages)):
         return []  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
-    text = "\n".join(
-        [m.content for m in messages if m.role == "user"]
-        + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
+    said = _words(
+        "\n".join(
+            [m.content for m in messages if m.role == "user"]
+            + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
+        )
     )
-    said = _words(text)
     required = set(parameters.get("required") or ())
     out = []
     numbers = [
         k for k in sorted(required & set(args)) if _numbers_only(args[k]) and not _spec(parameters, k).get("enum")
     ]
-    if numbers and len(numbers) == len(required) and _ANY_NUMBER.search(text) is None:
-        out += numbers  # every input of the call a number, and the conversation gave none
+    if len(numbers) >= 2 and len(numbers) == len(required) and not _numbers_given(messages):
+        out += numbers  # every input of the call a number, and the conversation gave none nor a name to look up
     for key in sorted(required & set(args)):
         value, spec = args[key], _spec(parameters, key)
         if not isinstance(value, str) or spec.get("enum") or not _a_name(value):

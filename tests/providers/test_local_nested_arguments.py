@@ -139,6 +139,15 @@ def test_one_or_many_is_an_array_and_other_unions_stay_text() -> None:
     assert params["latitude"]["description"].startswith("One or more.")
     assert params["ids"]["type"] == "array" and params["ids"]["items"]["type"] == "string"
     assert params["cursor"]["type"] == "string" and "JSON Schema" in params["cursor"]["description"]
+    other = {
+        "type": "object",
+        "properties": {
+            "scope": {"anyOf": [{"const": "all"}, {"type": "array", "items": {"type": "string"}}]},
+            "pick": {"anyOf": [{"enum": ["*"]}, {"type": "array", "items": {"enum": ["a", "b"]}}]},
+        },
+    }
+    kept = convert_schema(other).model_dump(mode="json", exclude_none=True)["properties"]
+    assert kept["scope"]["type"] == "string" and kept["pick"]["type"] == "string", "the one form is not an item"
 
 
 async def test_the_adapter_calls_a_plugin_tool_with_nested_arguments() -> None:

@@ -102,6 +102,17 @@ def test_the_arguments_schema_keeps_the_shape_and_closes_objects() -> None:
     assert empty == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
+def test_an_optional_number_is_offered_only_the_stated_numbers_its_declaration_allows() -> None:
+    count = {"type": "number", "description": "How many links (integer, 1-10, default 3)"}
+    ratio = {"type": "number", "description": "A share (>= 0)"}
+    params = {"type": "object", "properties": {"count": count, "ratio": ratio, "note": {"type": "string"}}}
+    schema = lt.arguments_schema(params, numbers=lt.stated_numbers("2.5 inch drives under $1,299.99, 20 links, -1"))
+    assert "count" not in schema["properties"], "no stated number is an integer from 1 to 10"
+    assert schema["properties"]["ratio"] == {"type": "number", "enum": [2.5, 1299.99, 20]}
+    schema = lt.arguments_schema(params, numbers=lt.stated_numbers("give me 5 links"))
+    assert schema["properties"]["count"] == {"type": "number", "enum": [5]}
+
+
 def test_an_optional_number_is_one_the_request_states_or_left_out() -> None:
     (write,) = defs(WRITE)
     declared = write.parameters.model_dump(mode="json", exclude_none=True)
@@ -135,6 +146,15 @@ def test_a_number_stated_once_fills_one_argument() -> None:
         "hours": 2,
     }
     assert lt.spare_numbers({"lat": 2, "lon": 2, "hours": 2}, params, "2 and 2") == {"lat": 2, "lon": 2}
+    query = {**params, "required": ["lat", "lon", "q"]}
+    windows = {"lat": 1, "lon": 2, "q": "Windows 11 news", "hours": 11}
+    assert lt.spare_numbers(windows, query, "news about Windows 11, 1 2") == {
+        "lat": 1,
+        "lon": 2,
+        "q": "Windows 11 news",
+    }
+    nested = {"lat": {"v": 52.52}, "lon": [13.41], "hours": 13.41}
+    assert lt.spare_numbers(nested, params, "at 52.52, 13.41") == {"lat": {"v": 52.52}, "lon": [13.41]}
     enum = {**params, "properties": {**properties, "days": {"type": "number", "enum": ["3"]}}}
     assert lt.spare_numbers({"lat": 3, "lon": 1, "days": 3}, enum, "3 days") == {"lat": 3, "lon": 1, "days": 3}
 
@@ -152,6 +172,8 @@ def test_a_number_stated_once_fills_one_argument() -> None:
         ("2026-12-03 at 3:30, version 1.2.3, pages 10-20, half is 1/2", []),
         ("five results, 五个结果", []),
         ("order 1234567890123456, 3 items, 123456789012345", [3, 123456789012345]),
+        ("３天，５．５小时，－5度", [3, 5.5, -5]),
+        ("1e-3 or 3e5", []),
     ],
 )
 def test_the_stated_numbers_are_the_requests_own_numbers(text: str, numbers: list[float]) -> None:
@@ -821,8 +843,18 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     assert lt.made_up({"count": 5, "level": 1}, with_enum, grow) == [], "an enum's choice is no made-up number"
     trip = {**params, "required": ["origin", "destination"]}
     coordinates = {"origin": {"lat": 42.36, "lon": -71.06}, "destination": {"lat": 40.71, "lon": -74.0}}
-    assert lt.made_up(coordinates, trip, asked("How long from Boston to New York by car?")) == ["destination", "origin"]
-    assert lt.made_up({**coordinates, "origin": {"city": "Boston"}}, trip, asked("From Boston, how far?")) == []
+    assert lt.made_up(coordinates, trip, asked("how far apart are those towns?")) == ["destination", "origin"]
+    assert lt.made_up(coordinates, trip, asked("How long from Boston to New York by car?")) == [], "named places"
+    weather = {"lat": 52.52, "lon": 13.41}
+    place = {**params, "required": ["lat", "lon"]}
+    assert lt.made_up(weather, place, asked("What's the weather in Berlin?")) == []
+    assert lt.made_up({"count": 6}, {**params, "required": ["count"]}, grow) == [], "one number: roll a die"
+    earlier = [
+        {"role": "user", "content": "what is it like outside?", "timestamp": 1},
+        {"role": "assistant", "content": "It is 21 degrees.", "timestamp": 2},
+        {"role": "user", "content": "convert that to fahrenheit", "timestamp": 3},
+    ]
+    assert lt.made_up({"count": 21, "rate": 1}, params, request(messages=earlier).messages) == [], "an earlier turn"
     named = {**params, "required": ["count", "where"], "properties": {**properties, "where": {"type": "string"}}}
     assert lt.made_up({"count": 3, "where": "notes.md"}, named, grow) == [], "judged by its other arguments"
     result = {**RESULT, "result": "There are 320 deer", "summary": "There are 320 deer"}

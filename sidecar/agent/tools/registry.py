@@ -339,9 +339,14 @@ def _unwrap_optional(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, An
     many = [o for o in kept if _kind(o) == "array" and isinstance(o.get("items"), dict)]
     if len(kept) == 2 and len(many) == 1:  # one or many: X | array of X is the array (one item is one)
         (one,) = [o for o in kept if o is not many[0]]
-        if _kind(one) == _kind(_resolve(many[0]["items"], defs)):
-            return {**many[0], **rest}
+        if _bare(one) == _bare(_resolve(many[0]["items"], defs)):
+            return {**many[0], **{k: v for k, v in rest.items() if k != "default"}}
     raise ValueError("a union of different types is not expressible")
+
+
+def _bare(node: dict[str, Any]) -> dict[str, Any]:
+    """A schema without its words (what "X" of "X | array of X" must be to be one item of the array)."""
+    return {k: v for k, v in node.items() if k not in ("description", "title", "default", "examples")}
 
 
 def _kind(node: dict[str, Any]) -> str:
