@@ -46,14 +46,15 @@ def main(argv: list[str]) -> int:
             shown[stage] = fraction
             sys.stderr.write(f"local-model: {stage} {fraction:4.0%} ({time.perf_counter() - t0:.1f} s)\n")
 
-    for assemble in (assets.assemble, assets.assemble_arguments_model):
-        if assemble is assets.assemble_arguments_model:
-            ok, why = assets.arguments_status()
-            if not ok:  # the decision's model alone: tool calls' arguments are written by it too
-                sys.stderr.write(f"local-model: the arguments model is unavailable: {why}\n")
-                break
-        files = assemble(root, progress)
+    def prepare(files: assets.ModelFiles) -> None:
         folder, cost = convert.ensure_converted(files, root, progress)
         state = "already converted" if cost.get("cached") else f"converted ({cost})"
         sys.stderr.write(f"local-model: ready in {folder}: {state}; {time.perf_counter() - t0:.1f} s\n")
+
+    prepare(assets.assemble(root, progress))
+    ok, why = assets.arguments_status()
+    if ok:
+        prepare(assets.assemble_arguments_model(root, progress))
+    else:  # the decision's model alone: tool calls' arguments are written by it too
+        sys.stderr.write(f"local-model: the arguments model is unavailable: {why}\n")
     return 0

