@@ -124,6 +124,7 @@ def test_registry_lists_valid_and_reports_invalid(tmp_path: Path) -> None:
         "rag-core-v1": "builtin",
         "agent-core-v1": "builtin",
         "agent-bilingual-v1": "builtin",
+        "agent-bilingual-v2": "builtin",
         "mine": "imported",
     }
     assert [(p.dataset_id, p.error.code) for p in bad] == [("broken", "BENCHMARK_DATASET_INVALID")]

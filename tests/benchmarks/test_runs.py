@@ -147,7 +147,11 @@ async def test_invalid_dataset_and_unknown_run(env: BenchEnv, datasets_root: Pat
     assert info.value.code == "BENCHMARK_DATASET_INVALID" and info.value.details["file"] == "corpus.jsonl"
     listed = await env.bench.datasets()
     assert [p.dataset_id for p in listed.invalid] == ["broken"]
-    assert {d.dataset_id for d in (await env.bench.datasets("agent")).items} == {"agent-core-v1", "agent-bilingual-v1"}
+    assert {d.dataset_id for d in (await env.bench.datasets("agent")).items} == {
+        "agent-core-v1",
+        "agent-bilingual-v1",
+        "agent-bilingual-v2",
+    }
     for call in (env.bench.get, env.bench.report, env.bench.cancel):
         with pytest.raises(SidecarError) as info:
             await call("benchmark_nope")
