@@ -218,23 +218,45 @@ def names_its_file(tool: MetonaToolDef) -> bool:
 
 def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     """The call may be made: the tool does not :func:`names_its_file`, or the request names a file
-    (:func:`request_paths`) for it to work on. The tool stays in the decision's list either way (taking it out
+    (:func:`request_paths`) for it to work on and :func:`asks_for_a_change`. The tool stays in the decision's list either way (taking it out
     changed the 0.5B model's other choices: "Write a haiku" went to the calculator); when the model names it for a
     request that names no file, the answer is written instead. Called anyway, it wrote "a haiku about autumn" to
     ``autumn_haiku.txt`` and a short poem to a file."""
-    return not names_its_file(tool) or bool(request_paths(messages))
+    return not names_its_file(tool) or (bool(request_paths(messages)) and asks_for_a_change(messages))
 
 
-_FILE_WORDS = re.compile(
-    r"\b(?:files?|save[ds]?|saving|document)\b|文件|文档|保存|存到|存入|存为|存成|存下|写入|写到|写进", re.IGNORECASE
-)
+_SAVE_WORDS = re.compile(r"\b(?:save[ds]?|saving|store)\b|保存|存到|存入|存为|存成|存下|另存", re.IGNORECASE)
+_WRITE_WORDS = re.compile(r"\b(?:write|put|record|export)\b|写入|写到|写进|写成|记到|记下|导出", re.IGNORECASE)
+_FILE_WORDS = re.compile(r"\b(?:files?|document)\b|文件|文档", re.IGNORECASE)
 
 
 def wants_a_file(messages: Sequence[MetonaMessage]) -> bool:
-    """The current request speaks of a file or of saving ("save this to a file", "把这段话保存下来"): when the
-    model chooses a tool that :func:`names_its_file` and the request names none, the user is asked which file
-    (:func:`which_file`). A request that speaks of neither ("Write a haiku about autumn") is answered instead."""
-    return bool(_FILE_WORDS.search(question(messages)))
+    """The current request asks for something to be saved ("save this", "把这段话保存下来") or written to a file
+    ("write this to a file"): when the model chooses a tool that :func:`names_its_file` at the turn's first
+    decision and the request names no file, the user is asked which file (:func:`which_file`). A request that
+    only speaks of a file ("which file mentions X?", "帮我找找哪个文件里提到了报销") or of writing without a file
+    ("Write a haiku about autumn") is answered instead; so is a later decision (after a search or a note lookup
+    the 0.5B model named write_file for "咖啡豆开封后该怎么保存" — how to store coffee beans — and the user was
+    asked which file to save to)."""
+    text = question(messages)
+    return bool(_SAVE_WORDS.search(text) or (_WRITE_WORDS.search(text) and _FILE_WORDS.search(text)))
+
+
+_CHANGE_WORDS = re.compile(
+    r"\b(?:save[ds]?|saving|store|write|writes|writing|put|record|export|create|add|append|insert|update|edit|"
+    r"change|modify|replace|rename|move|copy|delete|remove|fill|note down|jot|generate|draft|compose|output|dump|"
+    r"overwrite|clear|make (?:a|an|me))\b|保存|存到|存入|存为|存成|存下|写入|写到|"
+    r"写进|写上|写成|写下|写一|写个|写份|写篇|记到|记下|记录到|建一|新建|创建|生成|添加|加上|追加|插入|更新|编辑|修改|改成|"
+    r"改为|替换|重命名|移动|复制|删除|删掉|填入|填上|导出|放进|放到|放入",
+    re.IGNORECASE,
+)
+
+
+def asks_for_a_change(messages: Sequence[MetonaMessage]) -> bool:
+    """The current request asks for something to be written, saved or changed (any of :data:`_CHANGE_WORDS`). A
+    tool that :func:`names_its_file` is offered on a named file only then: "帮我看一下 会议纪要.md，谁负责准备预算表？"
+    (read it) drew the 0.5B model's write_file, which replaced the minutes with the question."""
+    return bool(_CHANGE_WORDS.search(question(messages)))
 
 
 def chinese(messages: Sequence[MetonaMessage]) -> bool:
@@ -249,14 +271,55 @@ def which_file(messages: Sequence[MetonaMessage]) -> str:
     return "Which file should I save this to? Tell me its name (for example notes.md)."
 
 
-def cut_notice(tool: str, finish: object, messages: Sequence[MetonaMessage]) -> str:
-    """What the user is told when a call's arguments were cut short (``finish`` ``length``: the token limit;
-    ``loop``: the loop guard) or could not be read, so the call was not made; in the request's language."""
+ARGUMENT_OVERHEAD = 64
+"""Tokens of a call's arguments beyond its strings' declared lengths: keys, punctuation, numbers, booleans."""
+
+
+def argument_budget(parameters: dict[str, Any]) -> int:
+    """The most tokens a call's arguments may take: :data:`ARGUMENT_TOKENS`, or less when every string the tool
+    declares is bounded (an enum, or ``at most N characters`` in the hints the tool registry appends to a field's
+    description from its ``maxLength``) and every array too (``at most N items``): :data:`ARGUMENT_OVERHEAD` plus
+    those lengths (a token is at least a character). The calculator's ``expression`` (at most 500 characters) was
+    written by the arguments model as ``1/4 * 2 * 3 * 4 * …`` — a count, which no repeat guard sees — for 4096
+    tokens (400 s) before the call was dropped. (The grammar could bound the string itself, but openvino-genai then
+    takes ~6 s to compile it.)"""
+
+    def most(spec: Any) -> int | None:
+        if not isinstance(spec, dict):
+            return 0
+        hints = _HINTS.search(str(spec.get("description") or ""))
+        hint = hints.group(1) if hints else ""
+        if spec.get("enum"):
+            return max(len(json.dumps(v, ensure_ascii=False)) for v in spec["enum"])
+        kind = spec.get("type")
+        if kind == "string":
+            found = _MOST_CHARS.search(hint)
+            return int(found.group(1)) if found else None
+        if kind == "array":
+            found, each = _MOST_ITEMS.search(hint), most(spec.get("items"))
+            return int(found.group(1)) * (each + 2) if found and each is not None else None
+        if kind == "object" or "properties" in spec:
+            parts = [most(v) for v in (spec.get("properties") or {}).values()]
+            return None if None in parts else sum(p or 0 for p in parts) + 4 * len(parts)
+        return 0  # numbers, booleans: within the overhead
+
+    total = most(parameters)
+    return ARGUMENT_TOKENS if total is None else min(ARGUMENT_TOKENS, ARGUMENT_OVERHEAD + total)
+
+
+_MOST_CHARS = re.compile(r"\bat most (\d+) characters\b")
+_MOST_ITEMS = re.compile(r"\bat most (\d+) items\b")
+
+
+def cut_notice(tool: str, finish: object, messages: Sequence[MetonaMessage], budget: int = ARGUMENT_TOKENS) -> str:
+    """What the user is told when a call's arguments were cut short (``finish`` ``length``: the token limit,
+    ``budget``; ``loop``: the loop guard) or could not be read, so the call was not made; in the request's
+    language."""
     if chinese(messages):
-        why = {"length": f"参数超过了 {ARGUMENT_TOKENS} 个词元的上限", "loop": "参数陷入了重复循环"}
+        why = {"length": f"参数超过了 {budget} 个词元的上限", "loop": "参数陷入了重复循环"}
         return f"（没有调用 {tool}：{why.get(str(finish), '参数不完整')}，以下是直接回答。）"
     why = {
-        "length": f"its arguments ran past the {ARGUMENT_TOKENS}-token limit",
+        "length": f"its arguments ran past the {budget}-token limit",
         "loop": "its arguments fell into a repeating loop",
     }
     return f"(I did not call {tool}: {why.get(str(finish), 'its arguments were incomplete')}. Answering directly.)"
@@ -273,10 +336,35 @@ def request_paths(messages: Sequence[MetonaMessage]) -> list[str]:
     return named_paths(question(messages), seen_files(messages))
 
 
+def turn_outcomes(messages: Sequence[MetonaMessage]) -> list[tuple[str, dict[str, Any], bool | None]]:
+    """The current turn's calls with whether each succeeded (None: no result yet), in order."""
+    start = turn_start(messages)
+    results = {m.tool_result.tool_call_id: m.tool_result.success for m in messages[start:] if m.tool_result}
+    return [(c.name, dict(c.args), results.get(c.id)) for m in messages[start:] for c in m.tool_calls or ()]
+
+
+def _paths_given(args: dict[str, Any]) -> set[str]:
+    return {_bare(v) for v in args.values() if isinstance(v, str)}
+
+
 def untouched_paths(messages: Sequence[MetonaMessage]) -> list[str]:
-    """The files the request names that no call of the turn was given (as an argument's whole value)."""
-    given = {_bare(v) for _, args in turn_calls(messages) for v in args.values() if isinstance(v, str)}
+    """The files the request names that no call of the turn was given (as an argument's whole value), a failed
+    call not counted: a failed read of ``结果.txt`` ("no such file") leaves it to be written."""
+    given = {p for _, args, ok in turn_outcomes(messages) if ok is not False for p in _paths_given(args)}
     return [p for p in request_paths(messages) if _bare(p) not in given]
+
+
+def failed_on(messages: Sequence[MetonaMessage], paths: Sequence[str]) -> set[str]:
+    """The tools whose calls in the current turn failed on one of ``paths``: not offered for them again."""
+    wanted = {_bare(p) for p in paths}
+    return {name for name, args, ok in turn_outcomes(messages) if ok is False and _paths_given(args) & wanted}
+
+
+def known_paths(messages: Sequence[MetonaMessage]) -> list[str]:
+    """The files a call after a tool result may work on: those the request names and those the turn's results
+    named (:func:`seen_files`). After a note lookup the 0.5B model read ``tire_pressure_for_road_bike.md``, a
+    name made of the request's words."""
+    return list(dict.fromkeys([*request_paths(messages), *seen_files(messages)]))
 
 
 def target_paths(messages: Sequence[MetonaMessage]) -> list[str]:
@@ -292,8 +380,16 @@ def unfinished(messages: Sequence[MetonaMessage]) -> bool:
     is due, so the next decision is offered the tools that :func:`takes_a_file` (one that already succeeded in the
     turn too: "read a.txt and b.txt"), without :data:`ANSWER` and without the p ≥ :data:`NEXT_TOOL_MIN_P` bar,
     and the call's path is one of those files (:func:`target_paths`). Without a tool that takes a file, the next
-    decision is the usual one."""
-    return bool(turn_calls(messages)) and bool(untouched_paths(messages))
+    decision is the usual one. Not after a failed call that named none of those files (``7.5% * 348.80`` refused
+    by the calculator was written to ``tax.txt`` as it was), nor before any call of the turn succeeded."""
+    outcomes = turn_outcomes(messages)
+    if not outcomes or not any(ok for _, _, ok in outcomes):
+        return False
+    untouched = untouched_paths(messages)
+    _, args, ok = outcomes[-1]
+    if ok is False and not _paths_given(args) & {_bare(p) for p in untouched}:
+        return False
+    return bool(untouched)
 
 
 def takes_a_file(tool: MetonaToolDef) -> bool:
@@ -302,6 +398,32 @@ def takes_a_file(tool: MetonaToolDef) -> bool:
     spec = (schema.get("properties") or {}).get(PATH_ARGUMENT)
     required = PATH_ARGUMENT in (schema.get("required") or ())
     return required and isinstance(spec, dict) and spec.get("type") == "string"
+
+
+_FILE_PARAMETER = re.compile(r"(?:path|file|filename|filepath)s?$", re.IGNORECASE)
+
+
+def works_on_files(tool: MetonaToolDef) -> bool:
+    """The tool has an argument for a file or a folder (``path``, ``file_path``, ``filename``, ``files``,
+    ``repo_path``): when the request names a file, the first decision is among the tools (:func:`names_a_file`)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    return any(_FILE_PARAMETER.search(str(key)) for key in schema.get("properties") or {})
+
+
+def names_a_file(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> bool:
+    """The request names a file (:func:`request_paths`) and a tool that :func:`works_on_files` is offered: the
+    first decision is among the tools for files (:func:`for_files`), without ``answer`` (what a file holds, the
+    model cannot know). Answering was the 0.5B model's first choice for "读一下「周报 第12周.md」，这周都完成了哪些
+    事？" and "According to docs/2024/plan.md, when is the beta release planned?" (both answered from nothing), and
+    the notes search for "帮我看一下 会议纪要.md"."""
+    return any(works_on_files(t) for t in tools) and bool(request_paths(messages))
+
+
+def for_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
+    """The tools a step on a named file may use: those that :func:`works_on_files`, without a tool that changes a
+    named file (:func:`names_its_file`) unless the request :func:`asks_for_a_change`."""
+    change = asks_for_a_change(messages)
+    return [t for t in tools if works_on_files(t) and (change or not names_its_file(t))]
 
 
 def _bare(path: str) -> str:

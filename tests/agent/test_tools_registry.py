@@ -164,6 +164,7 @@ class RichParams(ToolParams):
     inner: Inner = Field(description="Nested.")
     inners: list[Inner] | None = Field(None, description="Nested list.")
     ratio: float | int = Field(1, description="A ratio.")
+    note: str = Field("", max_length=40, description="A note.")
 
 
 class Rich(Echo):
@@ -187,6 +188,7 @@ def test_schema_conversion_of_refs_optionals_literals_lists() -> None:
     assert props["inners"]["items"]["properties"] == nested and props["inners"]["items"]["required"] == ["a"]
     assert "properties" not in props["tags"] and "required" not in props["choice"]  # absent, not null
     assert props["ratio"]["type"] == "number"
+    assert props["note"]["description"] == 'A note. (at most 40 characters, default "")'  # the IR has no maxLength
 
 
 class NoDescriptionParams(ToolParams):

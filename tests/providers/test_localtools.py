@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sidecar.ir import MetonaRequest, MetonaToolDef
+from sidecar.providers import local as local_module
 from sidecar.providers import localtools as lt
 from sidecar.providers.base import ProviderConfig
 from sidecar.providers.local import LocalAdapter
@@ -608,15 +609,15 @@ async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None
 
 
 async def test_after_a_result_the_decision_sees_what_was_done_and_may_chain_another_tool() -> None:
-    runtime = ScriptedRuntime(['write_file"'], ['{"path": "a.txt", "content": "1591"}'])
-    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, WRITE]))
-    assert response.tool_calls and response.tool_calls[0].name == "write_file"
+    runtime = ScriptedRuntime(['get_current_time"'])
+    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, TIME]))
+    assert response.tool_calls and response.tool_calls[0].name == "get_current_time"
     decision = runtime.payloads[0]
     assert [m["role"] for m in decision["messages"]] == ["system", "user"]
     done = '- calculator({"expression": "37*43"}) returned: 37*43 = 1591'
     assert decision["messages"][1]["content"] == f"What is 37*43?\n\nDone so far:\n{done}"
-    assert decision["regex"] == lt.choice_regex(["write_file"])  # the tool that succeeded is not offered again
-    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(WRITE), examples=False)
+    assert decision["regex"] == lt.choice_regex(["get_current_time"])  # the tool that succeeded is not offered again
+    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(TIME), examples=False)
 
 
 async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> None:
@@ -875,3 +876,182 @@ async def test_a_call_with_a_made_up_name_is_not_made_and_the_answer_is_written(
     runtime = ScriptedRuntime(['make_payment"'], ['{"receiver": "Diego"}'])
     response, _ = await run(runtime, request(messages=named, tools=[pay]), FavouringEmbedder("make payment"))
     assert response.tool_calls and response.tool_calls[0].args == {"receiver": "Diego"}
+
+
+# ---- issue 32, agent-bilingual-v1's failures as product faults ----------------------------------------------
+
+
+def test_a_calls_token_budget_follows_the_lengths_its_tool_declares() -> None:
+    bounded = {"type": "string", "description": "An expression (at most 500 characters)"}
+    expression = {"type": "object", "properties": {"expression": bounded}}
+    assert lt.argument_budget(expression) == lt.ARGUMENT_OVERHEAD + 500 + 4  # and a key's quotes and colon
+    mode = {"type": "string", "description": "How.", "enum": ["create", "append"]}
+    tags = {
+        "type": "array",
+        "description": "Tags (at most 3 items)",
+        "items": {**bounded, "description": "(at most 10 characters)"},
+    }
+    both = {"type": "object", "properties": {"mode": mode, "tags": tags, "n": {"type": "number", "description": "n"}}}
+    assert lt.argument_budget(both) == lt.ARGUMENT_OVERHEAD + len('"append"') + 3 * 12 + 4 * 3
+    free = {"type": "object", "properties": {"expression": bounded, "content": {"type": "string", "description": "x"}}}
+    assert lt.argument_budget(free) == lt.ARGUMENT_TOKENS  # a string without a bound: a file's content
+    unbounded = {"type": "array", "description": "Tags", "items": bounded}
+    assert lt.argument_budget({"type": "object", "properties": {"tags": unbounded}}) == lt.ARGUMENT_TOKENS
+    huge = {"type": "string", "description": "(at most 2097152 characters)"}
+    assert lt.argument_budget({"type": "object", "properties": {"content": huge}}) == lt.ARGUMENT_TOKENS
+
+
+async def test_a_bounded_argument_gets_its_own_budget_and_the_notice_says_which() -> None:
+    calc = {**CALC, "parameters": {"type": "object", "required": ["expression"], "properties": {
+        "expression": {"type": "string", "description": "e.g. 1 + 2 (at most 500 characters)"}}}}  # fmt: skip
+    runtime = ScriptedRuntime(
+        ['calculator"'], ['{"expression": "1/4 * 2 * 3 * 4'], ["It is 3."], arguments_finish="length"
+    )
+    messages = [{"role": "user", "content": "What is 1 + 2?", "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=messages, tools=[calc]))
+    assert runtime.payloads[1]["max_tokens"] == lt.ARGUMENT_OVERHEAD + 504
+    assert response.tool_calls is None
+    assert response.content.startswith(
+        f"(I did not call calculator: its arguments ran past the {lt.ARGUMENT_OVERHEAD + 504}-"
+    )
+
+
+@pytest.mark.parametrize(
+    ("ask", "wanted"),
+    [
+        ("Save this to a file: buy milk.", True),
+        ("Write the list to a file.", True),
+        ("把这段话保存下来：明天九点开会。", True),
+        ("帮我找找哪个文件里提到了“报销”。", False),  # speaks of files, asks to find, not to save
+        ("Which of my files mention Project Falcon?", False),
+        ("Write a haiku about autumn.", False),
+    ],
+)
+def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wanted: bool) -> None:
+    assert lt.wants_a_file(request(messages=[{"role": "user", "content": ask, "timestamp": 1}]).messages) is wanted
+
+
+async def test_after_a_result_a_write_that_names_no_file_is_not_asked_about() -> None:
+    ask = {"role": "user", "content": "我记得笔记里写过咖啡豆开封后该怎么保存，帮我查一下。", "timestamp": 1}
+    runtime = ScriptedRuntime(['write_file"'], ["密封罐，避光。"])
+    response, _ = await run(runtime, request(messages=[ask, *HISTORY[1:]], tools=[CALC, PERMITTED_WRITE]))
+    assert response.tool_calls is None and response.content == "密封罐，避光。"  # answered, not "which file?"
+
+
+READ_FILE = {
+    **tool("read_file", "path"),
+    "description": "Read a text file in the workspace.",
+    "parameters": {"type": "object", "required": ["path"], "properties": {
+        "path": {"type": "string", "description": "Relative path."}}},
+}  # fmt: skip
+NOTES = {**tool("knowledge_search", "query"), "description": "Search the user's notes."}
+
+
+async def test_a_request_that_names_a_file_is_not_answered_from_nothing() -> None:
+    ask = {"role": "user", "content": "According to docs/2024/plan.md, when is the beta?", "timestamp": 1}
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "docs/2024/plan.md"}'])
+    response, _ = await run(runtime, request(messages=[ask], tools=[NOTES, CALC, READ_FILE]), FavouringEmbedder("calc"))
+    assert response.tool_calls and response.tool_calls[0].args == {"path": "docs/2024/plan.md"}
+    decision = runtime.payloads[0]
+    assert decision["regex"] == lt.choice_regex(["read_file"], answer=False)  # the tools for files only
+    plain = {"role": "user", "content": "When is the beta?", "timestamp": 1}
+    runtime = ScriptedRuntime(['answer"'], ['read_file"'], ["Soon."])
+    await run(runtime, request(messages=[plain], tools=[NOTES, CALC, READ_FILE]))
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["knowledge_search", "calculator", "read_file"])
+    assert lt.works_on_files(defs(READ_FILE)[0]) and not lt.works_on_files(defs(NOTES)[0])
+    git = {**tool("git_add", "repo_path"), "description": "Stage files."}
+    assert lt.works_on_files(defs(git)[0])
+
+
+def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": ask, "timestamp": 1}]
+    for i, (name, args, ok, summary) in enumerate(calls):
+        call = {**CALL, "id": f"c{i}", "name": name, "args": args}
+        result = {**RESULT, "toolCallId": f"c{i}", "toolName": name, "result": summary, "summary": str(summary),
+                  "success": ok, **({} if ok else {"error": summary})}  # fmt: skip
+        messages += [{"role": "assistant", "content": "", "toolCalls": [call], "timestamp": 2},
+                     {"role": "tool", "content": "", "toolResult": result, "timestamp": 3}]  # fmt: skip
+    return messages
+
+
+async def test_after_a_result_a_file_is_read_only_when_named_or_seen() -> None:
+    found = ("knowledge_search", {"query": "tire pressure"}, True, "[1] Road bike (note n1): 80 psi")
+    messages = _turn("What tire pressure did I note for my road bike?", found)
+    runtime = ScriptedRuntime(['read_file"'], ["80 psi."])
+    response, _ = await run(runtime, request(messages=messages, tools=[NOTES, READ_FILE]))
+    assert response.tool_calls is None and response.content == "80 psi."  # no file to read: a name made up
+    listed = ("list_directory", {"path": "docs"}, True, {"entries": [{"path": "docs/api.md"}]})
+    messages = _turn("What does the API doc in docs say?", listed)
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "docs/api.md"}'])
+    response, _ = await run(runtime, request(messages=messages, tools=[NOTES, READ_FILE]))
+    assert response.tool_calls and response.tool_calls[0].args == {"path": "docs/api.md"}
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"]["enum"] == lt.known_paths(
+        request(messages=messages).messages
+    )
+
+
+async def test_a_failed_read_of_the_file_to_write_leaves_it_to_the_write() -> None:
+    calc = ("calculator", {"expression": "468 * 0.85 + 63"}, True, "468 * 0.85 + 63 = 460.8")
+    missing = ("read_file", {"path": "结果.txt"}, False, "no such file: 结果.txt")
+    messages = _turn("算一下 468 乘以 0.85 再加 63，然后把结果写进 结果.txt。", calc, missing)
+    assert lt.unfinished(request(messages=messages).messages)
+    runtime = ScriptedRuntime(['write_file"'], ['{"path": "结果.txt", "content": "460.8", "size": 5}'])
+    response, _ = await run(runtime, request(messages=messages, tools=[CALC, READ_FILE, PERMITTED_WRITE]))
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["write_file"], answer=False)
+    assert response.tool_calls and response.tool_calls[0].args["path"] == "结果.txt"
+
+
+def test_a_failed_call_that_named_no_file_does_not_force_the_write() -> None:
+    refused = ("calculator", {"expression": "7.5% * 348.80"}, False, "syntax error")
+    assert not lt.unfinished(
+        request(messages=_turn("Work out 7.5% tax on 348.80, save it in tax.txt.", refused)).messages
+    )
+    ok = ("calculator", {"expression": "348.80 * 0.075"}, True, "26.16")
+    both = _turn("Work out 7.5% tax on 348.80, save it in tax.txt.", ok, refused)
+    assert not lt.unfinished(request(messages=both).messages)
+    assert lt.unfinished(request(messages=_turn("Work out 7.5% tax on 348.80, save it in tax.txt.", ok)).messages)
+    missing = ("read_file", {"path": "a.txt"}, False, "no such file")
+    assert not lt.unfinished(request(messages=_turn("Read a.txt and summarise it", missing)).messages)
+
+
+async def test_a_named_file_is_written_only_when_the_request_asks_for_a_change() -> None:
+    read_it = {"role": "user", "content": "帮我看一下 会议纪要.md，下次开会之前谁负责准备预算表？", "timestamp": 1}
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "会议纪要.md"}'])
+    response, _ = await run(runtime, request(messages=[read_it], tools=[NOTES, PERMITTED_WRITE, READ_FILE]))
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["read_file"], answer=False)  # no write offered
+    assert response.tool_calls and response.tool_calls[0].name == "read_file"
+    found = ("knowledge_search", {"query": "会议纪要.md"}, True, "[1] 咖啡豆保存")
+    runtime = ScriptedRuntime(['write_file"'], ["王磊。"])  # the model names the write after the search
+    response, _ = await run(
+        runtime, request(messages=_turn(read_it["content"], found), tools=[NOTES, PERMITTED_WRITE, READ_FILE])
+    )
+    assert response.tool_calls is None and response.content == "王磊。"  # not written: answered
+    (write,) = defs(PERMITTED_WRITE)
+    assert not lt.grounded(write, request(messages=[read_it]).messages)
+    save = {"role": "user", "content": "把结果写进 结果.txt。", "timestamp": 1}
+    assert lt.grounded(write, request(messages=[save]).messages)
+    for text, change in (("我在 笔记.md 里写了什么？", False), ("What is in app.log?", False),
+                         ("在 日记 文件夹里建一个 2024-12-03.md，写上：交了报名表", True),
+                         ("Read groceries.txt and put the urgent items into urgent.txt", True)):  # fmt: skip
+        assert lt.asks_for_a_change(request(messages=[{**save, "content": text}]).messages) is change, text
+
+
+@pytest.mark.parametrize(("installed", "slot"), [(True, "arguments"), (False, None)])
+async def test_the_answer_from_tool_results_is_written_by_the_arguments_model_where_it_writes_arguments(
+    monkeypatch: pytest.MonkeyPatch, installed: bool, slot: str | None
+) -> None:
+    """After a result the answer reads it: the larger model where it is in use; the decision stays on the
+    model asked, and a plain answer without results too."""
+    from sidecar.localmodel import assets
+
+    monkeypatch.setattr(assets, "arguments_status", lambda: (installed, None if installed else "missing"))
+    monkeypatch.setattr(assets, "physical_memory", lambda: 16 * GIB)
+    runtime = ScriptedRuntime(['answer"'], ["It is ", "1591."])
+    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, TIME]))
+    assert response.content == "It is 1591."
+    decision, answer = runtime.payloads
+    assert "slot" not in decision and answer.get("slot") == slot and "regex" not in answer
+    assert answer["messages"][-1]["content"].endswith(local_module.ANSWER_AFTER_TOOLS)
+    runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Hello."])
+    await run(runtime, request(tools=[CALC]))
+    assert [p.get("slot") for p in runtime.payloads] == [None, None, None]  # no results: the deciding model

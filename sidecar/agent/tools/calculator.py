@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -105,12 +106,25 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
 }
 
 
+_PERCENT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*%(?!\s*[\w.(])")
+"""A number followed by ``%`` that no operand follows: a percentage (``7.5% * 348.80``, ``200 * 15%``), not the
+remainder operator (``10 % 3``)."""
+_SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-"})
+
+
+def _written(expression: str) -> str:
+    """The expression as people (and models) write it, in Python's arithmetic: ``7.5%`` → ``(7.5/100)``,
+    ``×`` ``÷`` ``−`` → ``*`` ``/`` ``-``. A model asked for "7.5% sales tax on 348.80" wrote ``7.5% * 348.80``,
+    which Python reads as a remainder and refused."""
+    return _PERCENT.sub(r"(\1/100)", expression.translate(_SIGNS))
+
+
 def evaluate(expression: str) -> Number | bool:
     """The value of ``expression``; ``ToolError`` (INVALID_EXPRESSION, MATH_ERROR, RESULT_TOO_LARGE) otherwise."""
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters", "INVALID_EXPRESSION")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = ast.parse(_written(expression).strip(), mode="eval")
     except SyntaxError as exc:
         raise ToolError(f"syntax error in the expression: {exc.msg}", "INVALID_EXPRESSION") from None
     except (ValueError, RecursionError, MemoryError):
@@ -234,7 +248,8 @@ class CalculatorParams(ToolParams):
 class Calculator(Tool):
     name = "calculator"
     description = (
-        "Evaluate an arithmetic expression exactly: + - * / // % ** and comparisons; pi, e, tau; sqrt, sin, cos, "
+        "Evaluate an arithmetic expression exactly: + - * / // % ** and comparisons (a number then % with no "
+        "operand after it is a percentage: 7.5% = 0.075); pi, e, tau; sqrt, sin, cos, "
         "tan, asin, acos, atan (radians), log(x[, base]), log10, log2, exp, abs, round(x[, digits]), min, max, "
         "floor, ceil, factorial."
     )

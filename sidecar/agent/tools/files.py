@@ -652,7 +652,7 @@ class SearchFilesParams(ToolParams):
 class SearchFiles(_FileTool):
     name = "search_files"
     description = (
-        "Find plain text (not a regex) in file names and lines of text files under a workspace folder; "
+        "Find which files in a workspace folder mention a text (plain, not a regex), in their names or lines; "
         "answers path:line: text. Binary files, files over 2 MiB and hidden folders are skipped."
     )
     Params = SearchFilesParams

@@ -418,8 +418,15 @@ def _enum(node: dict[str, Any]) -> list[str] | None:
     return list(values)
 
 
+SHORT_STRING = 1000
+"""A string's ``maxLength`` up to which the field's description says it (``at most 500 characters``): what a model
+writing the value should heed, and what bounds the local model's token budget for a call (a file's path or content
+is bounded far beyond anything written by hand, and the hint would be noise)."""
+
+
 def _hints(node: dict[str, Any], kind: str) -> list[str]:
-    """What the IR field cannot carry but the model should know: integer-ness, bounds, nested keys, default."""
+    """What the IR field cannot carry but the model should know: integer-ness, bounds, a string's or an array's
+    most length, nested keys, default."""
     hints: list[str] = []
     if node.get("type") == "integer":
         hints.append("integer")
@@ -431,6 +438,9 @@ def _hints(node: dict[str, Any], kind: str) -> list[str]:
                 hints.append(f"{label} {node[key]}")
     if "maxItems" in node:
         hints.append(f"at most {node['maxItems']} items")
+    most = node.get("maxLength")
+    if kind == "string" and isinstance(most, int) and not isinstance(most, bool) and most <= SHORT_STRING:
+        hints.append(f"at most {most} characters")
     if kind == "object" and isinstance(node.get("properties"), dict) and node["properties"]:
         hints.append("keys: " + ", ".join(node["properties"]))
     if node.get("default") is not None:
