@@ -96,17 +96,18 @@ def claims_tool_calling(measured: dict[str, Any]) -> bool:
 
 
 ANSWER_AFTER_TOOLS = "Answer the question using these results."
-ANSWER_AFTER_TOOLS_ZH = "请根据这些结果回答问题。"
 """After tool results (``options.tool_followup`` ``"answer"``, the default) the model is asked for the answer: the
 turn's calls and results are folded into the user's message and no tools are offered. The 0.5B model cannot chain
 tools — shown its own call and the result in the chat template, it calls the same tool again until
 ``max_iterations`` (measured: every run of the 37*43 task looped). ``"free"`` keeps the tools offered instead.
 Where the arguments model is in use (:attr:`LocalAdapter.arguments_model`) it writes this answer too: on the tool
 results of agent-bilingual-v1's runs (a tuning set) the 0.5B model's answers held the expected facts in 18 of 29
-cases, the 1.5B model's in 20 (with this wording: see the README's figures), and in less time all told (143 s
-against 173 s): its answers are short where the 0.5B model's recomputed the calculator's result, often wrongly, in
-steps. Its first token comes later (a median ~1.7 s against ~0.5 s). A Chinese question is asked for its answer in
-Chinese (:data:`ANSWER_AFTER_TOOLS_ZH`): told in English, the 1.5B model answered Chinese questions in English."""
+cases, the 1.5B model's in 22 (with :data:`ANSWER_AFTER_TOOLS_ZH` for Chinese questions), and in less time all
+told (145 s against 173 s): its answers are short where the 0.5B model's recomputed the calculator's result, often
+wrongly, in steps. Its first token comes later (a median ~1.7 s against ~0.5 s)."""
+ANSWER_AFTER_TOOLS_ZH = "请根据这些结果回答问题。"
+"""The same for a Chinese question: told in English, the 1.5B model answered Chinese questions in English (20 of 29
+with the English wording for all)."""
 MAX_OUTPUT = 2048
 DEFAULT_MAX_TOKENS = 1024
 
@@ -352,10 +353,9 @@ class LocalAdapter(BaseAdapter):
         if not tools:
             return False
         first = not calls
-        on_a_file = first and localtools.names_a_file(tools, request.messages)  # answering is not a choice
-        if on_a_file:  # the tools for files only (none, when the one for files is a write nobody asked for)
-            narrowed = localtools.for_files(tools, request.messages)
-            on_a_file, tools = bool(narrowed), narrowed or tools
+        narrowed = localtools.named_file_tools(tools, request.messages) if first else []
+        on_a_file = bool(narrowed)  # a named file: the tools for files only, answering is not a choice
+        tools = narrowed or tools
         ranking = await self._similarities(
             localtools.query_text(request.messages), [localtools.tool_summary(t) for t in tools]
         )

@@ -218,10 +218,10 @@ def names_its_file(tool: MetonaToolDef) -> bool:
 
 def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     """The call may be made: the tool does not :func:`names_its_file`, or the request names a file
-    (:func:`request_paths`) for it to work on and :func:`asks_for_a_change`. The tool stays in the decision's list either way (taking it out
-    changed the 0.5B model's other choices: "Write a haiku" went to the calculator); when the model names it for a
-    request that names no file, the answer is written instead. Called anyway, it wrote "a haiku about autumn" to
-    ``autumn_haiku.txt`` and a short poem to a file."""
+    (:func:`request_paths`) for it to work on and :func:`asks_for_a_change`. The tool stays in the decision's list
+    either way (taking it out changed the 0.5B model's other choices: "Write a haiku" went to the calculator); when
+    the model names it for a request that names no file, the answer is written instead. Called anyway, it wrote
+    "a haiku about autumn" to ``autumn_haiku.txt`` and a short poem to a file."""
     return not names_its_file(tool) or (bool(request_paths(messages)) and asks_for_a_change(messages))
 
 
@@ -234,10 +234,9 @@ def wants_a_file(messages: Sequence[MetonaMessage]) -> bool:
     """The current request asks for something to be saved ("save this", "把这段话保存下来") or written to a file
     ("write this to a file"): when the model chooses a tool that :func:`names_its_file` at the turn's first
     decision and the request names no file, the user is asked which file (:func:`which_file`). A request that
-    only speaks of a file ("which file mentions X?", "帮我找找哪个文件里提到了报销") or of writing without a file
-    ("Write a haiku about autumn") is answered instead; so is a later decision (after a search or a note lookup
-    the 0.5B model named write_file for "咖啡豆开封后该怎么保存" — how to store coffee beans — and the user was
-    asked which file to save to)."""
+    only speaks of a file ("which file mentions X?", "哪个文件里提到了发票") or of writing without a file
+    ("Write a haiku about autumn") is answered instead; so is a later decision (after a note lookup on how to
+    store something — 保存 — the 0.5B model named write_file, and the user was asked which file to save to)."""
     text = question(messages)
     return bool(_SAVE_WORDS.search(text) or (_WRITE_WORDS.search(text) and _FILE_WORDS.search(text)))
 
@@ -254,8 +253,8 @@ _CHANGE_WORDS = re.compile(
 
 def asks_for_a_change(messages: Sequence[MetonaMessage]) -> bool:
     """The current request asks for something to be written, saved or changed (any of :data:`_CHANGE_WORDS`). A
-    tool that :func:`names_its_file` is offered on a named file only then: "帮我看一下 会议纪要.md，谁负责准备预算表？"
-    (read it) drew the 0.5B model's write_file, which replaced the minutes with the question."""
+    tool that :func:`names_its_file` is offered on a named file only then: a question about what a named file
+    says drew the 0.5B model's write_file, which replaced the file with the question."""
     return bool(_CHANGE_WORDS.search(question(messages)))
 
 
@@ -349,7 +348,7 @@ def _paths_given(args: dict[str, Any]) -> set[str]:
 
 def untouched_paths(messages: Sequence[MetonaMessage]) -> list[str]:
     """The files the request names that no call of the turn was given (as an argument's whole value), a failed
-    call not counted: a failed read of ``结果.txt`` ("no such file") leaves it to be written."""
+    call not counted: a failed read of the file to write ("no such file") leaves it to be written."""
     given = {p for _, args, ok in turn_outcomes(messages) if ok is not False for p in _paths_given(args)}
     return [p for p in request_paths(messages) if _bare(p) not in given]
 
@@ -362,8 +361,8 @@ def failed_on(messages: Sequence[MetonaMessage], paths: Sequence[str]) -> set[st
 
 def known_paths(messages: Sequence[MetonaMessage]) -> list[str]:
     """The files a call after a tool result may work on: those the request names and those the turn's results
-    named (:func:`seen_files`). After a note lookup the 0.5B model read ``tire_pressure_for_road_bike.md``, a
-    name made of the request's words."""
+    named (:func:`seen_files`). After a note lookup the 0.5B model read a file whose name it made of the
+    request's words."""
     return list(dict.fromkeys([*request_paths(messages), *seen_files(messages)]))
 
 
@@ -380,8 +379,8 @@ def unfinished(messages: Sequence[MetonaMessage]) -> bool:
     is due, so the next decision is offered the tools that :func:`takes_a_file` (one that already succeeded in the
     turn too: "read a.txt and b.txt"), without :data:`ANSWER` and without the p ≥ :data:`NEXT_TOOL_MIN_P` bar,
     and the call's path is one of those files (:func:`target_paths`). Without a tool that takes a file, the next
-    decision is the usual one. Not after a failed call that named none of those files (``7.5% * 348.80`` refused
-    by the calculator was written to ``tax.txt`` as it was), nor before any call of the turn succeeded."""
+    decision is the usual one. Not after a failed call that named none of those files (``12% * 250`` refused
+    by the calculator was written to the named file as it was), nor before any call of the turn succeeded."""
     outcomes = turn_outcomes(messages)
     if not outcomes or not any(ok for _, _, ok in outcomes):
         return False
@@ -405,18 +404,18 @@ _FILE_PARAMETER = re.compile(r"(?:path|file|filename|filepath)s?$", re.IGNORECAS
 
 def works_on_files(tool: MetonaToolDef) -> bool:
     """The tool has an argument for a file or a folder (``path``, ``file_path``, ``filename``, ``files``,
-    ``repo_path``): when the request names a file, the first decision is among the tools (:func:`names_a_file`)."""
+    ``repo_path``): when the request names a file, the first decision is among the tools
+    (:func:`named_file_tools`)."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
     return any(_FILE_PARAMETER.search(str(key)) for key in schema.get("properties") or {})
 
 
-def names_a_file(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> bool:
-    """The request names a file (:func:`request_paths`) and a tool that :func:`works_on_files` is offered: the
-    first decision is among the tools for files (:func:`for_files`), without ``answer`` (what a file holds, the
-    model cannot know). Answering was the 0.5B model's first choice for "读一下「周报 第12周.md」，这周都完成了哪些
-    事？" and "According to docs/2024/plan.md, when is the beta release planned?" (both answered from nothing), and
-    the notes search for "帮我看一下 会议纪要.md"."""
-    return any(works_on_files(t) for t in tools) and bool(request_paths(messages))
+def named_file_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
+    """When the request names a file (:func:`request_paths`), the tools its first decision is among
+    (:func:`for_files`), without ``answer``: what a file holds, the model cannot know. Empty when it names none, or
+    no such tool is offered. Answering was the 0.5B model's first choice for questions about what a named file
+    says (answered from nothing), and so was the notes search."""
+    return for_files(tools, messages) if request_paths(messages) else []
 
 
 def for_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:

@@ -107,14 +107,14 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
 
 
 _PERCENT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*%(?!\s*[\w.(])")
-"""A number followed by ``%`` that no operand follows: a percentage (``7.5% * 348.80``, ``200 * 15%``), not the
+"""A number followed by ``%`` that no operand follows: a percentage (``12% * 250``, ``200 * 15%``), not the
 remainder operator (``10 % 3``)."""
 _SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-"})
 
 
 def _written(expression: str) -> str:
     """The expression as people (and models) write it, in Python's arithmetic: ``7.5%`` → ``(7.5/100)``,
-    ``×`` ``÷`` ``−`` → ``*`` ``/`` ``-``. A model asked for "7.5% sales tax on 348.80" wrote ``7.5% * 348.80``,
+    ``×`` ``÷`` ``−`` → ``*`` ``/`` ``-``. A model asked for a percentage of an amount wrote ``12% * 250``,
     which Python reads as a remainder and refused."""
     return _PERCENT.sub(r"(\1/100)", expression.translate(_SIGNS))
 
