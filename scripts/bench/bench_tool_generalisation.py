@@ -201,7 +201,8 @@ def same(value: Any, possible: Any) -> bool:
                     return False
                 continue
             if not any(same(value[key], o) for o in (options if isinstance(options, list) else [options])):
-                return False
+                if not same(value[key], options):  # a nested key's value written as itself, not as its options
+                    return False
         return all(k in possible for k in value)
     if isinstance(possible, list):
         return isinstance(value, list) and len(value) == len(possible) and all(map(same, value, possible))

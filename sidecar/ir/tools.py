@@ -57,6 +57,10 @@ class MetonaToolDef(WireModel):
     risk_level: MetonaRiskLevel
     requires_permission: bool
     timeout_ms: int = Field(ge=0)
+    examples: list[str] | None = None
+    """IR extension: requests this tool serves, in its author's words (a built-in tool's own; a plugin's from its
+    manifest's ``tools.examples``). A model that decides between tools from a short prompt (the embedded local
+    model) is shown them beside the tool; absent where the author gave none."""
 
 
 class MetonaToolCall(WireModel):

@@ -374,6 +374,7 @@ class McpHost:
                 timeout_ms=policy.timeout_ms,
                 call=self.call,
                 secrets=self.spec.secrets,
+                examples=policy.examples.get(t.name, ()),
             )
             for t in found
             for risk, rule in [tool_risk(t, policy.risk, annotations_trusted=self.spec.annotations_trusted)]

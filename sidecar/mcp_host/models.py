@@ -8,7 +8,7 @@ imports the plugin service's folder.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,6 +38,11 @@ class ToolsPolicy(ManifestModel):
     max_result_bytes: int = Field(1_048_576, ge=1024, le=64 * 1024 * 1024)
     risk: dict[str, RiskLevel] = Field(default_factory=dict)
     """Risk per MCP tool name; wins over the tool's own annotations."""
+    examples: dict[str, Annotated[list[Annotated[str, Field(min_length=1, max_length=500)]], Field(max_length=8)]] = (
+        Field(default_factory=dict)
+    )
+    """Extension: example requests per MCP tool name (at most 8 a tool), in the users' words, carried in the tool's
+    declaration (``examples``) and shown to the local model's decision beside the tool."""
 
 
 def json_schema_problem(schema: Any) -> str | None:

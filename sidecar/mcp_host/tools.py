@@ -48,6 +48,7 @@ class McpTool(Tool):
         risk_rule: str = "manifest",
         call: CallFn,
         secrets: Sequence[str] = (),
+        examples: Sequence[str] = (),
     ) -> None:
         import jsonschema
 
@@ -63,6 +64,7 @@ class McpTool(Tool):
         self.requires_permission = risk not in (MetonaRiskLevel.SAFE, MetonaRiskLevel.LOW)
         self.permission = f"plugin.{plugin_id}.tools" if self.requires_permission else ""
         self.timeout_ms = timeout_ms
+        self.examples = tuple(examples)
         self._call = call
         self._secrets = tuple(secrets)
         from referencing import Registry
@@ -84,6 +86,7 @@ class McpTool(Tool):
             risk_level=self.risk_level,
             requires_permission=self.requires_permission,
             timeout_ms=self.timeout_ms,
+            examples=list(self.examples) or None,
         )
 
     def parse_args(self, args: dict[str, Any]) -> dict[str, Any]:

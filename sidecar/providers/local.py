@@ -353,16 +353,21 @@ class LocalAdapter(BaseAdapter):
         if not tools:
             return False
         first = not calls
-        narrowed = localtools.named_file_tools(tools, request.messages) if first else []
-        on_a_file = bool(narrowed)  # a named file: the tools for files only, answering is not a choice
+        narrowed = (
+            localtools.named_file_tools(tools, request.messages) or localtools.named_url_tools(tools, request.messages)
+            if first
+            else []
+        )
+        on_a_file = bool(narrowed)  # a named file or web address: the tools for it only, answering is not a choice
         tools = narrowed or tools
         ranking = await self._similarities(
             localtools.query_text(request.messages), [localtools.tool_summary(t) for t in tools]
         )
         near = {t.name: x for t, x in zip(tools, ranking, strict=True)}
+        order = [t.name for t in tools]
         tools = localtools.ranked(tools, ranking)
         names = [t.name for t in tools]
-        system = localtools.tool_prompt(tools, examples=not done)
+        system = localtools.tool_prompt(tools, examples_shown=not done, order=order)
         base = {"messages": [{"role": "system", "content": system}, *localtools.decision_history(request.messages)]}
         written: list[str] = []
 

@@ -425,6 +425,24 @@ def for_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage])
     return [t for t in tools if works_on_files(t) and (change or not names_its_file(t))]
 
 
+_URL = re.compile(r"\bhttps?://[^\s<>\"'“”‘’「」（）]+", re.IGNORECASE)
+_URL_PARAMETER = re.compile(r"(?:url|uri|link|href)s?$", re.IGNORECASE)
+
+
+def takes_a_url(tool: MetonaToolDef) -> bool:
+    """The tool has an argument for a web address (``url``, ``page_url``, ``uri``, ``link``, ``href``)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    return any(_URL_PARAMETER.search(str(key)) for key in schema.get("properties") or {})
+
+
+def named_url_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
+    """When the request gives a web address (``http://``, ``https://``), the tools its first decision is among: those
+    that :func:`takes_a_url`, without ``answer`` (what a page says, the model cannot know). Empty when it gives none,
+    or no such tool is offered. The 0.5B model sent "read the page at https://… and summarize it" to a tool for
+    local files (which then had no file to read: answered from nothing), with a fetch tool offered."""
+    return [t for t in tools if takes_a_url(t)] if _URL.search(question(messages)) else []
+
+
 def _bare(path: str) -> str:
     return path.strip().replace("\\", "/").removeprefix("./")
 
@@ -472,30 +490,42 @@ def signature(tool: MetonaToolDef) -> str:
     return f"{tool.name}({', '.join(args)})"
 
 
-EXAMPLES = (
-    ("Explain what a hash table is.", ANSWER),
-    ("17% of 2350 is how much exactly?", "calculator"),
-    ("我的笔记里关于季度预算写了什么？", "knowledge_search"),
-    ("给“迅速”找一个近义词。", ANSWER),
-)
-"""Requests and their decisions, shown to a turn's first decision (an example naming a tool only when it is offered).
-Generic, in both languages, none of them a benchmark's request: measured with scripts/bench/bench_tool_decision.py,
-first decisions 23/31 → 25/31 on agent-core-v1's prompts and 21/28 → 23/28 on the held-out set. Not after a
-result: there they drew "45 times 12", already calculated, to knowledge_search (held-out next steps 6/8 → 4/8).
-The two that name a built-in tool are the last built-in-specific text of the decision (issue 32): without them
-(2026-12-03) every notes question of agent-core-v1 but one was answered from memory or sent to another tool
-(30/40 + 31/36 against 32/40 + 32/36), and neither the gate's bar at p 0.3 nor a fuller knowledge_search
-description brought them back. A tool that shipped its own example requests would let a plugin's tool be shown
-the same way."""
+ANSWER_EXAMPLES = ("Explain what a hash table is.", "给“迅速”找一个近义词。")
+"""Requests answered directly, shown to a turn's first decision around the offered tools' own examples
+(:func:`tool_prompt`). Generic, in both languages, none of them a benchmark's request."""
+TOOL_EXAMPLES = 4
+"""Most tools whose example request (:attr:`MetonaToolDef.examples`, the first) a decision shows: the most similar
+to the request (the tools come ranked), shown in the order the tools were offered."""
 
 
-def tool_prompt(tools: Sequence[MetonaToolDef], *, examples: bool = True) -> str:
-    """The system message of the decision: the tools one line each, the rule, the format, then (``examples``) the
-    :data:`EXAMPLES` whose decision is ``answer`` or an offered tool."""
+def examples(tools: Sequence[MetonaToolDef], order: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """A first decision's examples: the first :data:`ANSWER_EXAMPLES`, the first example of each of the first
+    :data:`TOOL_EXAMPLES` tools that ship one (in the order of the names in ``order``, those not in it last), the
+    second answer example.
+
+    The built-in tools' examples were the decision's own before (issue 32): ``calculator`` and
+    ``knowledge_search`` ship them now, as a plugin may (its manifest's ``tools.examples``); offered in the
+    registry's order, the built-in tools are shown the same examples in the same order as before. Measured with
+    scripts/bench/bench_tool_decision.py when they were the decision's: first decisions 23/31 → 25/31 on
+    agent-core-v1's prompts and 21/28 → 23/28 on the held-out set; without the two tool examples (2026-12-03)
+    every notes question of agent-core-v1 but one was answered from memory or sent to another tool (30/40 +
+    31/36 against 32/40 + 32/36). Not after a result: there they drew "45 times 12", already calculated, to
+    knowledge_search (held-out next steps 6/8 → 4/8). A ``search_files`` example ("Find every file that mentions
+    …") was tried (2026-12-04) and dropped: on agent-bilingual-v1 no search case went to it, and a translation
+    request went to the calculator."""
+    chosen = [t for t in tools if t.examples][:TOOL_EXAMPLES]
+    place = {name: i for i, name in enumerate(order)}
+    chosen.sort(key=lambda t: place.get(t.name, len(place)))
+    first, *rest = ANSWER_EXAMPLES
+    return [(first, ANSWER), *((t.examples[0], t.name) for t in chosen if t.examples), *((q, ANSWER) for q in rest)]
+
+
+def tool_prompt(tools: Sequence[MetonaToolDef], *, examples_shown: bool = True, order: Sequence[str] = ()) -> str:
+    """The system message of the decision: the tools one line each, the rule, the format, then
+    (``examples_shown``) the :func:`examples` (``order``: the names as the tools were offered)."""
     lines = "\n".join(f"- {signature(t)}: {first_sentence(t.description)}" for t in tools)
     text = f"# Tools\n{lines}\n\n{GUIDANCE}\n{FORMAT}"
-    names = {t.name for t in tools} | {ANSWER}
-    shots = [f'{q} -> {{"tool": "{n}"}}' for q, n in EXAMPLES if n in names] if examples else []
+    shots = [f'{" ".join(q.split())} -> {{"tool": "{n}"}}' for q, n in examples(tools, order)] if examples_shown else []
     return text + ("\n\nExamples:\n" + "\n".join(shots) if shots else "")
 
 
@@ -703,13 +733,42 @@ _ASCII_DIGITS = str.maketrans("０１２３４５６７８９．－−", "012345
 """Full-width digits, point and minus (``３天``, ``５．５小时``, ``－5度``) and the minus sign ``−`` as ASCII."""
 
 
+_EN_UNITS = {w: i for i, w in enumerate(
+    "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen".split(), start=2)}  # fmt: skip
+_EN_TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), start=2)}
+_TENS, _ONES, _UNITS = "|".join(_EN_TENS), "|".join(list(_EN_UNITS)[:8]), "|".join(_EN_UNITS)
+_EN_NUMBER = re.compile(rf"\b(?:({_TENS})(?:[- ]({_ONES}))?|({_UNITS})|(hundred|dozen))\b", re.IGNORECASE)
+_ZH_DIGITS = {c: i for i, c in enumerate("一二三四五六七八九", start=1)} | {"两": 2}
+_ZH_NUMBER = re.compile(
+    r"(?<![第\d一二三四五六七八九十两百千万零])((?:[二三四五六七八九两]?十[一二三四五六七八九]?)|[二三四五六七八九两])"
+    r"(?=(?:个|条|项|篇|本|页|行|张|份|位|名|件|首|部|次|遍|天|周|小时|分钟|秒|年|岁|人|家|种|句|段|步))"
+)
+"""Numbers in words a request states: English two to ninety-nine, "hundred", "dozen" ("one" and "a" are left
+out: "which one", "one of"); Chinese 二 to 九十九 before a measure word (``五个``, ``十条``, ``前二十行``; not
+``一``, an ordinal ``第五个``, a part of a larger numeral, ``五月``, ``星期五``, ``十分``)."""
+
+
+def _zh_value(word: str) -> int:
+    if "十" not in word:
+        return _ZH_DIGITS[word]
+    tens, _, ones = word.partition("十")
+    return 10 * (_ZH_DIGITS[tens] if tens else 1) + (_ZH_DIGITS[ones] if ones else 0)
+
+
 def _all_stated(text: str) -> list[int | float]:
-    out: list[int | float] = []
-    for sign, digits, fraction in _NUMBER.findall(text.translate(_ASCII_DIGITS)):
+    found: list[tuple[int, int | float]] = []
+    for match in _NUMBER.finditer(text.translate(_ASCII_DIGITS)):
+        sign, digits, fraction = match.groups(default="")
         value = float(sign + digits.replace(",", "") + fraction)
         if math.isfinite(value) and len(digits.replace(",", "") + fraction.lstrip(".")) <= 15:
-            out.append(int(value) if value.is_integer() else value)
-    return out
+            found.append((match.start(), int(value) if value.is_integer() else value))
+    for match in _EN_NUMBER.finditer(text):
+        tens, ones, unit, big = (g.lower() if g else g for g in match.groups())
+        number = _EN_TENS[tens] + (_EN_UNITS[ones] if ones else 0) if tens else _EN_UNITS.get(unit or "")
+        found.append((match.start(), number or {"hundred": 100, "dozen": 12}[big or ""]))
+    found += [(m.start(), _zh_value(m.group(1))) for m in _ZH_NUMBER.finditer(text)]
+    return [value for _, value in sorted(found, key=lambda pair: pair[0])]
 
 
 def stated_numbers(text: str) -> list[int | float]:
@@ -717,8 +776,9 @@ def stated_numbers(text: str) -> list[int | float]:
     "3 天", ``1500`` of "1,500", ``-4.5``, ``20`` of "20 km" and "20km"; not the digits inside a name or a code or a
     file's name (``X1``, ``v2``, ``mp3``, ``A_1``, ``2024-report.md``, ``2.md``), a date, a time, a version or a range
     (``2026-12-03``, ``3:30``, ``1.2.3``, ``10-20``, ``1/2``), nor one of over 15 digits (an id, not a number a
-    float holds exactly); ``1,2,3`` is three numbers. Numbers in words ("five", "五") are not read. An integral value
-    is an ``int`` (``5``, not ``5.0``)."""
+    float holds exactly); ``1,2,3`` is three numbers. Numbers in words are read as :data:`_ZH_NUMBER` says ("ten
+    major events" → 10, "五个结果" → 5: an optional count stated in words was left to its default). An integral
+    value is an ``int`` (``5``, not ``5.0``)."""
     out: list[int | float] = []
     for number in _all_stated(text):
         if number not in out:

@@ -72,6 +72,8 @@ def test_install_publishes_namespaced_tools_with_risk(sc: Sidecar, fixture_plugi
     assert tools["fixture.wipe"]["riskLevel"] == "critical"  # the manifest wins over destructiveHint
     assert tools["fixture.wipe"]["requiresPermission"] is True
     assert tools["fixture.shout"]["riskLevel"] == "medium"  # no annotations
+    assert tools["fixture.add"]["examples"] == ["What is 2 plus 3?", "3 加 4 等于几？"]  # the manifest's (extension)
+    assert tools["fixture.shout"].get("examples") is None
     assert tools["read_file"]["category"] == "filesystem"  # built-ins unchanged
     listed = sc.result("plugins/list")["items"]
     assert [p["plugin_id"] for p in listed] == ["fixture"] and listed[0]["host"]["status"] == "ready"

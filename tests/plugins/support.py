@@ -28,7 +28,12 @@ def make_plugin(root: Path, plugin_id: str, mode: str = "good", **extra: Any) ->
         "min_app_version": "0.1.0",
         "backend": {"type": "mcp", "transport": "stdio", "command": sys.executable, "args": [str(SERVER), mode]},
         "permissions": ["tools", "prompts"],
-        "tools": {"timeout_ms": 4000, "max_result_bytes": 65536, "risk": {"wipe": "critical"}},
+        "tools": {
+            "timeout_ms": 4000,
+            "max_result_bytes": 65536,
+            "risk": {"wipe": "critical"},
+            "examples": {"add": ["What is 2 plus 3?", "3 加 4 等于几？"]},
+        },
     }
     manifest.update(extra)
     (folder / "plugin.json").write_text(json.dumps(manifest), "utf-8")

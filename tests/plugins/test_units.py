@@ -41,6 +41,8 @@ def test_the_issue_example_is_a_valid_manifest_in_code_and_in_the_schema() -> No
         ({"id": "Time"}, "id"),
         ({"backend": {**ISSUE_EXAMPLE["backend"], "shell": True}}, "backend/shell"),
         ({"tools": {"risk": {"x": "scary"}}}, "tools/risk/x"),
+        ({"tools": {"examples": {"x": [""]}}}, "tools/examples/x/0"),
+        ({"tools": {"examples": {"x": ["a"] * 9}}}, "tools/examples"),
         ({"contributes": {"commands": [{"command_id": "c", "title": "C", "tool": "t", "when": ["js:alert(1)"]}]}},
          "contributes/commands/0"),
     ],

@@ -171,7 +171,11 @@ def test_a_number_stated_once_fills_one_argument() -> None:
         ("2024年3月5日", [2024, 3, 5]),
         ("Metona X1, v2, mp3, A_1, 2024-report.md, 2.md", []),
         ("2026-12-03 at 3:30, version 1.2.3, pages 10-20, half is 1/2", []),
-        ("five results, 五个结果", []),
+        ("five results, 五个结果", [5]),
+        ("Find ten major events, twenty-five links, a dozen eggs, Forty two", [10, 25, 12, 42]),
+        ("前二十行，十条，三个月后，十一个人，两本书", [20, 10, 3, 11, 2]),
+        ("which one? one of them; 看一下，一个，五月，星期五，十分好，第五个，一百二十个", []),
+        ("give me 3 or four", [3, 4]),
         ("order 1234567890123456, 3 items, 123456789012345", [3, 123456789012345]),
         ("３天，５．５小时，－5度", [3, 5.5, -5]),
         ("1e-3 or 3e5", []),
@@ -209,12 +213,49 @@ def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
     assert lt.first_sentence("no stop at all") == "no stop at all"
 
 
-def test_the_first_decision_shows_the_examples_of_answer_and_of_the_offered_tools_only() -> None:
-    prompt = lt.tool_prompt(defs(CALC, WRITE))
+def test_the_first_decision_shows_the_answer_examples_around_the_offered_tools_own() -> None:
+    weather = {**tool("get_weather", "city"), "examples": ["Do I need an umbrella in Oslo today?", "明天杭州热吗？"]}
+    calc = {**CALC, "examples": ["What is 3.5% of 1200?"]}
+    prompt = lt.tool_prompt(defs(weather, WRITE, calc))
     shots = prompt.split("\n\nExamples:\n")[1].split("\n")
-    assert shots == [f'{q} -> {{"tool": "{n}"}}' for q, n in lt.EXAMPLES if n in ("answer", "calculator")]
-    assert len(shots) == 3 and not any("knowledge_search" in s for s in shots)
-    assert "Examples:" not in lt.tool_prompt(defs(CALC, WRITE), examples=False)
+    first, second = lt.ANSWER_EXAMPLES
+    assert shots == [
+        f'{first} -> {{"tool": "answer"}}',
+        'Do I need an umbrella in Oslo today? -> {"tool": "get_weather"}',  # a tool's first example
+        'What is 3.5% of 1200? -> {"tool": "calculator"}',
+        f'{second} -> {{"tool": "answer"}}',
+    ]
+    assert "Examples:" not in lt.tool_prompt(defs(weather, WRITE, calc), examples_shown=False)
+    many = [{**tool(f"t{i}", "x"), "examples": [f"request {i}"]} for i in range(lt.TOOL_EXAMPLES + 2)]
+    shown = lt.tool_prompt(defs(*many)).split("\n\nExamples:\n")[1]
+    assert shown.count('-> {"tool": "t') == lt.TOOL_EXAMPLES and "request 0" in shown
+    assert lt.examples(defs(WRITE)) == [(q, "answer") for q in lt.ANSWER_EXAMPLES]
+    ordered = lt.examples(defs(weather, WRITE, calc), order=["calculator", "write_file", "get_weather"])
+    assert [n for _, n in ordered] == ["answer", "calculator", "get_weather", "answer"]  # as the tools were offered
+
+
+def test_the_built_in_tools_are_shown_the_examples_the_decision_had_before_they_shipped_them() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = default_registry().definitions(["get_current_time", "calculator", "read_file", "write_file",
+                                            "list_directory", "search_files", "knowledge_search"])  # fmt: skip
+    before = [
+        ("Explain what a hash table is.", "answer"),
+        ("17% of 2350 is how much exactly?", "calculator"),
+        ("我的笔记里关于季度预算写了什么？", "knowledge_search"),
+        ("给“迅速”找一个近义词。", "answer"),
+    ]
+    order = [t.name for t in tools]
+    for ranked in (tools, tools[::-1], tools[3:] + tools[:3]):
+        assert lt.examples(ranked, order) == before
+
+
+def test_the_built_in_tools_ship_their_examples_in_their_declaration() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    declared = {t.name: t.examples for t in default_registry().definitions(["calculator", "knowledge_search",
+                                                                               "read_file"])}  # fmt: skip
+    assert declared["calculator"] and declared["knowledge_search"] and declared["read_file"] is None
 
 
 CALL = {"id": "c1", "name": "calculator", "args": {"expression": "37*43"}, "iteration": 1, "timestamp": 2}
@@ -418,9 +459,27 @@ def _measured_prompts() -> list[str]:
     return seen + [json.loads(line)["prompt"] for line in heldout.open(encoding="utf-8") if line.strip()]
 
 
+def _held_out_agent_prompts() -> list[str]:
+    """agent-bilingual-v2's prompts: the held-out set, checked here but never printed."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "datasets/agent-bilingual-v2/cases.jsonl"
+    return [json.loads(line)["prompt"] for line in path.open(encoding="utf-8") if line.strip()]
+
+
+def _examples() -> list[str]:
+    """The decision's answer examples and every built-in tool's examples."""
+    from sidecar.agent.tools.builtin import default_registry
+
+    registry = default_registry()
+    shipped = [q for t in registry.definitions(registry.names()) for q in t.examples or ()]
+    return [*lt.ANSWER_EXAMPLES, *shipped]
+
+
 def test_no_example_is_a_benchmark_or_held_out_request() -> None:
-    examples = {q for q, _ in lt.EXAMPLES}
-    assert not examples & set(_measured_prompts())
+    assert len(_examples()) > len(lt.ANSWER_EXAMPLES)
+    assert not set(_examples()) & set(_measured_prompts())
+    assert not set(_examples()) & set(_held_out_agent_prompts())
 
 
 def test_no_example_paraphrases_a_benchmark_or_held_out_request() -> None:
@@ -430,11 +489,14 @@ def test_no_example_paraphrases_a_benchmark_or_held_out_request() -> None:
     from sidecar.embeddings import default_embedder
 
     prompts = _measured_prompts()
-    examples = [q for q, _ in lt.EXAMPLES]
+    examples = _examples()
     vectors = default_embedder().embed([*examples, *prompts])
     cosine = vectors[: len(examples)] @ vectors[len(examples) :].T
     nearest = {examples[i]: prompts[int(cosine[i].argmax())] for i in range(len(examples)) if cosine[i].max() >= 0.7}
     assert nearest == {}
+    held_out = default_embedder().embed(_held_out_agent_prompts())
+    near_held_out = [examples[i] for i in range(len(examples)) if (vectors[i] @ held_out.T).max() >= 0.7]
+    assert near_held_out == []  # the held-out prompt itself is not printed
 
 
 # ---- the adapter's steps -------------------------------------------------------------------------------------
@@ -617,7 +679,7 @@ async def test_after_a_result_the_decision_sees_what_was_done_and_may_chain_anot
     done = '- calculator({"expression": "37*43"}) returned: 37*43 = 1591'
     assert decision["messages"][1]["content"] == f"What is 37*43?\n\nDone so far:\n{done}"
     assert decision["regex"] == lt.choice_regex(["get_current_time"])  # the tool that succeeded is not offered again
-    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(TIME), examples=False)
+    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(TIME), examples_shown=False)
 
 
 async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> None:
@@ -961,6 +1023,27 @@ async def test_a_request_that_names_a_file_is_not_answered_from_nothing() -> Non
     assert lt.works_on_files(defs(READ_FILE)[0]) and not lt.works_on_files(defs(NOTES)[0])
     git = {**tool("git_add", "repo_path"), "description": "Stage files."}
     assert lt.works_on_files(defs(git)[0])
+
+
+async def test_a_request_that_gives_a_web_address_is_decided_among_the_tools_that_take_one() -> None:
+    fetch = {**tool("fetch", "url"), "description": "Fetch a URL and return its content as markdown."}
+    ask = {"role": "user", "content": "Please read https://peps.python.org/pep-0008/ and summarize it", "timestamp": 1}
+    runtime = ScriptedRuntime(['fetch"'], ['{"url": "https://peps.python.org/pep-0008/"}'])
+    response, _ = await run(runtime, request(messages=[ask], tools=[READ_FILE, fetch, CALC]))
+    assert response.tool_calls and response.tool_calls[0].name == "fetch"
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["fetch"], answer=False)
+    plain = {"role": "user", "content": "What is PEP 8 about?", "timestamp": 1}
+    runtime = ScriptedRuntime(['answer"'], ['fetch"'], ["Style."])
+    await run(runtime, request(messages=[plain], tools=[READ_FILE, fetch, CALC]))
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["read_file", "fetch", "calculator"])
+    page = {**tool("open_page", "page_url"), "description": "Open a page."}
+    assert [t.name for t in lt.named_url_tools(defs(fetch, page, CALC), request(messages=[ask]).messages)] == [
+        "fetch",
+        "open_page",
+    ]
+    assert lt.named_url_tools(defs(CALC), request(messages=[ask]).messages) == []  # none takes one: as before
+    zh = {"role": "user", "content": "从第5000个字符开始接着读 https://blog.example.cn/post/42，谢谢", "timestamp": 1}
+    assert lt.named_url_tools(defs(fetch), request(messages=[zh]).messages)
 
 
 def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:

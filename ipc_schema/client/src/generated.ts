@@ -984,6 +984,12 @@ category: MetonaToolCategory
 riskLevel: MetonaRiskLevel
 requiresPermission: boolean
 timeoutMs: number
+/**
+ * IR extension: requests this tool serves, in its author's words (a built-in tool's own; a plugin's from its
+ * manifest's ``tools.examples``). A model that decides between tools from a short prompt (the embedded local
+ * model) is shown them beside the tool; absent where the author gave none.
+ */
+examples?: string[]
 }
 /**
  * This interface was referenced by `MetonaSidecarIpc`'s JSON-Schema

@@ -73,6 +73,9 @@ class Tool:
     permission: str = ""
     """The permission asked for when ``requires_permission`` (e.g. ``filesystem.write``, ``network.http``)."""
     timeout_ms: int = 30_000
+    examples: tuple[str, ...] = ()
+    """Requests the tool serves, in the user's words (the declaration's ``examples``): shown to the local model's
+    decision beside the tool. A few, each a different kind of request; never a benchmark's prompts."""
 
     def declaration(self, name: str) -> MetonaToolDef | None:
         """The IR declaration under ``name``, for a tool without a pydantic ``Params`` (MCP); ``None``: derive it."""

@@ -257,6 +257,7 @@ class Calculator(Tool):
     category = MetonaToolCategory.CALCULATION
     risk_level = MetonaRiskLevel.SAFE
     timeout_ms = 5_000
+    examples = ("17% of 2350 is how much exactly?",)
 
     async def run(self, args: CalculatorParams, ctx: ToolContext) -> ToolOutput:
         value = evaluate(args.expression)

@@ -79,6 +79,7 @@ class KnowledgeSearch(Tool):
     category = MetonaToolCategory.SEARCH
     risk_level = MetonaRiskLevel.SAFE
     timeout_ms = 30_000
+    examples = ("我的笔记里关于季度预算写了什么？",)
 
     def unavailable_reason(self, ctx: ToolContext) -> str | None:
         return None if _service(ctx, "retrieval") is not None else "the knowledge search service is not available"

@@ -276,6 +276,7 @@ def build_definition(tool: Tool, name: str | None = None) -> MetonaToolDef:
             risk_level=tool.risk_level,
             requires_permission=tool.requires_permission,
             timeout_ms=tool.timeout_ms,
+            examples=list(tool.examples) or None,
         )
     except ValidationError as exc:
         raise BadRequestError(
