@@ -288,6 +288,29 @@ async def test_search_files(tree: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_search_files_falls_back_to_the_files_that_hold_every_word(ws: Path) -> None:
+    (ws / "docs").mkdir()
+    (ws / "docs" / "api.md").write_text("# API\n\nRate limits: 100 requests a minute.\nAuth: a key.\n")
+    (ws / "docs" / "faq.md").write_text("What is the rate of change?\n")
+    (ws / "docs" / "limits-api.txt").write_text("nothing else\n")
+    result = await run("search_files", {"query": "API rate limit", "path": "docs"}, ws)
+    assert result.error_code is None
+    out = result.result.result
+    assert out["matched"] == "all words"
+    assert out["matches"] == [
+        {"path": "api.md", "kind": "content", "line": 1, "text": "# API"},
+        {"path": "api.md", "kind": "content", "line": 3, "text": "Rate limits: 100 requests a minute."},
+    ]  # faq.md lacks "API" and "limit"; limits-api.txt lacks "rate"
+    assert "the words of 'API rate limit' (no line holds it whole)" in (result.result.summary or "")
+    whole = await run("search_files", {"query": "Rate limits", "path": "docs"}, ws)
+    assert "matched" not in whole.result.result and len(whole.result.result["matches"]) == 1
+    one_word = await run("search_files", {"query": "quota", "path": "docs"}, ws)
+    assert one_word.result.result["matches"] == [] and "matched" not in one_word.result.result
+    named = await run("search_files", {"query": "limits api", "path": "docs", "glob": "*.txt"}, ws)
+    assert named.result.result["matches"] == [{"path": "limits-api.txt", "kind": "name"}]
+
+
+@pytest.mark.anyio
 async def test_search_files_stops_at_max_results(ws: Path) -> None:
     (ws / "many.txt").write_text("hit\n" * 100)
     result = await run("search_files", {"query": "hit", "max_results": 3}, ws)

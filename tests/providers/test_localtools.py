@@ -438,6 +438,8 @@ def test_a_tool_is_worth_calling_when_near_what_the_request_asks_or_the_model_is
     assert lt.relevant(lt.RELEVANT_COSINE, None) and lt.relevant(0.0, math.log(lt.RELEVANT_P))
     assert not lt.relevant(lt.RELEVANT_COSINE - 0.01, math.log(lt.RELEVANT_P) - 0.01)
     assert not lt.relevant(None, None) and not lt.relevant(0.0, float("nan"))
+    assert not lt.relevant(0.9, math.log(lt.RELEVANT_FLOOR) - 0.01)  # the model did not want that name
+    assert lt.relevant(0.9, math.log(lt.RELEVANT_FLOOR)) and lt.relevant(0.9, None)
     answer = math.log(0.4)
     assert lt.worth_calling(answer, answer + lt.CALL_MARGIN + 1e-9)
     assert not lt.worth_calling(answer, answer + lt.CALL_MARGIN - 0.01)
@@ -774,9 +776,12 @@ async def test_an_unfinished_request_reads_its_other_file_with_the_tool_that_rea
 
 
 async def test_an_unsure_first_decision_still_calls_a_tool_near_the_request() -> None:
-    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'], score=-5.0)
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'], score=-3.0)
     response, _ = await run(runtime, request(tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
     assert response.tool_calls and response.tool_calls[0].name == "calculator"
+    runtime = ScriptedRuntime(['calculator"'], ["2 ** 16 is 65536."], score=-8.0)  # a name it did not want
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
+    assert response.tool_calls is None and response.content == "2 ** 16 is 65536."
 
 
 async def test_when_every_offered_tool_has_succeeded_the_answer_is_written_without_a_decision() -> None:
@@ -1044,6 +1049,30 @@ async def test_a_request_that_gives_a_web_address_is_decided_among_the_tools_tha
     assert lt.named_url_tools(defs(CALC), request(messages=[ask]).messages) == []  # none takes one: as before
     zh = {"role": "user", "content": "从第5000个字符开始接着读 https://blog.example.cn/post/42，谢谢", "timestamp": 1}
     assert lt.named_url_tools(defs(fetch), request(messages=[zh]).messages)
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        ("在 日记 文件夹里建一个 2024-12-03.md，写上：交了报名表", ["日记/2024-12-03.md"]),
+        ("在日记文件夹里建一个 a.md", ["日记/a.md"]),
+        ("把 a.md 和 b.md 存到「归档」这个目录", ["归档/a.md", "归档/b.md"]),
+        ("Put a file todo.md in the drafts folder", ["drafts/todo.md"]),
+        ("在src/目录下新建 main.py", ["src/main.py"]),
+        ("Read docs/a.md in the docs folder", ["docs/a.md"]),  # a name with its own folder stays as it is
+        ("Copy a.md from the src folder into the docs folder", ["a.md"]),  # two folders: which is whose, unknown
+        ("read README.md", ["README.md"]),
+    ],
+)
+def test_a_file_named_apart_from_its_folder_is_in_that_folder(text: str, paths: list[str]) -> None:
+    assert lt.request_paths(request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages) == paths
+
+
+def test_a_folder_named_without_a_file_changes_nothing() -> None:
+    assert lt.named_folder("看看「照片整理」这个文件夹里现在都有些什么。") == "照片整理"
+    assert lt.named_folder("Which file in the docs folder mentions the rate limit?") == "docs"
+    assert lt.in_folder([], "docs") == []
+    assert lt.named_folder("What is a folder?") is None
 
 
 def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ import contextlib
 import errno
 import fnmatch
 import os
+import re
 import stat
 import threading
 import uuid
@@ -653,7 +654,8 @@ class SearchFiles(_FileTool):
     name = "search_files"
     description = (
         "Find which files in a workspace folder mention a text (plain, not a regex), in their names or lines; "
-        "answers path:line: text. Binary files, files over 2 MiB and hidden folders are skipped."
+        "answers path:line: text. When no line holds the text whole, the files that hold all of its words are "
+        "given. Binary files, files over 2 MiB and hidden folders are skipped."
     )
     Params = SearchFilesParams
     category = MetonaToolCategory.SEARCH
@@ -664,6 +666,13 @@ class SearchFiles(_FileTool):
         where, (matches, truncated, scanned) = await _in_thread(
             args.path, ctx, lambda w, stop: _search(w.real, args, w.roots, stop)
         )
+        words = _query_words(args.query)
+        by_words = False
+        if not matches and len(words) > 1:
+            where, (matches, truncated, scanned) = await _in_thread(
+                args.path, ctx, lambda w, stop: _search_words(w.real, args, words, w.roots, stop)
+            )
+            by_words = bool(matches)
         shown = where.shown
         result = {
             "query": args.query,
@@ -671,14 +680,18 @@ class SearchFiles(_FileTool):
             "matches": matches,
             "truncated": truncated,
             "files_scanned": scanned,
+            **({"matched": "all words"} if by_words else {}),
         }
-        return ToolOutput(result=result, summary=_search_summary(args, shown, matches, truncated, scanned))
+        return ToolOutput(result=result, summary=_search_summary(args, shown, matches, truncated, scanned, by_words))
 
 
-def _search_summary(args: SearchFilesParams, shown: str, matches: list[dict[str, Any]], truncated: bool, n: int) -> str:
+def _search_summary(
+    args: SearchFilesParams, shown: str, matches: list[dict[str, Any]], truncated: bool, n: int, by_words: bool = False
+) -> str:
     if not matches:
         return f"No matches for {args.query!r} in {shown} ({n} files scanned)."
-    head = f"{len(matches)} matches for {args.query!r} in {shown}" + (
+    what = f"the words of {args.query!r} (no line holds it whole)" if by_words else repr(args.query)
+    head = f"{len(matches)} matches for {what} in {shown}" + (
         f" (stopped at max_results={args.max_results})" if truncated else ""
     )
     lines = [
@@ -712,6 +725,47 @@ def _search(
                 matches.append({"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)})
         if len(matches) >= args.max_results:
             return matches[: args.max_results], True, scanned
+    return matches, False, scanned
+
+
+def _query_words(query: str) -> list[str]:
+    """The words of a query for the all-words search: split on spaces and punctuation, each once, those of one
+    character left out ("API rate limit" → API, rate, limit)."""
+    words = re.findall(r"[^\W_]+(?:[-'][^\W_]+)*", query)
+    return list(dict.fromkeys(w for w in words if len(w) > 1))
+
+
+def _search_words(
+    base: Path, args: SearchFilesParams, words: list[str], roots: list[str], stop: threading.Event
+) -> tuple[list[dict[str, Any]], bool, int]:
+    """The files whose name and lines hold every one of ``words`` (anywhere, in any order: "API rate limit" finds
+    "Rate limits: 100 requests a minute per API key"), each with its lines that hold any of them (those holding
+    the most first, at most :data:`WORD_LINES` a file)."""
+    wanted = words if args.case_sensitive else [w.lower() for w in words]
+    matches: list[dict[str, Any]] = []
+    scanned = 0
+    for full, rel, name in _walk_files(base, args.glob, roots, stop):
+        if stop.is_set():
+            break
+        scanned += 1
+        seen = {w for w in wanted if w in (name if args.case_sensitive else name.lower())}
+        lines: list[tuple[int, int, str, int]] = []
+        for line_no, line in _text_lines(full, roots):
+            hay = line if args.case_sensitive else line.lower()
+            held = [w for w in wanted if w in hay]
+            if held:
+                seen.update(held)
+                lines.append((-len(held), line_no, line, hay.find(held[0])))
+        if len(seen) < len(wanted):
+            continue
+        best = sorted(lines)[:WORD_LINES] or [(0, 0, "", 0)]
+        for _, line_no, line, at in sorted(best, key=lambda x: x[1]):
+            if len(matches) >= args.max_results:
+                return matches, True, scanned
+            if line_no:
+                matches.append({"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)})
+            else:
+                matches.append({"path": rel, "kind": "name"})
     return matches, False, scanned
 
 
@@ -752,6 +806,10 @@ def _text_lines(full: str, real_roots: Sequence[str]) -> Iterator[tuple[int, str
     except UnicodeDecodeError:
         return
     yield from enumerate(_split_lines(text), start=1)
+
+
+WORD_LINES = 3
+"""Most lines of one file an all-words search gives (:func:`_search_words`)."""
 
 
 def _excerpt(line: str, at: int) -> str:
