@@ -670,7 +670,7 @@ class SearchFiles(_FileTool):
         by_words = False
         if not matches and len(words) > 1:
             where, (matches, truncated, scanned) = await _in_thread(
-                args.path, ctx, lambda w, stop: _search_words(w.real, args, words, w.roots, stop)
+                args.path, ctx, lambda w, stop: _search(w.real, args, w.roots, stop, _all_words(args, words))
             )
             by_words = bool(matches)
         shown = where.shown
@@ -700,32 +700,47 @@ def _search_summary(
     return "\n".join([head, *lines])
 
 
+Finder = Callable[[str, str, str, list[str]], Iterator[dict[str, Any]]]
+"""The matches of one file: (path to open, path shown, name, the workspace's real roots) → its matches."""
+
+
 def _search(
-    base: Path, args: SearchFilesParams, roots: list[str], stop: threading.Event
+    base: Path, args: SearchFilesParams, roots: list[str], stop: threading.Event, find: Finder | None = None
 ) -> tuple[list[dict[str, Any]], bool, int]:
+    """The matches of ``find`` (default: the query whole, :func:`_exact`) in the files under ``base``, at most
+    ``max_results``; whether more were left; how many files were scanned."""
     if not base.exists():
         raise ToolError(f"no such folder: {base.name}", "NOT_FOUND")
     if not base.is_dir():
         raise ToolError(f"{base.name} is not a folder", "NOT_A_DIRECTORY")
-    needle = args.query if args.case_sensitive else args.query.lower()
+    find = find or _exact(args)
     matches: list[dict[str, Any]] = []
     scanned = 0
     for full, rel, name in _walk_files(base, args.glob, roots, stop):
         if stop.is_set():
             break
         scanned += 1
-        if needle in (name if args.case_sensitive else name.lower()):
-            matches.append({"path": rel, "kind": "name"})
-        for line_no, line in _text_lines(full, roots):
+        for match in find(full, rel, name, roots):
             if len(matches) >= args.max_results:
                 return matches, True, scanned
+            matches.append(match)
+    return matches, False, scanned
+
+
+def _exact(args: SearchFilesParams) -> Finder:
+    """A file's matches of the query whole: its name, then each line that holds it (read as they are needed)."""
+    needle = args.query if args.case_sensitive else args.query.lower()
+
+    def find(full: str, rel: str, name: str, roots: list[str]) -> Iterator[dict[str, Any]]:
+        if needle in (name if args.case_sensitive else name.lower()):
+            yield {"path": rel, "kind": "name"}
+        for line_no, line in _text_lines(full, roots):
             hay = line if args.case_sensitive else line.lower()
             at = hay.find(needle)
             if at >= 0:
-                matches.append({"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)})
-        if len(matches) >= args.max_results:
-            return matches[: args.max_results], True, scanned
-    return matches, False, scanned
+                yield {"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)}
+
+    return find
 
 
 def _query_words(query: str) -> list[str]:
@@ -735,19 +750,13 @@ def _query_words(query: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if len(w) > 1))
 
 
-def _search_words(
-    base: Path, args: SearchFilesParams, words: list[str], roots: list[str], stop: threading.Event
-) -> tuple[list[dict[str, Any]], bool, int]:
-    """The files whose name and lines hold every one of ``words`` (anywhere, in any order: "API rate limit" finds
-    "Rate limits: 100 requests a minute per API key"), each with its lines that hold any of them (those holding
-    the most first, at most :data:`WORD_LINES` a file)."""
+def _all_words(args: SearchFilesParams, words: list[str]) -> Finder:
+    """A file's matches when its name and lines hold every one of ``words`` (anywhere, in any order: "API rate
+    limit" finds "Rate limits: 100 requests a minute per API key"): its lines that hold any of them (those holding
+    the most, at most :data:`WORD_LINES`, in order), or its name when no line holds one."""
     wanted = words if args.case_sensitive else [w.lower() for w in words]
-    matches: list[dict[str, Any]] = []
-    scanned = 0
-    for full, rel, name in _walk_files(base, args.glob, roots, stop):
-        if stop.is_set():
-            break
-        scanned += 1
+
+    def find(full: str, rel: str, name: str, roots: list[str]) -> Iterator[dict[str, Any]]:
         seen = {w for w in wanted if w in (name if args.case_sensitive else name.lower())}
         lines: list[tuple[int, int, str, int]] = []
         for line_no, line in _text_lines(full, roots):
@@ -757,16 +766,13 @@ def _search_words(
                 seen.update(held)
                 lines.append((-len(held), line_no, line, hay.find(held[0])))
         if len(seen) < len(wanted):
-            continue
-        best = sorted(lines)[:WORD_LINES] or [(0, 0, "", 0)]
-        for _, line_no, line, at in sorted(best, key=lambda x: x[1]):
-            if len(matches) >= args.max_results:
-                return matches, True, scanned
-            if line_no:
-                matches.append({"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)})
-            else:
-                matches.append({"path": rel, "kind": "name"})
-    return matches, False, scanned
+            return
+        if not lines:
+            yield {"path": rel, "kind": "name"}
+        for _, line_no, line, at in sorted(sorted(lines)[:WORD_LINES], key=lambda x: x[1]):
+            yield {"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)}
+
+    return find
 
 
 def _walk_files(
@@ -809,7 +815,7 @@ def _text_lines(full: str, real_roots: Sequence[str]) -> Iterator[tuple[int, str
 
 
 WORD_LINES = 3
-"""Most lines of one file an all-words search gives (:func:`_search_words`)."""
+"""Most lines of one file an all-words search gives (:func:`_all_words`)."""
 
 
 def _excerpt(line: str, at: int) -> str:
