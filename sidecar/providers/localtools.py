@@ -340,13 +340,40 @@ _EN_FOLDER = re.compile(
 )
 
 
+_ZH_NOT_A_FOLDER = (
+    "根", "当前", "本", "同一", "上级", "上一级", "父", "子", "新", "新建", "这个", "那个", "该", "此",
+    "工作区", "项目", "工程", "主", "某个", "一个", "文件", "对应", "相应", "同",
+)  # fmt: skip
+_EN_NOT_A_FOLDER = frozenset(
+    "current this that same root parent new home workspace project working top base default other another its "
+    "their his her one each every any some which what your my our".split()
+)
+"""Words that say which folder rather than name it ("the root folder", "当前目录", "项目根目录", "同一个文件夹"): the
+file stays as the request names it."""
+
+
 def named_folder(text: str) -> str | None:
     """The one folder a request names as where its file is ("在 日记 文件夹里建一个 a.md", "「项目资料」这个文件夹",
-    "put it in the drafts folder"), without a trailing ``/``; None when it names none or several."""
-    found = [_zh_folder_name(m.group(1)) for m in _ZH_FOLDER.finditer(text)]
-    found += [m.group(1) for m in _EN_FOLDER.finditer(text)]
-    folders = list(dict.fromkeys(f.strip().rstrip("/\\") for f in found if f and f.strip().rstrip("/\\")))
-    return folders[0] if len(folders) == 1 and folders[0] not in (".", "..") else None
+    "put it in the drafts folder"), without a trailing ``/``; None when it names none or several, or says which
+    folder without naming it (:data:`_EN_NOT_A_FOLDER`: "the current folder", "项目根目录")."""
+    found = _folder_spans(text)
+    return found[0][0] if found else None
+
+
+def _folder_spans(text: str) -> list[tuple[str, int, int]]:
+    """[(folder, start, end)] of :func:`named_folder`'s one folder (every place the request names it), or []."""
+    spans = [(_zh_folder_name(m.group(1)), m.start(), m.end()) for m in _ZH_FOLDER.finditer(text)]
+    spans += [(m.group(1), m.start(), m.end()) for m in _EN_FOLDER.finditer(text)]
+    spans = [(f.strip().rstrip("/\\"), a, b) for f, a, b in spans if f and f.strip().rstrip("/\\")]
+    folders = {f for f, _, _ in spans}
+    if len(folders) != 1:
+        return []
+    folder = next(iter(folders))
+    if folder in (".", "..", "~") or folder.lower() in _EN_NOT_A_FOLDER:
+        return []
+    if _CJK.search(folder) and folder.endswith(_ZH_NOT_A_FOLDER):
+        return []
+    return spans
 
 
 def _zh_folder_name(word: str) -> str:
@@ -356,20 +383,43 @@ def _zh_folder_name(word: str) -> str:
     return word[cut:]
 
 
-def in_folder(paths: Sequence[str], folder: str | None) -> list[str]:
-    """``paths`` with each bare file name (no folder of its own) put in ``folder``: the request said where the
-    file is ("在 日记 文件夹里建一个 2024-12-03.md" → ``日记/2024-12-03.md``; it was written to the workspace's
-    root)."""
-    if not folder:
+_LIST_JOIN = r"\s*(?:,|，|、|\band\b|和|与|及)\s*"
+_CLAUSE_BREAK = re.compile(
+    r"[，,。;；!?！？]|\.\s|\b(?:then|and|after|before)\b|然后|接着|之后|以后|再|并|和|还有|另外"
+)
+
+
+def in_folder(paths: Sequence[str], text: str) -> list[str]:
+    """``paths`` with each bare file name (no folder of its own) that the request names in the same clause as its
+    one folder (:func:`named_folder`) put in that folder: the request said where the file is ("在 日记 文件夹里建一个
+    2024-12-03.md" → ``日记/2024-12-03.md``; it was written to the workspace's root). A name in another clause
+    ("read README.md and list the docs folder") stays as it is."""
+    spans = _folder_spans(text)
+    if not spans:
         return list(paths)
-    return list(dict.fromkeys(p if re.search(r"[/\\]", p) or p == folder else f"{folder}/{p}" for p in paths))
+    folder = spans[0][0]
+
+    def near(path: str) -> bool:
+        at = text.find(path)
+        if at < 0:
+            return False
+        for _, a, b in spans:
+            between = text[at + len(path) : a] if at + len(path) <= a else text[b:at] if b <= at else ""
+            for other in paths:  # "a.md, b.md and c.md in the docs folder": a list of names is one clause
+                between = re.sub(_LIST_JOIN + re.escape(other), " ", between, flags=re.IGNORECASE)
+            if not _CLAUSE_BREAK.search(between):
+                return True
+        return False
+
+    out = [f"{folder}/{p}" if not re.search(r"[/\\]", p) and p != folder and near(p) else p for p in paths]
+    return list(dict.fromkeys(out))
 
 
 def request_paths(messages: Sequence[MetonaMessage]) -> list[str]:
     """The file paths the current request names (the conversation's :func:`seen_files` recognised too), a bare
     name in the folder the request names for it (:func:`named_folder`)."""
     asked = question(messages)
-    return in_folder(named_paths(asked, seen_files(messages)), named_folder(asked))
+    return in_folder(named_paths(asked, seen_files(messages)), asked)
 
 
 def turn_outcomes(messages: Sequence[MetonaMessage]) -> list[tuple[str, dict[str, Any], bool | None]]:

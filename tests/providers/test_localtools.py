@@ -1062,6 +1062,15 @@ async def test_a_request_that_gives_a_web_address_is_decided_among_the_tools_tha
         ("Read docs/a.md in the docs folder", ["docs/a.md"]),  # a name with its own folder stays as it is
         ("Copy a.md from the src folder into the docs folder", ["a.md"]),  # two folders: which is whose, unknown
         ("read README.md", ["README.md"]),
+        ("这个项目根目录下的 LICENSE 文件用的是哪种开源协议？", ["LICENSE"]),  # which folder, not a name
+        ("在当前目录新建 a.md", ["a.md"]),
+        ("把 a.md 放到同一个文件夹", ["a.md"]),
+        ("Create notes.md in the current folder", ["notes.md"]),
+        ("Save it as b.txt in the root directory", ["b.txt"]),
+        ("Put c.md in my folder", ["c.md"]),
+        ("Read README.md and list the docs folder", ["README.md"]),  # another clause
+        ("读一下 说明.md，然后看看 归档 文件夹里有什么", ["说明.md"]),
+        ("Put a.md, b.md and c.md in the docs folder", ["docs/a.md", "docs/b.md", "docs/c.md"]),  # a list of names
     ],
 )
 def test_a_file_named_apart_from_its_folder_is_in_that_folder(text: str, paths: list[str]) -> None:
@@ -1071,7 +1080,7 @@ def test_a_file_named_apart_from_its_folder_is_in_that_folder(text: str, paths: 
 def test_a_folder_named_without_a_file_changes_nothing() -> None:
     assert lt.named_folder("看看「照片整理」这个文件夹里现在都有些什么。") == "照片整理"
     assert lt.named_folder("Which file in the docs folder mentions the rate limit?") == "docs"
-    assert lt.in_folder([], "docs") == []
+    assert lt.in_folder([], "in the docs folder") == []
     assert lt.named_folder("What is a folder?") is None
 
 
