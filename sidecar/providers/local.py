@@ -59,21 +59,23 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "tool_mode": "constrained",
     "precision": "f32",
     "arguments_model": "qwen2.5-coder-1.5b-instruct",
-    "single_function_rate": 0.8,
+    "single_function_rate": 0.7833,
     "single_function_cases": 60,
     "multiple_function_rate": 0.6727,
     "multiple_function_cases": 55,
     "real_user_function_rate": 0.4667,
     "real_user_function_cases": 30,
-    "irrelevance_no_call_rate": 0.8272,
+    "irrelevance_no_call_rate": 0.8148,
     "irrelevance_no_call_cases": 81,
     "invalid_tool_call_rate": 0.0,
 }
 """The same held-out halves with the arguments written by the packaged 1.5B model (``metadata.arguments_model``; the
-default where it is installed; 2026-12-03 21:42–22:08, load 2–3, with the stated numbers, the spare numbers, the
-made-up numbers and "one or many" as an array): single 23/30 + MCP 25/30, multiple 20/30 + MCP 17/25, real users'
-14/30, no call where none fits 26/30 + 22/30 + MCP 19/21 (at 51d15ea, before those: 22 + 23, 19 + 17, 14,
-26 + 23 + 17). Still below :data:`TOOL_CALLING_BAR` but for single functions: not claimed. A case's median time
+default where it is installed), measured at 3c356bd and at 68d3c4f, equal (2026-12-04, load 2; the 1.5B model also
+writes the answer from tool results, a named file is worked on by the tools for files, tools ship their examples,
+numbers in words, web addresses, a named folder, the p 0.01 floor): single 23/30 + MCP 24/30, multiple 20/30 + MCP
+17/25, real users' 14/30, no call where none fits 26/30 + 22/30 + MCP 18/21. At 6bac920 (re-scored with the bench's
+fixed judge for nested values): 23 + 24, 21 + 17, 14, 26 + 22 + 18; at 51d15ea (2026-12-03, the figures before, the
+old judge): 23 + 25, 20 + 17, 14, 26 + 22 + 19. Below :data:`TOOL_CALLING_BAR`: not claimed. A case's median time
 about twice the 0.5B model's alone (the arguments step runs on a model three times the size)."""
 TOOL_CALLING_BAR = {
     "single_function_rate": 0.80,
@@ -82,7 +84,7 @@ TOOL_CALLING_BAR = {
     "irrelevance_no_call_rate": 0.85,
 }
 """The rates (at least) and ``invalid_tool_call_rate`` (at most :data:`INVALID_CALLS_BAR`) that earn the claim: issue
-32's bar for functions nobody here wrote. Not met (2026-12-03): ``tool_calling`` is not claimed; the agent offers
+32's bar for functions nobody here wrote. Not met (2026-12-04): ``tool_calling`` is not claimed; the agent offers
 the local model its tools all the same (the capability is what ``providers/models`` tells the app)."""
 INVALID_CALLS_BAR = 0.02
 TOOL_VECTORS_MAX = 256

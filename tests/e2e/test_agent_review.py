@@ -259,10 +259,11 @@ def test_tools_list_matches_the_schema_and_the_spec(sc: Sidecar) -> None:
     assert tools["http_get"]["requiresPermission"] and tools["http_get"]["category"] == "network"
     assert not tools["read_file"]["requiresPermission"]
     for tool in tools.values():
-        assert list(tool) == ["name", "description", "parameters", "category", "riskLevel", "requiresPermission",
-                              "timeoutMs"]  # fmt: skip
+        seed = ["name", "description", "parameters", "category", "riskLevel", "requiresPermission", "timeoutMs"]
+        assert list(tool) in (seed, [*seed, "examples"])  # the seed's fields, then the IR extension where given
         for name, field in tool["parameters"]["properties"].items():
             assert field["type"] != "integer", (tool["name"], name)
+    assert tools["calculator"]["examples"] and "examples" not in tools["read_file"]
     assert "(integer" in tools["read_file"]["parameters"]["properties"]["start_line"]["description"]
 
 
