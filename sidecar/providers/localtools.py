@@ -346,7 +346,7 @@ _ZH_NOT_A_FOLDER = (
 )  # fmt: skip
 _EN_NOT_A_FOLDER = frozenset(
     "current this that same root parent new home workspace project working top base default other another its "
-    "their his her one each every any some which what your my our".split()
+    "their his her one each every any some which what your my our the a an".split()
 )
 """Words that say which folder rather than name it ("the root folder", "当前目录", "项目根目录", "同一个文件夹"): the
 file stays as the request names it."""

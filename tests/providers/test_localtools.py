@@ -1068,6 +1068,7 @@ async def test_a_request_that_gives_a_web_address_is_decided_among_the_tools_tha
         ("Create notes.md in the current folder", ["notes.md"]),
         ("Save it as b.txt in the root directory", ["b.txt"]),
         ("Put c.md in my folder", ["c.md"]),
+        ("Move d.md to the folder", ["d.md"]),
         ("Read README.md and list the docs folder", ["README.md"]),  # another clause
         ("读一下 说明.md，然后看看 归档 文件夹里有什么", ["说明.md"]),
         ("Put a.md, b.md and c.md in the docs folder", ["docs/a.md", "docs/b.md", "docs/c.md"]),  # a list of names
