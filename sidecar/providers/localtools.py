@@ -141,8 +141,14 @@ def _zh_start(word: str) -> str:
     stem = word.rsplit(".", 1)[0]
     if not _CJK.search(stem):
         return word
-    cut = max((stem.rfind(w) + len(w) for w in ZH_BEFORE_NAME if w in stem), default=0)
+    cut = _after_lead_words(stem)
     return word[cut:] if cut < len(stem) else word
+
+
+def _after_lead_words(text: str) -> int:
+    """Where a name glued to the words before it starts in ``text``: after the last of :data:`ZH_BEFORE_NAME` (0
+    when there is none)."""
+    return max((text.rfind(w) + len(w) for w in ZH_BEFORE_NAME if w in text), default=0)
 
 
 def _glued_pieces(token: str) -> list[str]:
@@ -379,8 +385,7 @@ def _folder_spans(text: str) -> list[tuple[str, int, int]]:
 def _zh_folder_name(word: str) -> str:
     """A folder's name glued to the words before it ("在日记" → ``日记``): from after the last of
     :data:`ZH_BEFORE_NAME`."""
-    cut = max((word.rfind(w) + len(w) for w in ZH_BEFORE_NAME if w in word), default=0)
-    return word[cut:]
+    return word[_after_lead_words(word) :]
 
 
 _LIST_JOIN = r"\s*(?:,|，|、|\band\b|和|与|及)\s*"
@@ -486,6 +491,12 @@ def takes_a_file(tool: MetonaToolDef) -> bool:
     return required and isinstance(spec, dict) and spec.get("type") == "string"
 
 
+def _has_argument(tool: MetonaToolDef, name: re.Pattern[str]) -> bool:
+    """The tool has an argument whose name ``name`` matches (searched)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    return any(name.search(str(key)) for key in schema.get("properties") or {})
+
+
 _FILE_PARAMETER = re.compile(r"(?:path|file|filename|filepath)s?$", re.IGNORECASE)
 
 
@@ -493,8 +504,7 @@ def works_on_files(tool: MetonaToolDef) -> bool:
     """The tool has an argument for a file or a folder (``path``, ``file_path``, ``filename``, ``files``,
     ``repo_path``): when the request names a file, the first decision is among the tools
     (:func:`named_file_tools`)."""
-    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
-    return any(_FILE_PARAMETER.search(str(key)) for key in schema.get("properties") or {})
+    return _has_argument(tool, _FILE_PARAMETER)
 
 
 def named_file_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
@@ -518,8 +528,7 @@ _URL_PARAMETER = re.compile(r"(?:url|uri|link|href)s?$", re.IGNORECASE)
 
 def takes_a_url(tool: MetonaToolDef) -> bool:
     """The tool has an argument for a web address (``url``, ``page_url``, ``uri``, ``link``, ``href``)."""
-    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
-    return any(_URL_PARAMETER.search(str(key)) for key in schema.get("properties") or {})
+    return _has_argument(tool, _URL_PARAMETER)
 
 
 def named_url_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:

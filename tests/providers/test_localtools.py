@@ -447,26 +447,27 @@ def test_a_tool_is_worth_calling_when_near_what_the_request_asks_or_the_model_is
     assert lt.choice_regex(["read_file"], answer=False) == '(read_file)"'
 
 
-def _measured_prompts() -> list[str]:
+def _prompts(*paths: str) -> list[str]:
+    """The ``prompt`` of every case in these JSON-lines files (relative to the project root)."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    seen = [
-        json.loads(line)["prompt"]
-        for name in ("agent-core-v1", "agent-bilingual-v1")
-        for line in (root / "datasets" / name / "cases.jsonl").open(encoding="utf-8")
-        if line.strip()
+    return [
+        json.loads(line)["prompt"] for path in paths for line in (root / path).open(encoding="utf-8") if line.strip()
     ]
-    heldout = root / "tests/fixtures/tool_decisions_heldout.jsonl"
-    return seen + [json.loads(line)["prompt"] for line in heldout.open(encoding="utf-8") if line.strip()]
+
+
+def _measured_prompts() -> list[str]:
+    return _prompts(
+        "datasets/agent-core-v1/cases.jsonl",
+        "datasets/agent-bilingual-v1/cases.jsonl",
+        "tests/fixtures/tool_decisions_heldout.jsonl",
+    )
 
 
 def _held_out_agent_prompts() -> list[str]:
     """agent-bilingual-v2's prompts: the held-out set, checked here but never printed."""
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "datasets/agent-bilingual-v2/cases.jsonl"
-    return [json.loads(line)["prompt"] for line in path.open(encoding="utf-8") if line.strip()]
+    return _prompts("datasets/agent-bilingual-v2/cases.jsonl")
 
 
 def _examples() -> list[str]:
