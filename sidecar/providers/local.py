@@ -394,8 +394,7 @@ class LocalAdapter(BaseAdapter):
             named = localtools.decision_of(localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"', names)
             if (
                 named is not None
-                and localtools.worth_calling(step.get("score"), probe.get("score"))
-                and localtools.relevant(near[named], None)
+                and localtools.worth_calling(step.get("score"), probe.get("score"), near[named])
             ):
                 choice = named
                 decision = localtools.DECISION_PREFIX + choice + '"'

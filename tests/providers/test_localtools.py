@@ -19,7 +19,16 @@ from sidecar.providers import localtools as lt
 from sidecar.providers.base import ProviderConfig
 from sidecar.providers.local import LocalAdapter
 
-from .support import request, tool
+from .support import request as _request
+from .support import tool
+
+ASKED = [{"role": "user", "content": "What is 2 ** 16?", "timestamp": 1}]
+"""The request the scripted steps answer unless a test gives its own: it states the numbers the scripted
+calculator calls use (a formula of numbers nobody gave is made up: :func:`localtools.made_up`)."""
+
+
+def request(messages: list[dict[str, Any]] | None = None, **kwargs: Any) -> MetonaRequest:
+    return _request(messages or ASKED, **kwargs)
 
 pytestmark = pytest.mark.anyio
 
@@ -197,6 +206,9 @@ def test_the_written_arguments_lose_the_tokenizers_traces_not_their_text() -> No
     assert lt.parse_arguments(written) == {"religion": "Christianity", "f": 5.0, "n": 16, "tags": ["a"],
                                            "body": " x\n  y "}  # fmt: skip
     assert lt.parse_arguments('{"pi": 3.14159, "z": 0.1}') == {"pi": 3.14159, "z": 0.1}
+    dates = '{"a": "2023-10-1", "b": "2024-5-05T09:00", "c": "2023-10-01", "d": "2023-10-1x", "e": "v2023-1-1"}'
+    assert lt.parse_arguments(dates) == {"a": "2023-10-01", "b": "2024-05-05T09:00", "c": "2023-10-01",
+                                         "d": "2023-10-1x", "e": "v2023-1-1"}  # fmt: skip
 
 
 def test_the_prompt_lists_each_tool_on_one_line_with_its_signature() -> None:
@@ -441,9 +453,14 @@ def test_a_tool_is_worth_calling_when_near_what_the_request_asks_or_the_model_is
     assert not lt.relevant(0.9, math.log(lt.RELEVANT_FLOOR) - 0.01)  # the model did not want that name
     assert lt.relevant(0.9, math.log(lt.RELEVANT_FLOOR)) and lt.relevant(0.9, None)
     answer = math.log(0.4)
-    assert lt.worth_calling(answer, answer + lt.CALL_MARGIN + 1e-9)
-    assert not lt.worth_calling(answer, answer + lt.CALL_MARGIN - 0.01)
-    assert not lt.worth_calling(None, answer) and not lt.worth_calling(answer, float("-inf"))
+    assert lt.worth_calling(answer, answer + lt.CALL_MARGIN + 1e-9, lt.RELEVANT_COSINE)
+    assert not lt.worth_calling(answer, answer + lt.CALL_MARGIN - 0.01, lt.RELEVANT_COSINE)
+    assert not lt.worth_calling(answer, answer + lt.CALL_MARGIN + 1e-9, lt.RELEVANT_COSINE - 0.01), "far"
+    assert lt.worth_calling(answer, answer + lt.NEAR_MARGIN + 1e-9, lt.NEAR_COSINE), "near: a wider margin"
+    assert not lt.worth_calling(answer, answer + lt.NEAR_MARGIN - 0.01, 0.9)
+    assert not lt.worth_calling(answer, answer + lt.NEAR_MARGIN + 1e-9, lt.NEAR_COSINE - 0.01)
+    assert not lt.worth_calling(None, answer, 0.9) and not lt.worth_calling(answer, float("-inf"), 0.9)
+    assert not lt.worth_calling(answer, answer, None)
     assert lt.choice_regex(["read_file"], answer=False) == '(read_file)"'
 
 
@@ -665,7 +682,8 @@ async def test_a_tool_without_parameters_is_called_with_no_arguments_generation(
 
 async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None:
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Bon", "jour."])
-    response, events = await run(runtime, request(tools=[CALC]))
+    hello = [{"role": "user", "content": "Hello", "timestamp": 1}]
+    response, events = await run(runtime, request(messages=hello, tools=[CALC]))
     assert [e.type.value for e in events] == ["text_delta", "text_delta", "usage", "done"]
     assert response.content == "Bonjour." and response.tool_calls is None
     _decision, _second_look, answer = runtime.payloads
@@ -932,6 +950,24 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     nothing = {**RESULT, "result": "Deer live in forests", "summary": "Deer live in forests"}
     after[2] = {**HISTORY[2], "toolResult": nothing}
     assert lt.made_up({"count": 320, "rate": 1}, params, request(messages=after).messages) == ["count", "rate"]
+
+
+def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> None:
+    params = {"type": "object", "required": ["expression"], "properties": {"expression": {"type": "string"}}}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    assert lt.made_up({"expression": "366"}, params, asked("How many days are there in a leap year?")) == [
+        "expression"
+    ]
+    greeting = asked("Good morning! I finally finished my thesis yesterday, feeling pretty great.")
+    assert lt.made_up({"expression": "100 * 0.075"}, params, greeting) == ["expression"]
+    assert lt.made_up({"expression": "(3 + 4) / 2"}, params, asked("What is the mean of three and four?")) == []
+    assert lt.made_up({"expression": "86.40 * 0.15"}, params, asked("A 15% tip on $86.40?")) == []
+    assert lt.made_up({"expression": "213000000 / 8515767"}, params, asked("Population density of Brazil?")) == []
+    assert lt.made_up({"expression": "sqrt(2)"}, params, asked("What is the square root of it?")) == [], "a word"
+    assert lt.made_up({"expression": "487 / 3"}, params, asked("三个人一共花了多少？")) == [], "asked in Chinese"
 
 
 async def test_a_call_with_a_made_up_name_is_not_made_and_the_answer_is_written() -> None:
