@@ -1045,16 +1045,16 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     """The required arguments the model made up where the conversation (what the user wrote, the turn's tool results)
     left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time is it?"
     offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" → ``receiver:
-    "john_doe"``), a string that is numbers and arithmetic only (:data:`_FORMULA`: "Good morning! I finished my
-    thesis." offered a calculator → ``expression: "100 * 0.075"``), and the numbers of a call whose every required
-    argument, two or more, is numbers only (a number, coordinates) where the conversation gave no number at all, in digits or in words, and named nothing to look them
-    up by (:func:`_numbers_given`; "How can the deer population grow?" → ``current_population: 1000, birth_rate:
-    0.05``; not "What's the weather in Berlin?" → its coordinates, nor "roll a die" → ``sides: 6``; a call with a
-    named file and its size is judged by the name). Such a call is not made; the answer is
-    written instead (it can ask for what is missing). A word matches one it starts or that starts it (three letters or
-    more: ``EUR`` and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the
-    conversation lets every number through), dates and times, text the model composes (a sentence, lower-case words),
-    anything asked in Chinese."""
+    "john_doe"``); and where the conversation gave no number at all, in digits or in words, and named nothing to look
+    one up by (:func:`_numbers_given`), a string of numbers and arithmetic only (:data:`_FORMULA`: "Good morning! I
+    finished my thesis." offered a calculator → ``expression: "100 * 0.075"``) and the numbers of a call whose every
+    required argument, two or more, is numbers only (a number, coordinates; "How can the deer population grow?" →
+    ``current_population: 1000, birth_rate: 0.05``; not "What's the weather in Berlin?" → its coordinates, nor "roll a
+    die" → ``sides: 6``; a call with a named file and its size is judged by the name). Such a call is not made; the
+    answer is written instead (it can ask for what is missing). A word matches one it starts or that starts it (three
+    letters or more: ``EUR`` and "euros"). Not judged: an enum's choice, a number worked out from others (any number in
+    the conversation lets every number through), dates and times, text the model composes (a sentence, lower-case
+    words), anything asked in Chinese."""
     if _CJK.search(question(messages)):
         return []  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     said = _words(
