@@ -340,7 +340,8 @@ class LocalAdapter(BaseAdapter):
         the model is unsure of a further tool after a result or of a first tool far from the request, a write
         names no file and the request speaks of none, the arguments were cut short — the user is told first —, a
         required name was made up, or the call repeats one of the turn's). A first ``answer`` gets a second look
-        at the likeliest tool (:func:`localtools.worth_calling`)."""
+        at the likeliest tool (:func:`localtools.worth_calling`); a first tool the model is unsure of gives way to
+        a clearly nearer one (:func:`localtools.nearer`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -387,15 +388,14 @@ class LocalAdapter(BaseAdapter):
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
             if not localtools.relevant(near[choice], step.get("score")):
                 return False  # far from what the tool does, and the model unsure of it: answered
+            if instead := localtools.nearer(choice, near, step.get("score")):
+                choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
         if first and choice == localtools.ANSWER:
             written.clear()  # a second look: the model's likeliest tool, weighed against its "answer"
             probe = await self._generate({**ask, "regex": localtools.choice_regex(names, answer=False)}, keep, asm)
             steps.append(probe)
             named = localtools.decision_of(localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"', names)
-            if (
-                named is not None
-                and localtools.worth_calling(step.get("score"), probe.get("score"), near[named])
-            ):
+            if named is not None and localtools.worth_calling(step.get("score"), probe.get("score"), near[named]):
                 choice = named
                 decision = localtools.DECISION_PREFIX + choice + '"'
         if choice is None or choice == localtools.ANSWER:

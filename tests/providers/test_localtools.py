@@ -30,6 +30,7 @@ calculator calls use (a formula of numbers nobody gave is made up: :func:`localt
 def request(messages: list[dict[str, Any]] | None = None, **kwargs: Any) -> MetonaRequest:
     return _request(messages or ASKED, **kwargs)
 
+
 pytestmark = pytest.mark.anyio
 
 WRITE = {
@@ -726,6 +727,37 @@ async def test_a_tool_far_from_the_request_that_the_model_is_unsure_of_is_not_ca
     assert response.tool_calls and response.tool_calls[0].name == "calculator"  # far, but the model is sure
 
 
+def test_an_unsure_choice_gives_way_to_a_clearly_nearer_tool() -> None:
+    unsure, sure = math.log(lt.NEARER_P) - 0.01, math.log(lt.NEARER_P)
+    assert lt.nearer("a", {"a": 0.1, "b": 0.1 + lt.NEARER_GAP}, unsure) == "b"
+    assert lt.nearer("a", {"a": 0.1, "b": 0.1 + lt.NEARER_GAP}, None) == "b"  # no score: no confidence
+    assert lt.nearer("a", {"a": 0.1, "b": 0.1 + lt.NEARER_GAP}, sure) is None
+    assert lt.nearer("a", {"a": 0.1, "b": 0.19}, unsure) is None
+    assert lt.nearer("a", {"a": 0.4, "b": 0.1}, unsure) is None
+    assert lt.nearer("a", {"a": 0.4}, unsure) is None
+
+
+async def test_the_adapter_calls_the_nearer_tool_when_the_model_is_unsure_of_its_own() -> None:
+    class Halfway(FavouringEmbedder):
+        """The calculator's summary at cosine 1 with the request, every other text's at 0.5."""
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            half = [0.5, math.sqrt(0.75)]
+            return np.array([[1.0, 0.0] if i == 0 or t.startswith("calculator") else half for i, t in enumerate(texts)])
+
+    unsure = math.log(lt.NEARER_P) - 0.01
+    runtime = ScriptedRuntime(['write_file"'], ['{"expression": "2 ** 16"}'], score=unsure)
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), Halfway())
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+    assert runtime.payloads[1]["prefix"] == '{"tool": "calculator", "arguments": '
+    runtime = ScriptedRuntime(['get_current_time"'])  # the model sure of it: kept
+    response, _ = await run(runtime, request(tools=[CALC, TIME]), Halfway())
+    assert response.tool_calls and response.tool_calls[0].name == "get_current_time"
+    runtime = ScriptedRuntime(['get_current_time"'], ['{"expression": "2 ** 16"}'], score=unsure)
+    response, _ = await run(runtime, request(tools=[CALC, TIME]), Halfway())
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+
+
 async def test_an_answer_is_looked_at_again_and_a_near_tool_almost_as_likely_is_called() -> None:
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ['{"expression": "2 ** 16"}'])
     response, _ = await run(runtime, request(tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
@@ -958,9 +990,7 @@ def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> Non
     def asked(text: str) -> Any:
         return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
 
-    assert lt.made_up({"expression": "366"}, params, asked("How many days are there in a leap year?")) == [
-        "expression"
-    ]
+    assert lt.made_up({"expression": "366"}, params, asked("How many days are there in a leap year?")) == ["expression"]
     greeting = asked("Good morning! I finally finished my thesis yesterday, feeling pretty great.")
     assert lt.made_up({"expression": "100 * 0.075"}, params, greeting) == ["expression"]
     assert lt.made_up({"expression": "(3 + 4) / 2"}, params, asked("What is the mean of three and four?")) == []
