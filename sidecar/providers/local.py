@@ -332,7 +332,13 @@ class LocalAdapter(BaseAdapter):
             raise self._error(exc.code, str(exc), interrupted=asm.visible) from None
 
     async def _tool_step(
-        self, request: MetonaRequest, tools: list[Any], asm: StreamAssembler, steps: list[dict[str, Any]]
+        self,
+        request: MetonaRequest,
+        tools: list[Any],
+        asm: StreamAssembler,
+        steps: list[dict[str, Any]],
+        *,
+        in_order: bool = True,
     ) -> bool:
         """The constrained decision and arguments (:mod:`.localtools`); True when the step answered (a tool call
         was emitted, or the user was asked which file a write should go to), False when the answer is to be
@@ -341,10 +347,20 @@ class LocalAdapter(BaseAdapter):
         names no file and the request speaks of none, the arguments were cut short — the user is told first —, a
         required name was made up, or the call repeats one of the turn's). A first ``answer`` gets a second look
         at the likeliest tool (:func:`localtools.worth_calling`); a first tool the model is unsure of gives way to
-        a clearly nearer one (:func:`localtools.nearer`)."""
+        a clearly nearer one (:func:`localtools.nearer`). A first decision on a request that asks for something and
+        then saves it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`);
+        when that calls no tool, on the whole request."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
+        part = localtools.before_saving(localtools.question(request.messages)) if in_order and not calls else None
+        if part is not None:
+            messages = list(request.messages)
+            at = localtools.turn_start(messages) - 1  # the request (before_saving found it, so there is one)
+            messages[at] = messages[at].model_copy(update={"content": part})
+            first_part = request.model_copy(update={"messages": messages})
+            if await self._tool_step(first_part, tools, asm, steps, in_order=False):
+                return True
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
         done = localtools.succeeded(request.messages)

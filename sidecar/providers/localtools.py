@@ -247,6 +247,34 @@ def wants_a_file(messages: Sequence[MetonaMessage]) -> bool:
     return bool(_SAVE_WORDS.search(text) or (_WRITE_WORDS.search(text) and _FILE_WORDS.search(text)))
 
 
+_OBJECT_BEFORE = re.compile(r"(?:把|将)[^\s,，。;；]{0,12}$")
+_CONNECTIVE_END = re.compile(r"(?:[,，;；]|\band(?:\s+then)?|\bthen|然后|并且|并|再|之后)\s*$", re.IGNORECASE)
+_CLAUSE_WORDS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_]+")
+
+
+def before_saving(text: str) -> str | None:
+    """What a request asks for before the clause that saves or writes its outcome, when it asks for something
+    first: "Work out 7.5% sales tax on 348.80 and save the amount in tax.txt" → "Work out 7.5% sales tax on
+    348.80"; "算一下 468 乘以 0.85 再加 63 是多少，然后把结果写进 结果.txt" → "算一下 468 乘以 0.85 再加 63 是多少".
+    None when the request starts with the saving ("Write a haiku and save it"), the saving clause does not follow a
+    connective ("I want you to write …"), or what comes before it is under two words (or four Chinese characters).
+
+    The turn's first decision is made on that part first (the user's order of the steps): on the whole request the
+    named file drew the decision to the file tools, and the 0.5B model wrote ``"468 * 0.85 + 63 ="`` to the file
+    before calculating."""
+    saving = [m.start() for m in (_SAVE_WORDS.search(text), _WRITE_WORDS.search(text)) if m]
+    if not saving:
+        return None
+    head = _OBJECT_BEFORE.sub("", text[: min(saving)].rstrip()).rstrip()
+    connective = _CONNECTIVE_END.search(head)
+    if connective is None:
+        return None
+    head = head[: connective.start()].rstrip(" ,，;；")
+    words = _CLAUSE_WORDS.findall(head)
+    cjk = sum(1 for w in words if _CJK.fullmatch(w))
+    return head if len(words) - cjk >= 2 or cjk >= 4 else None
+
+
 _CHANGE_WORDS = re.compile(
     r"\b(?:save[ds]?|saving|store|write|writes|writing|put|record|export|create|add|append|insert|update|edit|"
     r"change|modify|replace|rename|move|copy|delete|remove|fill|note down|jot|generate|draft|compose|output|dump|"

@@ -1065,6 +1065,44 @@ def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wan
     assert lt.wants_a_file(request(messages=[{"role": "user", "content": ask, "timestamp": 1}]).messages) is wanted
 
 
+@pytest.mark.parametrize(
+    ("ask", "part"),
+    [
+        ("Compute 19 * 23 and save the result to answer.txt", "Compute 19 * 23"),
+        (
+            "Find the files that mention invoices, then write their names to list.txt",
+            "Find the files that mention invoices",
+        ),
+        ("Check the weather and then record it in log.md", "Check the weather"),
+        ("查一下东京现在几点，并保存到 time.txt", "查一下东京现在几点"),
+        ("把 17 乘以 23 算出来，然后把结果写进 答案.txt", "把 17 乘以 23 算出来"),
+        ("Write a haiku about autumn and save it to poem.txt", None),  # the saving is what is asked first
+        ("I want you to write a summary into summary.md", None),  # no connective: one clause
+        ("Can you save this to notes.md", None),
+        ("How do I save a file in vim?", None),
+        ("请把结果保存到 a.txt", None),
+        ("Sure, save it", None),  # under two words before it
+    ],
+)
+def test_what_a_request_asks_before_saving_is_its_first_part(ask: str, part: str | None) -> None:
+    assert lt.before_saving(ask) == part
+
+
+async def test_a_request_that_saves_an_outcome_is_decided_in_the_users_order() -> None:
+    ask = [{"role": "user", "content": "Compute 19 * 23 and save the result to answer.txt", "timestamp": 1}]
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "19 * 23"}'])
+    response, _ = await run(runtime, request(messages=ask, tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+    assert runtime.payloads[0]["messages"][-1]["content"] == "Compute 19 * 23"  # the decision saw the first part
+    think = [{"role": "user", "content": "Think of a colour and save it to answer.txt", "timestamp": 1}]
+    runtime = ScriptedRuntime(
+        ['answer"'], ['calculator"'], ['write_file"'], ['{"path": "answer.txt", "content": "teal"}']
+    )
+    response, _ = await run(runtime, request(messages=think, tools=[CALC, WRITE]))
+    assert response.tool_calls and response.tool_calls[0].name == "write_file"  # nothing to do first: the whole
+    assert runtime.payloads[2]["messages"][-1]["content"] == think[0]["content"]
+
+
 async def test_after_a_result_a_write_that_names_no_file_is_not_asked_about() -> None:
     ask = {"role": "user", "content": "我记得笔记里写过咖啡豆开封后该怎么保存，帮我查一下。", "timestamp": 1}
     runtime = ScriptedRuntime(['write_file"'], ["密封罐，避光。"])
