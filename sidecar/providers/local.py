@@ -434,6 +434,8 @@ class LocalAdapter(BaseAdapter):
             if not known:
                 return False
             schema = localtools.ground_arguments(schema, known)
+        elif (folder := localtools.named_folder(asked)) and localtools.on_a_folder(tool):
+            schema = localtools.ground_folder(schema, folder)  # the folder the user named, as the user spelled it
         args: dict[str, Any] = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()

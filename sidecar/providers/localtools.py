@@ -539,8 +539,14 @@ def named_file_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMe
     """When the request names a file (:func:`request_paths`), the tools its first decision is among
     (:func:`for_files`), without ``answer``: what a file holds, the model cannot know. Empty when it names none, or
     no such tool is offered. Answering was the 0.5B model's first choice for questions about what a named file
-    says (answered from nothing), and so was the notes search."""
-    return for_files(tools, messages) if request_paths(messages) else []
+    says (answered from nothing), and so was the notes search. When every path it names is a file (it has an
+    extension) and it names no folder, not the tools that work in a folder (:func:`on_a_folder`): "According to
+    docs/2024/plan.md, when is the beta?" drew list_directory on the file, which failed."""
+    paths = request_paths(messages)
+    if not paths:
+        return []
+    files_only = all(_EXTENSION.search(p) for p in paths) and named_folder(question(messages)) is None
+    return [t for t in for_files(tools, messages) if not (files_only and on_a_folder(t))]
 
 
 def for_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
@@ -579,6 +585,32 @@ def ground_arguments(schema: dict[str, Any], paths: Sequence[str]) -> dict[str, 
         return schema
     properties[PATH_ARGUMENT] = {"type": "string", "enum": list(paths)}
     return {**schema, "properties": properties}
+
+
+_FOLDER_WORDS = re.compile(r"\b(?:folders?|director(?:y|ies)|dir)\b|文件夹|目录", re.IGNORECASE)
+
+
+def on_a_folder(tool: MetonaToolDef) -> bool:
+    """A tool that works in a folder given by its :data:`PATH_ARGUMENT` string (its description's first sentence
+    or the argument's own says folder or directory: list_directory, search_files), and changes no file."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    spec = (schema.get("properties") or {}).get(PATH_ARGUMENT)
+    if not isinstance(spec, dict) or spec.get("type") != "string" or names_its_file(tool):
+        return False
+    return bool(
+        _FOLDER_WORDS.search(first_sentence(tool.description)) or _FOLDER_WORDS.search(spec.get("description") or "")
+    )
+
+
+def ground_folder(schema: dict[str, Any], folder: str) -> dict[str, Any]:
+    """The arguments schema with the :data:`PATH_ARGUMENT` the one folder the request names (:func:`named_folder`),
+    given: the 0.5B model wrote ``"path": "note"`` for "在 笔记 文件夹里搜一下" and the search found no such folder."""
+    properties = dict(schema.get("properties") or {})
+    if PATH_ARGUMENT not in properties:
+        return schema
+    properties[PATH_ARGUMENT] = {"type": "string", "enum": [folder]}
+    required = [*(r for r in schema.get("required") or () if r != PATH_ARGUMENT), PATH_ARGUMENT]
+    return {**schema, "properties": properties, "required": required}
 
 
 def offered(tools: Sequence[MetonaToolDef]) -> list[MetonaToolDef]:

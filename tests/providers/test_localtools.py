@@ -1190,6 +1190,50 @@ def test_a_folder_named_without_a_file_changes_nothing() -> None:
     assert lt.named_folder("What is a folder?") is None
 
 
+def test_a_tool_that_works_in_a_folder_is_given_the_folder_the_request_names() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = {t.name: t for t in default_registry().definitions(["read_file", "write_file", "list_directory",
+                                                                  "search_files", "calculator"])}  # fmt: skip
+    assert {n for n, t in tools.items() if lt.on_a_folder(t)} == {"list_directory", "search_files"}
+    schema = lt.arguments_schema(tools["search_files"].parameters.model_dump(mode="json", exclude_none=True))
+    grounded = lt.ground_folder(schema, "笔记")
+    assert grounded["properties"]["path"] == {"type": "string", "enum": ["笔记"]} and "path" in grounded["required"]
+    assert grounded["properties"]["query"] == schema["properties"]["query"]
+    assert lt.ground_folder({"type": "object", "properties": {}}, "docs") == {"type": "object", "properties": {}}
+
+
+def test_a_request_that_names_only_files_is_not_offered_the_tools_that_work_in_a_folder() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = default_registry().definitions(["read_file", "list_directory", "search_files", "calculator"])
+
+    def offered_for(text: str) -> list[str]:
+        asked = request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+        return [t.name for t in lt.named_file_tools(tools, asked)]
+
+    assert offered_for("According to docs/2024/plan.md, when is the beta?") == ["read_file"]
+    assert offered_for("Read README.md, then list what is in the docs folder") == [
+        "read_file",
+        "list_directory",
+        "search_files",
+    ]
+    assert offered_for("What does the Makefile do?") == ["read_file", "list_directory", "search_files"]
+    assert offered_for("What is a hash table?") == []
+
+
+async def test_a_search_in_a_named_folder_searches_that_folder() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    (search,) = default_registry().definitions(["search_files"])
+    ask = [{"role": "user", "content": "在 归档 文件夹里搜一下，哪些文件提到了发票？", "timestamp": 1}]
+    runtime = ScriptedRuntime(['search_files"'], ['{"query": "发票", "path": "归档"}'])
+    tools = [search.model_dump(mode="json", by_alias=True, exclude_none=True)]
+    response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("search files"))
+    assert response.tool_calls and response.tool_calls[0].args == {"query": "发票", "path": "归档"}
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"]["enum"] == ["归档"]
+
+
 def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": ask, "timestamp": 1}]
     for i, (name, args, ok, summary) in enumerate(calls):
