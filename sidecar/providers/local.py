@@ -429,9 +429,9 @@ class LocalAdapter(BaseAdapter):
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(asked))
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
-        elif not first and localtools.takes_a_file(tool):  # after a result: a file named or seen, never a guess
+        elif localtools.takes_a_file(tool):  # a file named or seen, as spelled; after a result never a guess
             known = localtools.known_paths(request.messages)
-            if not known:
+            if not known and not first:
                 return False
             schema = localtools.ground_arguments(schema, known)
         elif (folder := localtools.named_folder(asked)) and localtools.on_a_folder(tool):

@@ -810,6 +810,29 @@ async def test_an_unfinished_request_offers_the_file_tools_without_the_answer_or
 READ = {**tool("read_file", "path"), "description": "Read a text file."}
 
 
+@pytest.mark.parametrize(
+    ("ask", "paths"),
+    [
+        ("帮我看一下 项目纪要.md，谁负责预算？", ["项目纪要.md"]),  # the model wrote "meeting纪要.md"
+        ("读一下「周报 第3周.md」", ["周报 第3周.md"]),  # and "workspaces/周报 第12周.md"
+        ("Look at the Makefile: what does make lint run?", ["Makefile"]),  # and "Makefile/test.sh"
+    ],
+)
+async def test_a_first_read_is_of_a_file_the_request_names_as_spelled(ask: str, paths: list[str]) -> None:
+    runtime = ScriptedRuntime(['read_file"'], [json.dumps({"path": paths[0]}, ensure_ascii=False)])
+    messages = [{"role": "user", "content": ask, "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=messages, tools=[READ, CALC]))
+    assert response.tool_calls and response.tool_calls[0].args == {"path": paths[0]}
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"] == {"type": "string", "enum": paths}
+
+
+async def test_a_first_read_that_names_no_file_is_left_to_the_model() -> None:
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "notes"}'])
+    messages = [{"role": "user", "content": "Read my notes file", "timestamp": 1}]
+    await run(runtime, request(messages=messages, tools=[READ, CALC]), FavouringEmbedder("read file"))
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"] == {"type": "string"}
+
+
 async def test_an_unfinished_request_reads_its_other_file_with_the_tool_that_read_the_first() -> None:
     ask = {"role": "user", "content": "Compare a.txt and b.txt", "timestamp": 1}
     read = {**CALL, "id": "r", "name": "read_file", "args": {"path": "a.txt"}}
