@@ -588,18 +588,20 @@ def ground_arguments(schema: dict[str, Any], paths: Sequence[str]) -> dict[str, 
 
 
 _FOLDER_WORDS = re.compile(r"\b(?:folders?|director(?:y|ies)|dir)\b|文件夹|目录", re.IGNORECASE)
+_FILE_WORD = re.compile(r"\bfiles?\b|文件(?!夹)", re.IGNORECASE)
 
 
 def on_a_folder(tool: MetonaToolDef) -> bool:
-    """A tool that works in a folder given by its :data:`PATH_ARGUMENT` string (its description's first sentence
-    or the argument's own says folder or directory: list_directory, search_files), and changes no file."""
+    """A tool that works in a folder given by its :data:`PATH_ARGUMENT` string, and changes no file: its
+    description's first sentence, or the argument's own description, speaks of a folder or directory and not of
+    a file (list_directory: "List a workspace folder"; search_files' path: "Folder to search."; not a
+    get_file_info "about a file or directory")."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
     spec = (schema.get("properties") or {}).get(PATH_ARGUMENT)
     if not isinstance(spec, dict) or spec.get("type") != "string" or names_its_file(tool):
         return False
-    return bool(
-        _FOLDER_WORDS.search(first_sentence(tool.description)) or _FOLDER_WORDS.search(spec.get("description") or "")
-    )
+    texts = (first_sentence(tool.description), str(spec.get("description") or ""))
+    return any(_FOLDER_WORDS.search(t) and not _FILE_WORD.search(t) for t in texts)
 
 
 def ground_folder(schema: dict[str, Any], folder: str) -> dict[str, Any]:

@@ -1219,6 +1219,8 @@ def test_a_tool_that_works_in_a_folder_is_given_the_folder_the_request_names() -
     tools = {t.name: t for t in default_registry().definitions(["read_file", "write_file", "list_directory",
                                                                   "search_files", "calculator"])}  # fmt: skip
     assert {n for n, t in tools.items() if lt.on_a_folder(t)} == {"list_directory", "search_files"}
+    info = {**tool("get_file_info", "path"), "description": "Retrieve detailed metadata about a file or directory."}
+    assert not lt.on_a_folder(MetonaToolDef.model_validate(info))  # a file or a folder
     schema = lt.arguments_schema(tools["search_files"].parameters.model_dump(mode="json", exclude_none=True))
     grounded = lt.ground_folder(schema, "笔记")
     assert grounded["properties"]["path"] == {"type": "string", "enum": ["笔记"]} and "path" in grounded["required"]
