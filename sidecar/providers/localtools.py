@@ -72,6 +72,9 @@ probability (:func:`confident`), else the answer is written. Without it the 0.5B
 offered the tools not yet called, named a further tool after single-tool requests too ("What files are in the
 reports folder?" → list_directory, then read_file at p≈0.2); the next steps of chains came at p≥0.4."""
 OPTIONAL_RULE = "Give an optional argument only when the request asks for something other than its default."
+VALUE_RULE = (
+    "Write each value in the form its description asks for: its format, its unit, its codes, as in its examples."
+)
 _STATED_ONLY = ("number",)
 _KEEP = ("type", "enum", "const", "properties", "required", "items")
 _REGEX_SPECIAL = frozenset("\\.^$*+?()[]{}|-/")
@@ -704,7 +707,7 @@ def arguments_prompt(tool: MetonaToolDef) -> str:
         lines.append(f"- {key} ({kind}, {need})" + (f": {text}" if text else ""))
     description = " ".join(tool.description.split())
     args = "\n".join(lines)
-    return f"# Tool\n{tool.name}: {description}\n\nArguments:\n{args}\n\n{OPTIONAL_RULE}\n{FORMAT}"
+    return f"# Tool\n{tool.name}: {description}\n\nArguments:\n{args}\n\n{OPTIONAL_RULE}\n{VALUE_RULE}\n{FORMAT}"
 
 
 def shape(spec: dict[str, Any], depth: int = 0) -> str:

@@ -344,7 +344,7 @@ def test_the_arguments_prompt_shows_the_chosen_tool_in_full() -> None:
     assert "- path (string, required): Relative path.\n" in prompt
     assert "- mode (string, one of create|append, optional): How.\n" in prompt
     assert "- tags (array of string, optional): Tags.\n" in prompt
-    assert prompt.endswith(f"{lt.OPTIONAL_RULE}\n{lt.FORMAT}")
+    assert prompt.endswith(f"{lt.OPTIONAL_RULE}\n{lt.VALUE_RULE}\n{lt.FORMAT}")
 
 
 def test_the_ranking_query_is_the_request_and_the_latest_result() -> None:
