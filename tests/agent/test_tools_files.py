@@ -113,6 +113,22 @@ async def test_search_does_not_read_through_links_out(ws: Path, escape_link: Pat
 
 
 @pytest.mark.anyio
+async def test_what_a_folder_holds_is_given_as_paths_from_the_workspace(ws: Path) -> None:
+    (ws / "笔记" / "sub").mkdir(parents=True)
+    (ws / "笔记" / "英语.md").write_text("TODO 背单词\n")
+    (ws / "笔记" / "sub" / "b.md").write_text("no\n")
+    found = await run("search_files", {"query": "TODO", "path": "笔记"}, ws)
+    assert [m["path"] for m in found.result.result["matches"]] == ["笔记/英语.md"]
+    assert "笔记/英语.md:1: TODO 背单词" in found.result.summary
+    read = await run("read_file", {"path": found.result.result["matches"][0]["path"]}, ws)
+    assert read.error_code is None  # what the search found can be read as given
+    listed = await run("list_directory", {"path": "笔记/", "recursive": True}, ws)
+    assert [e["path"] for e in listed.result.result["entries"]] == ["笔记/sub", "笔记/英语.md", "笔记/sub/b.md"]
+    top = await run("search_files", {"query": "TODO"}, ws)
+    assert [m["path"] for m in top.result.result["matches"]] == ["笔记/英语.md"]
+
+
+@pytest.mark.anyio
 async def test_file_tools_unavailable_without_roots() -> None:
     result = await run("read_file", {"path": "x"})
     assert result.error_code == "TOOL_UNAVAILABLE"
@@ -298,8 +314,8 @@ async def test_search_files_falls_back_to_the_files_that_hold_every_word(ws: Pat
     out = result.result.result
     assert out["matched"] == "all words"
     assert out["matches"] == [
-        {"path": "api.md", "kind": "content", "line": 1, "text": "# API"},
-        {"path": "api.md", "kind": "content", "line": 3, "text": "Rate limits: 100 requests a minute."},
+        {"path": "docs/api.md", "kind": "content", "line": 1, "text": "# API"},
+        {"path": "docs/api.md", "kind": "content", "line": 3, "text": "Rate limits: 100 requests a minute."},
     ]  # faq.md lacks "API" and "limit"; limits-api.txt lacks "rate"
     assert "the words of 'API rate limit' (no line holds it whole)" in (result.result.summary or "")
     whole = await run("search_files", {"query": "Rate limits", "path": "docs"}, ws)
@@ -307,7 +323,7 @@ async def test_search_files_falls_back_to_the_files_that_hold_every_word(ws: Pat
     one_word = await run("search_files", {"query": "quota", "path": "docs"}, ws)
     assert one_word.result.result["matches"] == [] and "matched" not in one_word.result.result
     named = await run("search_files", {"query": "limits api", "path": "docs", "glob": "*.txt"}, ws)
-    assert named.result.result["matches"] == [{"path": "limits-api.txt", "kind": "name"}]
+    assert named.result.result["matches"] == [{"path": "docs/limits-api.txt", "kind": "name"}]
 
 
 @pytest.mark.anyio

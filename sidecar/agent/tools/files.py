@@ -545,12 +545,19 @@ class ListDirectory(_FileTool):
             args.path, ctx, lambda w, stop: _list(w.real, w.roots, args.recursive, args.max_entries, stop)
         )
         shown = where.shown
+        entries = [{**e, "path": _from_root(shown, e["path"])} for e in entries]
         lines = [_entry_line(e) for e in entries]
         header = f"{shown}: {len(entries)} entries" + (
             f" (stopped at max_entries={args.max_entries})" if truncated else ""
         )
         result = {"path": shown, "entries": entries, "truncated": truncated}
         return ToolOutput(result=result, summary="\n".join([header, *lines]))
+
+
+def _from_root(folder: str, path: str) -> str:
+    """A path found in ``folder`` (as shown: :func:`display_path`) as a path from the workspace, what read_file takes:
+    "英语.md" found in "笔记" is "笔记/英语.md" (the local model read "英语.md" after a search in 笔记, and failed)."""
+    return path if folder in (".", "") else f"{folder.rstrip('/')}/{path}"
 
 
 def _entry_line(entry: dict[str, Any]) -> str:
@@ -674,6 +681,7 @@ class SearchFiles(_FileTool):
             )
             by_words = bool(matches)
         shown = where.shown
+        matches = [{**m, "path": _from_root(shown, m["path"])} for m in matches]
         result = {
             "query": args.query,
             "path": shown,
