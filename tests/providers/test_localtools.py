@@ -1007,6 +1007,26 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     assert lt.made_up({"count": 320, "rate": 1}, params, request(messages=after).messages) == ["count", "rate"]
 
 
+def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its_default() -> None:
+    properties = {
+        "query": {"type": "string"},
+        "glob": {"type": "string"},
+        "mode": {"type": "string", "enum": ["fts", "vector"]},
+        "when": {"type": "string"},
+    }
+    params = {"type": "object", "required": ["query"], "properties": properties}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    falcon = asked("Which of my files mention Project Falcon?")
+    args = {"query": "Project Falcon", "glob": "*.md", "mode": "vector", "when": "2026-12-05"}
+    assert lt.unasked(args, params, falcon) == {"query": "Project Falcon", "mode": "vector", "when": "2026-12-05"}
+    assert lt.unasked(args, params, asked("Which .md files mention Project Falcon?"))["glob"] == "*.md"
+    assert lt.unasked({"query": "x", "glob": "2024"}, params, falcon) == {"query": "x", "glob": "2024"}  # digits
+    assert lt.unasked({"query": "Nothing said"}, params, falcon) == {"query": "Nothing said"}  # required
+
+
 def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> None:
     params = {"type": "object", "required": ["expression"], "properties": {"expression": {"type": "string"}}}
 
