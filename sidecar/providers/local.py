@@ -430,8 +430,8 @@ class LocalAdapter(BaseAdapter):
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(asked))
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
-        elif localtools.takes_a_file(tool):  # a file named or seen, as spelled; after a result never a guess
-            known = localtools.known_paths(request.messages)
+        elif localtools.takes_a_file(tool):  # a file named (or, after a result, seen), as spelled; never a guess after
+            known = localtools.request_paths(request.messages) if first else localtools.known_paths(request.messages)
             if not known and not first:
                 return False
             schema = localtools.ground_arguments(schema, known)

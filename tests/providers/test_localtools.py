@@ -831,6 +831,12 @@ async def test_a_first_read_that_names_no_file_is_left_to_the_model() -> None:
     messages = [{"role": "user", "content": "Read my notes file", "timestamp": 1}]
     await run(runtime, request(messages=messages, tools=[READ, CALC]), FavouringEmbedder("read file"))
     assert runtime.payloads[1]["json_schema"]["properties"]["path"] == {"type": "string"}
+    listed = ("list_directory", {"path": "."}, True, {"entries": [{"path": "a.txt"}]})
+    earlier = [*_turn("What is here?", listed), {"role": "assistant", "content": "a.txt", "timestamp": 4}]
+    later = [*earlier, {"role": "user", "content": "Now read the notes file in docs", "timestamp": 5}]
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "docs/notes"}'])
+    await run(runtime, request(messages=later, tools=[READ, CALC]), FavouringEmbedder("read file"))
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"] == {"type": "string"}  # not a.txt, seen before
 
 
 async def test_an_unfinished_request_reads_its_other_file_with_the_tool_that_read_the_first() -> None:
