@@ -514,12 +514,19 @@ def unfinished(messages: Sequence[MetonaMessage]) -> bool:
     return bool(untouched)
 
 
-def takes_a_file(tool: MetonaToolDef) -> bool:
-    """The tool works on a file given by a required :data:`PATH_ARGUMENT` string (read_file, write_file)."""
+def _path_argument(tool: MetonaToolDef) -> tuple[dict[str, Any], bool] | None:
+    """The tool's :data:`PATH_ARGUMENT` when it is a string: (its schema, whether it is required); else None."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
     spec = (schema.get("properties") or {}).get(PATH_ARGUMENT)
-    required = PATH_ARGUMENT in (schema.get("required") or ())
-    return required and isinstance(spec, dict) and spec.get("type") == "string"
+    if not isinstance(spec, dict) or spec.get("type") != "string":
+        return None
+    return spec, PATH_ARGUMENT in (schema.get("required") or ())
+
+
+def takes_a_file(tool: MetonaToolDef) -> bool:
+    """The tool works on a file given by a required :data:`PATH_ARGUMENT` string (read_file, write_file)."""
+    path = _path_argument(tool)
+    return path is not None and path[1]
 
 
 def _has_argument(tool: MetonaToolDef, name: re.Pattern[str]) -> bool:
@@ -599,23 +606,21 @@ def on_a_folder(tool: MetonaToolDef) -> bool:
     description's first sentence, or the argument's own description, speaks of a folder or directory and not of
     a file (list_directory: "List a workspace folder"; search_files' path: "Folder to search."; not a
     get_file_info "about a file or directory")."""
-    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
-    spec = (schema.get("properties") or {}).get(PATH_ARGUMENT)
-    if not isinstance(spec, dict) or spec.get("type") != "string" or names_its_file(tool):
+    path = _path_argument(tool)
+    if path is None or names_its_file(tool):
         return False
-    texts = (first_sentence(tool.description), str(spec.get("description") or ""))
+    texts = (first_sentence(tool.description), str(path[0].get("description") or ""))
     return any(_FOLDER_WORDS.search(t) and not _FILE_WORD.search(t) for t in texts)
 
 
 def ground_folder(schema: dict[str, Any], folder: str) -> dict[str, Any]:
     """The arguments schema with the :data:`PATH_ARGUMENT` the one folder the request names (:func:`named_folder`),
     given: the 0.5B model wrote ``"path": "note"`` for "在 笔记 文件夹里搜一下" and the search found no such folder."""
-    properties = dict(schema.get("properties") or {})
-    if PATH_ARGUMENT not in properties:
+    grounded = ground_arguments(schema, [folder])
+    if grounded is schema:
         return schema
-    properties[PATH_ARGUMENT] = {"type": "string", "enum": [folder]}
     required = [*(r for r in schema.get("required") or () if r != PATH_ARGUMENT), PATH_ARGUMENT]
-    return {**schema, "properties": properties, "required": required}
+    return {**grounded, "required": required}
 
 
 def offered(tools: Sequence[MetonaToolDef]) -> list[MetonaToolDef]:
@@ -1129,6 +1134,12 @@ def _said_words(messages: Sequence[MetonaMessage]) -> set[str]:
     )
 
 
+def _unsaid(value: str, said: set[str]) -> bool:
+    """``value`` has words (digits aside) and the conversation gave none of them (:func:`_said`)."""
+    words = [w for w in _words(value) if not w.isdigit()]
+    return bool(words) and not any(_said(w, said) for w in words)
+
+
 def unasked(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
     """``args`` without the optional free strings the conversation never gave a word of (their default applies):
     the request asked for nothing other than the default (:data:`OPTIONAL_RULE`, which the model does not always
@@ -1142,8 +1153,7 @@ def unasked(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     for key, value in args.items():
         spec = _spec(parameters, key)
         if key not in required and isinstance(value, str) and not spec.get("enum") and not _DATE_OR_TIME.search(value):
-            words = [w for w in _words(value) if not w.isdigit()]
-            if words and not any(_said(w, said) for w in words):
+            if _unsaid(value, said):
                 continue
         out[key] = value
     return out
@@ -1186,7 +1196,7 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
         value, spec = args[key], _spec(parameters, key)
         if not isinstance(value, str) or spec.get("enum") or not _a_name(value):
             continue
-        if not any(_said(w, said) for w in _words(value) if not w.isdigit()):
+        if _unsaid(value, said):  # a name always has words (:func:`_a_name`)
             out.append(key)
     return out
 
