@@ -23,7 +23,9 @@ Two sets:
   ``HELDOUT_FILE`` runs another file of that form in its place.
 
 Prints one line per case (expected, decided, ok, the decision's time to first token and wall time), then the
-accuracy per set, per kind (tool / answer / after a result) and per language. Asserts nothing.
+accuracy per set, per kind (tool / answer / after a result) and per language, and the decisions' prompt tokens
+(the work each first token waits for; unlike the times, the same on any machine at any load: two commits' prompts
+are compared by it when the machine's speed drifts between runs). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -215,8 +217,10 @@ async def main_async(args: argparse.Namespace) -> int:
             wall = time.perf_counter() - t1
             ttft = [d.get("ttft_ms", 0.0) for d in runtime.decisions]
             score = [d.get("score") for d in runtime.decisions]
+            tokens = [int(d.get("input_tokens") or 0) for d in runtime.decisions]
             row = {**case, "decided": decided, "ok": decided == case["expect"], "wall_s": round(wall, 3),
-                   "decisions": len(runtime.decisions), "ttft_ms": ttft, "score": score}  # fmt: skip
+                   "decisions": len(runtime.decisions), "ttft_ms": ttft, "score": score,
+                   "prompt_tokens": tokens}  # fmt: skip
             rows.append(row)
             mark = "ok " if row["ok"] else "BAD"
             scored = " ".join(f"{x:.2f}" for x in score if x is not None)
@@ -233,8 +237,11 @@ async def main_async(args: argparse.Namespace) -> int:
         text = "  ".join(f"{k} {sum(v)}/{len(v)}" for k, v in groups.items())
         ttfts = [t for r in rows for t in r["ttft_ms"]]
         walls = [r["wall_s"] for r in rows]
+        tokens = [t for r in rows for t in r["prompt_tokens"]]
         print(f"{name}: {text}  | decision ttft median {statistics.median(ttfts):.0f} ms, "
-              f"max {max(ttfts):.0f} ms; per case median {statistics.median(walls):.2f} s")  # fmt: skip
+              f"max {max(ttfts):.0f} ms; per case median {statistics.median(walls):.2f} s; "
+              f"decision prompts {sum(tokens)} tokens in {len(tokens)} "
+              f"(median {statistics.median(tokens):.0f})")  # fmt: skip
     if args.json:
         await anyio.Path(args.json).write_text(json.dumps(report, ensure_ascii=False, indent=1))
     return 0

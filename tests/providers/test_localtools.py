@@ -1027,10 +1027,17 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
 
     falcon = asked("Which of my files mention Project Falcon?")
     args = {"query": "Project Falcon", "glob": "*.md", "mode": "vector", "when": "2026-12-05"}
-    assert lt.unasked(args, params, falcon) == {"query": "Project Falcon", "mode": "vector", "when": "2026-12-05"}
+    assert lt.unasked(args, params, falcon) == {"query": "Project Falcon", "when": "2026-12-05"}
     assert lt.unasked(args, params, asked("Which .md files mention Project Falcon?"))["glob"] == "*.md"
     assert lt.unasked({"query": "x", "glob": "2024"}, params, falcon) == {"query": "x", "glob": "2024"}  # digits
     assert lt.unasked({"query": "Nothing said"}, params, falcon) == {"query": "Nothing said"}  # required
+    # an optional enum's choice nobody asked for is left to its default; one a word of the request names is kept
+    assert lt.unasked({"query": "x", "mode": "vector"}, params, asked("What did I note about vector clocks?")) == {
+        "query": "x",
+        "mode": "vector",
+    }
+    zh = asked("在笔记里找找关于 Project Falcon 的内容")  # a Chinese request never spells the English choice
+    assert lt.unasked({"query": "Project Falcon", "mode": "vector"}, params, zh)["mode"] == "vector"
 
 
 def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> None:
