@@ -177,6 +177,36 @@ async def test_read_file_errors(ws: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_a_read_of_a_name_cut_short_reads_the_one_file_it_can_mean(ws: Path) -> None:
+    (ws / "docs").mkdir()
+    (ws / "docs" / "My Notes.md").write_text("mine\n")
+    (ws / "README.md").write_text("readme\n")
+    (ws / "需求 说明.txt").write_text("需求\n")
+    (ws / "a report.md").write_text("a\n")
+    (ws / "b report.md").write_text("b\n")
+    (ws / ".hidden notes.md").write_text("x\n")
+    read = {  # a name with spaces cut at its first word, a name without its extension, another letter case
+        "docs/Notes.md": ("docs/My Notes.md", "mine"),
+        "README": ("README.md", "readme"),
+        "说明.txt": ("需求 说明.txt", "需求"),
+    }
+    if not (ws / "readme.MD").exists():  # a file system that tells letter case apart
+        read["readme.MD"] = ("README.md", "readme")
+    for asked, (path, content) in read.items():
+        result = await run("read_file", {"path": asked}, ws)
+        assert result.error_code is None, asked
+        assert result.result.result["path"] == path and result.result.result["content"] == content
+        assert result.result.summary is not None
+        assert result.result.summary.startswith(f"File {path} (there is no {asked.split('/')[-1]}:")
+    two = await run("read_file", {"path": "report.md"}, ws)  # two files it can mean: neither is read
+    assert two.error_code == "NOT_FOUND"
+    assert "'a report.md' or 'b report.md'" in (two.result.error or "")
+    for path in ("notes.md", "docs/Other.md", "nowhere/Notes.md"):  # no hidden file, nothing else, no folder
+        assert (await run("read_file", {"path": path}, ws)).error_code == "NOT_FOUND", path
+    assert not (ws / "Notes.md").exists()
+
+
+@pytest.mark.anyio
 async def test_read_file_size_cap(ws: Path) -> None:
     line = "x" * 99 + "\n"
     (ws / "big.txt").write_text(line * 30_000)  # ~3 MB

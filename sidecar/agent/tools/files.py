@@ -333,7 +333,23 @@ class ReadFile(_FileTool):
     timeout_ms = 15_000
 
     async def run(self, args: ReadFileParams, ctx: ToolContext) -> ToolOutput:
-        where, (data, size_truncated) = await _in_thread(args.path, ctx, lambda w, _stop: _read_head(w))
+        try:
+            where, (data, size_truncated) = await _in_thread(args.path, ctx, lambda w, _stop: _read_head(w))
+            meant = ""
+        except ToolError as exc:
+            if exc.code != "NOT_FOUND":
+                raise
+            folder, name = os.path.split(args.path.strip())
+            try:
+                _, near = await _in_thread(folder or ".", ctx, lambda w, _stop: _near_names(w, name))
+            except ToolError:
+                raise exc from None  # no such folder either
+            if len(near) != 1:
+                hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
+                raise ToolError(exc.message + hint, exc.code) from None
+            path = os.path.join(folder, near[0]) if folder else near[0]
+            where, (data, size_truncated) = await _in_thread(path, ctx, lambda w, _stop: _read_head(w))
+            meant = f" (there is no {name}: the one file in its folder it can mean)"
         text = _decode_text(data, args.path)
         lines = _split_lines(text)
         total = len(lines)
@@ -353,12 +369,37 @@ class ReadFile(_FileTool):
             "content": "\n".join(chosen),
             "truncated": size_truncated or end < total,
         }
-        header = f"File {shown}: lines {start}-{end} of {total}"
+        header = f"File {shown}{meant}: lines {start}-{end} of {total}"
         if size_truncated:
             header += " (file larger than 2 MiB: only its first 2 MiB were read)"
         elif end < total:
             header += f" (more lines follow: read on with start_line={end + 1})"
         return ToolOutput(result=result, summary=f"{header}\n{result['content']}")
+
+
+NEAR_NAMES = 5
+"""Most near names a read's ``NOT_FOUND`` lists (:func:`_near_names`)."""
+
+
+def _near_names(where: _Where, name: str) -> list[str]:
+    """The regular files in the folder ``where`` that a read of ``name`` there most likely meant, when there is
+    no ``name``: the same name in other letter case (``readme.md``: ``README.md``), ``name`` and an extension
+    (``README``: ``README.md``), or a name that ends in a space and ``name`` (``Notes.md``: ``My Notes.md`` —
+    an unquoted name with spaces is easily cut at its first word: "the file called My Notes.md", "打开 需求
+    说明.txt"). Hidden files are not offered; at most :data:`NEAR_NAMES`, sorted."""
+    if not name or name in (".", "..") or not where.real.is_dir():
+        return []
+    folded = name.casefold()
+    found = []
+    with os.scandir(where.real) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
+                continue
+            other = entry.name.casefold()
+            stem = os.path.splitext(other)[0]
+            if other == folded or (stem == folded and "." not in name) or other.endswith(" " + folded):
+                found.append(entry.name)
+    return sorted(found)[:NEAR_NAMES]
 
 
 def _read_head(where: _Where) -> tuple[bytes, bool]:
