@@ -316,9 +316,15 @@ def _skip_dir(name: str) -> bool:
 
 
 class ReadFileParams(ToolParams):
+    """``max_lines`` comes before ``start_line``: the arguments are written in this order, and the local model,
+    offered ``start_line`` first, wrote "the first 10 lines" as ``start_line: 10`` (5 of 5 requests in both
+    languages, 2026-12-04; 4 of 5 right after the swap, "from line 30" still ``start_line: 30``)."""
+
     path: str = Field(min_length=1, max_length=4096, description="Relative to the workspace, or absolute.")
-    start_line: int = Field(1, ge=1, description="First line (1-based).")
-    max_lines: int = Field(2000, ge=1, le=2000, description="Most lines to return.")
+    max_lines: int = Field(
+        2000, ge=1, le=2000, description="How many lines to return from start_line: the first 10 lines are 10."
+    )
+    start_line: int = Field(1, ge=1, description="The line to start at, 1-based: 1 is the top of the file.")
 
 
 class ReadFile(_FileTool):
