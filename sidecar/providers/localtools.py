@@ -35,7 +35,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
-from ..ir import MetonaMessage, MetonaToolDef
+from ..ir import MetonaMessage, MetonaToolCategory, MetonaToolDef
 from .base import tool_text
 
 ANSWER = "answer"
@@ -843,6 +843,26 @@ def worth_calling(answer_score: float | None, tool_score: float | None, cosine: 
         return False
     margin = tool_score - answer_score
     return (margin >= CALL_MARGIN and cosine >= RELEVANT_COSINE) or (margin >= NEAR_MARGIN and cosine >= NEAR_COSINE)
+
+
+SURE_P = 0.8
+"""After a call of the turn succeeded, a further look-up (:func:`looks_up`) is made only when the model gives its
+name at least this probability (:func:`sure`); a request's named file not yet touched is a step due all the same
+(:func:`unfinished`). The 0.5B model, shown a search's answer to "Which of my files mention Project Falcon?",
+went on to list the folder (p 0.51), read a file the search had shown (p 0.60) and search the notes, and answered
+after four calls — over the steps the request allowed; the next steps of the chains asked for (a result then
+written to a file, a file read then calculated) are no look-ups."""
+
+
+def looks_up(tool: MetonaToolDef) -> bool:
+    """``tool`` only gets information: it needs no permission (changes nothing the user must allow) and does not
+    calculate."""
+    return not tool.requires_permission and tool.category is not MetonaToolCategory.CALCULATION
+
+
+def sure(score: float | None) -> bool:
+    """The decision's score clears :data:`SURE_P`."""
+    return _known(score) and score >= math.log(SURE_P)
 
 
 def confident(score: float | None) -> bool:
