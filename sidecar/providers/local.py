@@ -344,8 +344,7 @@ class LocalAdapter(BaseAdapter):
         """The constrained decision and arguments (:mod:`.localtools`); True when the step answered (a tool call
         was emitted, or the user was asked which file a write should go to), False when the answer is to be
         written (the decision said so, the turn has made enough calls or every offered tool has succeeded in it,
-        the model is unsure of a further tool after a result (not sure of a further look-up:
-        :func:`localtools.looks_up`) or of a first tool far from the request, a write
+        the model is unsure of a further tool after a result or of a first tool far from the request, a write
         names no file and the request speaks of none, the arguments were cut short — the user is told first —, a
         required name was made up, or the call repeats one of the turn's). A first ``answer`` gets a second look
         at the likeliest tool (:func:`localtools.worth_calling`); a first tool the model is unsure of gives way to
@@ -421,8 +420,6 @@ class LocalAdapter(BaseAdapter):
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = next(t for t in tools if t.name == choice)
-        if done and not unfinished and localtools.looks_up(tool) and not localtools.sure(step.get("score")):
-            return False  # a further look-up after a result, the model not sure of it: answered from the results
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))

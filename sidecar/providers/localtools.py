@@ -35,7 +35,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
-from ..ir import MetonaMessage, MetonaToolCategory, MetonaToolDef
+from ..ir import MetonaMessage, MetonaToolDef
 from .base import tool_text
 
 ANSWER = "answer"
@@ -70,7 +70,10 @@ NEXT_TOOL_MIN_P = 0.3
 """After a tool result of the turn, another tool is called only when the model gives its name at least this
 probability (:func:`confident`), else the answer is written. Without it the 0.5B model, told what was done and
 offered the tools not yet called, named a further tool after single-tool requests too ("What files are in the
-reports folder?" → list_directory, then read_file at p≈0.2); the next steps of chains came at p≥0.4."""
+reports folder?" → list_directory, then read_file at p≈0.2); the next steps of chains came at p≥0.4. Tried and
+dropped (2026-12-04): a further look-up (a tool needing no permission that does not calculate) only at p ≥ 0.8 —
+"Which of my files mention Project Falcon?" went on from the search's answer to list, read and search the notes —
+took agent-bilingual-v1 (tuned on) from 0.75 to 0.77 and the held-out agent-bilingual-v2 from 0.60 to 0.56."""
 OPTIONAL_RULE = "Give an optional argument only when the request asks for something other than its default."
 VALUE_RULE = (
     "Write each value in the form its description asks for: its format, its unit, its codes, as in its examples."
@@ -843,26 +846,6 @@ def worth_calling(answer_score: float | None, tool_score: float | None, cosine: 
         return False
     margin = tool_score - answer_score
     return (margin >= CALL_MARGIN and cosine >= RELEVANT_COSINE) or (margin >= NEAR_MARGIN and cosine >= NEAR_COSINE)
-
-
-SURE_P = 0.8
-"""After a call of the turn succeeded, a further look-up (:func:`looks_up`) is made only when the model gives its
-name at least this probability (:func:`sure`); a request's named file not yet touched is a step due all the same
-(:func:`unfinished`). The 0.5B model, shown a search's answer to "Which of my files mention Project Falcon?",
-went on to list the folder (p 0.51), read a file the search had shown (p 0.60) and search the notes, and answered
-after four calls — over the steps the request allowed; the next steps of the chains asked for (a result then
-written to a file, a file read then calculated) are no look-ups."""
-
-
-def looks_up(tool: MetonaToolDef) -> bool:
-    """``tool`` only gets information: it needs no permission (changes nothing the user must allow) and does not
-    calculate."""
-    return not tool.requires_permission and tool.category is not MetonaToolCategory.CALCULATION
-
-
-def sure(score: float | None) -> bool:
-    """The decision's score clears :data:`SURE_P`."""
-    return _known(score) and score >= math.log(SURE_P)
 
 
 def confident(score: float | None) -> bool:

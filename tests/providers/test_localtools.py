@@ -714,23 +714,6 @@ async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> 
     )
 
 
-async def test_after_a_result_a_further_look_up_needs_the_model_sure_of_it_a_change_does_not() -> None:
-    between = math.log((lt.NEXT_TOOL_MIN_P + lt.SURE_P) / 2)  # confident enough for a next step, not sure
-    runtime = ScriptedRuntime(['get_current_time"'], ["It is 1591."], score=between)
-    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, TIME]))
-    assert response.tool_calls is None and response.content == "It is 1591."  # a look-up: answered from the result
-    runtime = ScriptedRuntime(['get_current_time"'], score=math.log(lt.SURE_P) + 0.01)
-    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, TIME]))
-    assert response.tool_calls and response.tool_calls[0].name == "get_current_time"  # sure of it
-    guarded = {**tool("send_email", "to"), "riskLevel": "high", "requiresPermission": True}  # a change: no look-up
-    runtime = ScriptedRuntime(['send_email"'], ['{"to": "ann@example.com"}'], score=between)
-    mailing = [{**HISTORY[0], "content": "What is 37*43? Email it to ann@example.com."}, *HISTORY[1:]]
-    response, _ = await run(runtime, request(messages=mailing, tools=[CALC, guarded]))
-    assert response.tool_calls and response.tool_calls[0].name == "send_email"
-    assert lt.looks_up(defs(TIME)[0]) and not lt.looks_up(defs(guarded)[0])
-    assert not lt.looks_up(defs({**CALC, "category": "calculation"})[0])  # a calculation after a read is a step
-
-
 async def test_a_tool_far_from_the_request_that_the_model_is_unsure_of_is_not_called() -> None:
     unsure = math.log(lt.RELEVANT_P) - 0.1
     runtime = ScriptedRuntime(['calculator"'], ["Hello."], score=unsure)
