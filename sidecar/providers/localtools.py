@@ -1149,21 +1149,29 @@ def unasked(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     keep). "Which of my files mention Project Falcon?" got ``glob: "*.md"``, and the search missed the .txt file
     that mentions it. An optional enum's choice is judged the same way when the request is not Chinese (whose words
     never spell an English choice): "According to my notes, …" got ``mode: "vector"`` where the default, ``hybrid``,
-    finds more, and "is docker running, use docker ps" got ``unit: "seconds"``. Not judged: a date or a time (worked
-    out: "tomorrow"), a value of digits only. On the tuning half (2026-12-04, 90 calls of BFCL single, multiple and
-    live, 47 of tool-generalisation-v1) no call's score changes with the free strings; with the enums (2026-12-04,
-    the same calls and 90 more of BFCL), one call is mended and none broken."""
+    finds more, and "is docker running, use docker ps" got ``unit: "seconds"``; not a yes or a no (``"True"``, worked
+    out from "I have laundry services"). Not judged: a date or a time (worked out: "tomorrow"), a value of digits
+    only. On the tuning half (2026-12-04, 90 calls of BFCL single, multiple and live, 47 of tool-generalisation-v1)
+    no call's score changes with the free strings; with the enums (the same calls and 90 more of BFCL), one call is
+    mended and, once a yes or a no was let be, none broken."""
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
     choices = not _CJK.search(question(messages))
     out = {}
     for key, value in args.items():
         if key not in required and isinstance(value, str):
-            judged = choices if _spec(parameters, key).get("enum") else not _DATE_OR_TIME.search(value)
+            if _spec(parameters, key).get("enum"):
+                judged = choices and value.strip().lower() not in _YES_NO
+            else:
+                judged = not _DATE_OR_TIME.search(value)
             if judged and _unsaid(value, said):
                 continue
         out[key] = value
     return out
+
+
+_YES_NO = frozenset({"true", "false", "yes", "no", "on", "off"})
+"""Enum choices that answer a yes-or-no question: worked out from what the request means, never words it says."""
 
 
 _FORMULA = re.compile(r"[\d\s.,+\-*/×÷^%()=]*\d[\d\s.,+\-*/×÷^%()=]*")

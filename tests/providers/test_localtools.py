@@ -1038,6 +1038,9 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     }
     zh = asked("在笔记里找找关于 Project Falcon 的内容")  # a Chinese request never spells the English choice
     assert lt.unasked({"query": "Project Falcon", "mode": "vector"}, params, zh)["mode"] == "vector"
+    laundry = {"type": "object", "properties": {"in_unit_laundry": {"type": "string", "enum": ["True", "False"]}}}
+    have = asked("A place to buy with 3 bedrooms; I have laundry services.")  # a yes or a no is worked out
+    assert lt.unasked({"in_unit_laundry": "True"}, laundry, have) == {"in_unit_laundry": "True"}
 
 
 def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> None:
