@@ -457,7 +457,7 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages, budget) + "\n\n")
                 return False
             args = localtools.spare_numbers(localtools.without_empty(parsed, declared), declared, asked)
-            args = localtools.unasked(args, declared, request.messages)
+            args = localtools.unasked(args, declared, request.messages, changes=tool.requires_permission)
             if localtools.made_up(args, declared, request.messages):  # a name the request never gave: not guessed
                 return False
         if localtools.repeated(choice, args, request.messages):

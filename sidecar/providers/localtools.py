@@ -1143,20 +1143,24 @@ def _unsaid(value: str, said: set[str]) -> bool:
     return bool(words) and not any(_said(w, said) for w in words)
 
 
-def unasked(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
+def unasked(
+    args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage], *, changes: bool = False
+) -> dict[str, Any]:
     """``args`` without the optional free strings the conversation never gave a word of (their default applies):
     the request asked for nothing other than the default (:data:`OPTIONAL_RULE`, which the model does not always
     keep). "Which of my files mention Project Falcon?" got ``glob: "*.md"``, and the search missed the .txt file
     that mentions it. An optional enum's choice is judged the same way when the request is not Chinese (whose words
     never spell an English choice): "According to my notes, …" got ``mode: "vector"`` where the default, ``hybrid``,
     finds more, and "is docker running, use docker ps" got ``unit: "seconds"``; not a yes or a no (``"True"``, worked
-    out from "I have laundry services"). Not judged: a date or a time (worked out: "tomorrow"), a value of digits
-    only. On the tuning half (2026-12-04, 90 calls of BFCL single, multiple and live, 47 of tool-generalisation-v1)
-    no call's score changes with the free strings; with the enums (the same calls and 90 more of BFCL), one call is
-    mended and, once a yes or a no was let be, none broken."""
+    out from "I have laundry services"), nor any choice of a tool that ``changes`` things (one that needs the user's
+    permission): its default may undo what was asked — "Add a line to todo.txt" writes ``mode: "append"``, and the
+    default, ``overwrite``, would lose the file. Not judged: a date or a time (worked out: "tomorrow"), a value of
+    digits only. On the tuning half (2026-12-04, 90 calls of BFCL single, multiple and live, 47 of
+    tool-generalisation-v1) no call's score changes with the free strings; with the enums (the same calls and 90
+    more of BFCL), one call is mended and, once a yes or a no was let be, none broken."""
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
-    choices = not _CJK.search(question(messages))
+    choices = not changes and not _CJK.search(question(messages))
     out = {}
     for key, value in args.items():
         if key not in required and isinstance(value, str):

@@ -1041,6 +1041,11 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     laundry = {"type": "object", "properties": {"in_unit_laundry": {"type": "string", "enum": ["True", "False"]}}}
     have = asked("A place to buy with 3 bedrooms; I have laundry services.")  # a yes or a no is worked out
     assert lt.unasked({"in_unit_laundry": "True"}, laundry, have) == {"in_unit_laundry": "True"}
+    # a tool that changes things keeps its choices: write_file's default, overwrite, would lose the file
+    modes = {"type": "object", "properties": {"mode": {"type": "string", "enum": ["overwrite", "append"]}}}
+    add = asked("Add a line 'buy milk' to todo.txt")
+    assert lt.unasked({"mode": "append"}, modes, add, changes=True) == {"mode": "append"}
+    assert lt.unasked({"mode": "append"}, modes, add) == {}  # a look-up's choice nobody asked for is let go
 
 
 def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> None:
