@@ -1156,8 +1156,10 @@ def unasked(
     permission): its default may undo what was asked — "Add a line to todo.txt" writes ``mode: "append"``, and the
     default, ``overwrite``, would lose the file. Not judged: a date or a time (worked out: "tomorrow"), a value of
     digits only. On the tuning half (2026-12-04, 90 calls of BFCL single, multiple and live, 47 of
-    tool-generalisation-v1) no call's score changes with the free strings; with the enums (the same calls and 90
-    more of BFCL), one call is mended and, once a yes or a no was let be, none broken."""
+    tool-generalisation-v1) no call's score changes with the free strings; with every tool's enums (the same calls
+    and 90 more of BFCL) one call was mended and, once a yes or a no was let be, none broken — but the bench's
+    functions need permission, as an untrusted plugin's tools do, so their enum choices are now all kept (held out:
+    real users' 18/30 with the rule on them, 17/30 without)."""
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
     choices = not changes and not _CJK.search(question(messages))
