@@ -78,11 +78,11 @@ folder and file grounding, the value rule, the optional strings and a look-up's 
 to their defaults): single 25/30 + MCP 24/30, multiple 20/30 + MCP 17/25, real users' 17/30, no call where none
 fits 25/30 + 22/30 + MCP 18/21. At 8364fd1 (16:24–16:43, load 1.9), where every tool's unasked enum choices were let
 go (a plugin's too, and write_file's "append" — a file lost: see :func:`localtools.unasked`), 25 + 24, 21 + 17, 18,
-25 + 22 + 18. At 9f0f806 (13:57–14:20, load
-3.5): 24 + 24, 21 + 17, 17, 25 + 22 + 18. At b7523f6 (12:58–13:14, load 2): 23 + 24, 20 + 17, 16, 25 + 22 +
-18; at 3c356bd and 68d3c4f (equal): 23 + 24, 20 + 17, 14, 26 + 22 + 18; at 51d15ea (2026-12-03, the old judge):
-23 + 25, 20 + 17, 14, 26 + 22 + 19. Below :data:`TOOL_CALLING_BAR`: not claimed. A case's median time
-about twice the 0.5B model's alone (the arguments step runs on a model three times the size)."""
+25 + 22 + 18. At 9f0f806 (13:57–14:20, load 3.5): 24 + 24, 21 + 17, 17, 25 + 22 + 18. At b7523f6 (12:58–13:14,
+load 2): 23 + 24, 20 + 17, 16, 25 + 22 + 18; at 3c356bd and 68d3c4f (equal): 23 + 24, 20 + 17, 14, 26 + 22 + 18;
+at 51d15ea (2026-12-03, the old judge): 23 + 25, 20 + 17, 14, 26 + 22 + 19. Below :data:`TOOL_CALLING_BAR`: not
+claimed. A case's median time about twice the 0.5B model's alone (the arguments step runs on a model three times
+the size)."""
 TOOL_CALLING_BAR = {
     "single_function_rate": 0.80,
     "multiple_function_rate": 0.80,

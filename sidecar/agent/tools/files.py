@@ -349,7 +349,7 @@ class ReadFile(_FileTool):
             try:
                 _, near = await _in_thread(folder or ".", ctx, lambda w, _stop: _near_names(w, name))
             except ToolError:
-                raise exc from None  # no such folder either
+                raise exc from None  # no such folder either (or not a folder)
             if len(near) != 1:
                 hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
                 raise ToolError(exc.message + hint, exc.code) from None
@@ -392,13 +392,15 @@ def _near_names(where: _Where, name: str) -> list[str]:
     no ``name``: the same name in other letter case (``readme.md``: ``README.md``), ``name`` and an extension
     (``README``: ``README.md``), or a name that ends in a space and ``name`` (``Notes.md``: ``My Notes.md`` —
     an unquoted name with spaces is easily cut at its first word: "the file called My Notes.md", "打开 需求
-    说明.txt"). Hidden files are not offered; at most :data:`NEAR_NAMES`, sorted."""
-    if not name or name in (".", "..") or not where.real.is_dir():
+    说明.txt"). Hidden files are not offered; at most :data:`NEAR_NAMES`, sorted. The folder is listed as
+    list_directory lists it (:func:`_open_listed`, :func:`_walk_entries`: never through a folder swapped for a
+    symlink); one that is missing or a file is a ``ToolError``."""
+    if not name or name in (".", ".."):
         return []
     folded = name.casefold()
     found = []
-    with os.scandir(where.real) as entries:
-        for entry in entries:
+    with contextlib.closing(_walk_entries(_open_listed(where.real, where.roots), False)) as walk:
+        for _, entry in walk:
             if entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
                 continue
             other = entry.name.casefold()
