@@ -346,14 +346,15 @@ class LocalAdapter(BaseAdapter):
     ) -> bool:
         """The constrained decision and arguments (:mod:`.localtools`); True when the step answered (a tool call
         was emitted, or the user was asked which file a write should go to), False when the answer is to be
-        written (the decision said so, the turn has made enough calls or every offered tool has succeeded in it,
-        the model is unsure of a further tool after a result or of a first tool far from the request, a write
+        written (the decision said so or named a tool that has succeeded in the turn, the turn has made enough
+        calls, the model is unsure of a further tool after a result or of a first tool far from the request, a write
         names no file and the request speaks of none, the arguments were cut short — the user is told first —, a
         required name was made up, or the call repeats one of the turn's). A first ``answer`` gets a second look
         at the likeliest tool (:func:`localtools.worth_calling`); a first tool the model is unsure of gives way to
-        a clearly nearer one (:func:`localtools.nearer`). A first decision on a request that asks for something and
-        then saves it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`);
-        when that calls no tool, on the whole request."""
+        a clearly nearer one (:func:`localtools.nearer`), and for a request that speaks of files, when it works on
+        none, is decided again among those that do (:func:`localtools.spoken_of_files`). A first decision on a
+        request that asks for something and then saves it is made on the part before the saving first
+        (``in_order``, :func:`localtools.before_saving`); when that calls no tool, on the whole request."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -374,9 +375,9 @@ class LocalAdapter(BaseAdapter):
             on_files = [t for t in localtools.for_files(tools, request.messages)
                         if localtools.takes_a_file(t) and t.name not in failed]  # fmt: skip
         unfinished = bool(on_files)
-        tools = on_files or localtools.still_offered(tools, request.messages)
-        if not tools:
-            return False
+        if not (on_files or {t.name for t in tools} - done):
+            return False  # every offered tool has done its part: the answer, without a decision
+        tools = on_files or tools
         first = not calls
         narrowed = (
             localtools.named_file_tools(tools, request.messages) or localtools.named_url_tools(tools, request.messages)
@@ -406,6 +407,16 @@ class LocalAdapter(BaseAdapter):
         decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
         choice = localtools.decision_of(decision, names)
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
+            about_files = [t.name for t in localtools.spoken_of_files(tools, request.messages)]
+            if about_files and choice not in about_files and not localtools.sure(step.get("score")):
+                written.clear()  # a request about files, an unsure pick that works on none: among those that do
+                names = about_files
+                step = await self._generate({**ask, "regex": localtools.choice_regex(names)}, keep, asm)
+                steps.append(step)
+                decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'
+                choice = localtools.decision_of(decision, names)
+                near = {name: near[name] for name in names}
+        if first and choice not in (None, localtools.ANSWER) and not on_a_file:
             if not localtools.relevant(near[choice], step.get("score")):
                 return False  # far from what the tool does, and the model unsure of it: answered
             if instead := localtools.nearer(choice, near, step.get("score")):
@@ -420,6 +431,8 @@ class LocalAdapter(BaseAdapter):
                 decision = localtools.DECISION_PREFIX + choice + '"'
         if choice is None or choice == localtools.ANSWER:
             return False
+        if choice in done and not unfinished:
+            return False  # the model would do again what it has done: the answer is written from the results
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = next(t for t in tools if t.name == choice)

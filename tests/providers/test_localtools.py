@@ -306,14 +306,11 @@ def test_confidence_is_the_score_against_the_bar_and_no_score_is_none() -> None:
     assert not lt.confident(None) and not lt.confident(float("nan")) and not lt.confident(float("-inf"))
 
 
-def test_the_next_decision_offers_the_tools_not_yet_succeeded_in_this_turn() -> None:
-    tools = defs(CALC, WRITE)
-    req = request(messages=HISTORY, tools=[CALC, WRITE])
-    assert lt.succeeded(req.messages) == {"calculator"}
-    assert [t.name for t in lt.still_offered(tools, req.messages)] == ["write_file"]
-    assert [t.name for t in lt.still_offered(tools, request(messages=FAILED).messages)] == ["calculator", "write_file"]
+def test_the_tools_that_succeeded_in_this_turn_are_known() -> None:
+    assert lt.succeeded(request(messages=HISTORY).messages) == {"calculator"}
+    assert lt.succeeded(request(messages=FAILED).messages) == set()
     later = request(messages=[*HISTORY, {"role": "user", "content": "And again?", "timestamp": 4}])
-    assert [t.name for t in lt.still_offered(tools, later.messages)] == ["calculator", "write_file"]
+    assert lt.succeeded(later.messages) == set()
 
 
 def test_the_decision_history_folds_the_current_turn_into_its_request() -> None:
@@ -700,8 +697,19 @@ async def test_after_a_result_the_decision_sees_what_was_done_and_may_chain_anot
     assert [m["role"] for m in decision["messages"]] == ["system", "user"]
     done = '- calculator({"expression": "37*43"}) returned: 37*43 = 1591'
     assert decision["messages"][1]["content"] == f"What is 37*43?\n\nDone so far:\n{done}"
-    assert decision["regex"] == lt.choice_regex(["get_current_time"])  # the tool that succeeded is not offered again
-    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(TIME), examples_shown=False)
+    assert decision["regex"] == lt.choice_regex(["calculator", "get_current_time"])  # still offered: below
+    assert decision["messages"][0]["content"] == lt.tool_prompt(defs(CALC, TIME), examples_shown=False)
+
+
+async def test_after_a_result_naming_the_tool_that_succeeded_gives_the_answer() -> None:
+    runtime = ScriptedRuntime(['calculator"'], ["It is 1591."])
+    response, _ = await run(runtime, request(messages=HISTORY, tools=[CALC, TIME]))
+    assert response.tool_calls is None and response.content == "It is 1591."
+    assert "regex" not in runtime.payloads[1]
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "37*44"}'])  # it failed: it may be called again
+    failed = [{**FAILED[0], "content": "What is 37*43, or 37*44?"}, *FAILED[1:]]
+    response, _ = await run(runtime, request(messages=failed, tools=[CALC, TIME]))
+    assert response.tool_calls and response.tool_calls[0].args == {"expression": "37*44"}
 
 
 async def test_after_a_result_an_unsure_next_tool_gives_the_answer_instead() -> None:
@@ -756,6 +764,56 @@ async def test_the_adapter_calls_the_nearer_tool_when_the_model_is_unsure_of_its
     runtime = ScriptedRuntime(['get_current_time"'], ['{"expression": "2 ** 16"}'], score=unsure)
     response, _ = await run(runtime, request(tools=[CALC, TIME]), Halfway())
     assert response.tool_calls and response.tool_calls[0].name == "calculator"
+
+
+NOTES_SEARCH = {**tool("notes_search", "query"), "description": "Search the user's notes for passages."}
+FIND = {
+    **tool("find_in_files", "query"),
+    "description": "Find which files in a folder mention a text.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Text."},
+            "path": {"type": "string", "description": "Folder."},
+        },
+        "required": ["query"],
+    },
+}
+
+
+def _asking(text: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text, "timestamp": 1}]
+
+
+def test_a_request_that_speaks_of_files_or_folders_is_for_the_tools_that_work_on_them() -> None:
+    tools = defs(NOTES_SEARCH, FIND, CALC, PERMITTED_WRITE)
+    for text in ("Which of my files mention Falcon?", "哪些文件里写了 合同到期？", "Search the docs folder for TODO",
+                 "在 笔记 目录里找找 TODO"):  # fmt: skip
+        assert [t.name for t in lt.spoken_of_files(tools, request(messages=_asking(text)).messages)] == [
+            "find_in_files"
+        ]  # a write only when the request asks for a change
+    for text in ("What did I note about Falcon?", "我的笔记里怎么说咖啡豆的？", "What is 2 ** 16?"):
+        assert lt.spoken_of_files(tools, request(messages=_asking(text)).messages) == []
+    assert (
+        lt.spoken_of_files(defs(NOTES_SEARCH, CALC), request(messages=_asking("Which file mentions X?")).messages) == []
+    )
+
+
+async def test_an_unsure_pick_that_works_on_no_file_is_decided_again_for_a_request_about_files() -> None:
+    asking = _asking("Which of my files mention Falcon?")
+    unsure = math.log(lt.NEARER_P) - 0.01
+    runtime = ScriptedRuntime(['notes_search"'], ['find_in_files"'], ['{"query": "Falcon"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=asking, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("find"))
+    assert response.tool_calls and response.tool_calls[0].name == "find_in_files"
+    again = runtime.payloads[1]
+    assert again["regex"] == lt.choice_regex(["find_in_files"]) and again["messages"] == runtime.payloads[0]["messages"]
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "Falcon"}'])  # the model sure of it: kept
+    response, _ = await run(runtime, request(messages=asking, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
+    assert response.tool_calls and response.tool_calls[0].name == "notes_search"
+    notes = _asking("What did I note about Falcon?")  # no file spoken of: kept, however unsure
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "Falcon"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=notes, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
+    assert response.tool_calls and response.tool_calls[0].name == "notes_search"
 
 
 async def test_an_answer_is_looked_at_again_and_a_near_tool_almost_as_likely_is_called() -> None:
