@@ -58,6 +58,10 @@ async def run(tool: str, args: dict[str, Any]) -> ToolExecution:
         ("2 ** 100", 1_267_650_600_228_229_401_496_703_205_376),
         ("1_000 * 3", 3000),
         ("1e3 + 1", 1001.0),
+        ("0.1 + 0.2", 0.3),  # binary rounding's last digits go (15 significant digits are kept)
+        ("348.80 * 0.075 + 348.80", 374.96),
+        ("1 / 3", 0.333333333333333),
+        ("2 ** 0.5 * 1e300", 1.41421356237310e300),
     ],
 )
 def test_values(expression: str, value: Any) -> None:

@@ -119,6 +119,17 @@ def _written(expression: str) -> str:
     return _PERCENT.sub(r"(\1/100)", expression.translate(_SIGNS))
 
 
+SIGNIFICANT_DIGITS = 15
+"""The digits a float result keeps: as many as a double always holds (``DBL_DIG``), so the last digits of binary
+rounding go: ``348.80 * 0.075 + 348.80`` is 374.96, not 374.96000000000004, and ``0.1 + 0.2`` is 0.3 — the value a
+user (and the model writing the answer, which copied the noise into a file) expects."""
+
+
+def _shown(value: Any) -> Any:
+    """A float result to :data:`SIGNIFICANT_DIGITS` (ints and booleans as they are)."""
+    return float(f"{value:.{SIGNIFICANT_DIGITS}g}") if isinstance(value, float) else value
+
+
 def evaluate(expression: str) -> Number | bool:
     """The value of ``expression``; ``ToolError`` (INVALID_EXPRESSION, MATH_ERROR, RESULT_TOO_LARGE) otherwise."""
     if len(expression) > MAX_EXPRESSION_CHARS:
@@ -130,7 +141,7 @@ def evaluate(expression: str) -> Number | bool:
     except (ValueError, RecursionError, MemoryError):
         raise ToolError("the expression cannot be parsed", "INVALID_EXPRESSION") from None
     try:
-        return _Evaluator().visit(tree.body)
+        return _shown(_Evaluator().visit(tree.body))
     except ToolError:
         raise
     except ZeroDivisionError:
