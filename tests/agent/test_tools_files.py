@@ -185,10 +185,20 @@ async def test_a_read_of_a_name_cut_short_reads_the_one_file_it_can_mean(ws: Pat
     (ws / "a report.md").write_text("a\n")
     (ws / "b report.md").write_text("b\n")
     (ws / ".hidden notes.md").write_text("x\n")
+    (ws / "项目资料").mkdir()
+    (ws / "项目资料" / "需求说明.txt").write_text("需求说明\n")
+    (ws / "My Recipes").mkdir()
+    (ws / "My Recipes" / "pancakes.md").write_text("eggs\n")
     read = {  # a name with spaces cut at its first word, a name without its extension, another letter case
         "docs/Notes.md": ("docs/My Notes.md", "mine"),
         "README": ("README.md", "readme"),
         "说明.txt": ("需求 说明.txt", "需求"),
+        "读一下项目资料/读一下项目资料目录下的需求说明.txt": (
+            "项目资料/需求说明.txt",
+            "需求说明",
+        ),  # Chinese words glued on
+        "Recipes/pancakes.md": ("My Recipes/pancakes.md", "eggs"),  # the folder's name cut at its first word
+        "the README.md": ("README.md", "readme"),
     }
     if not (ws / "readme.MD").exists():  # a file system that tells letter case apart
         read["readme.MD"] = ("README.md", "readme")
@@ -197,11 +207,13 @@ async def test_a_read_of_a_name_cut_short_reads_the_one_file_it_can_mean(ws: Pat
         assert result.error_code is None, asked
         assert result.result.result["path"] == path and result.result.result["content"] == content
         assert result.result.summary is not None
-        assert result.result.summary.startswith(f"File {path} (there is no {asked.split('/')[-1]}:")
+        assert result.result.summary.startswith(f"File {path} (there is no {asked}: the one file it can mean)")
     two = await run("read_file", {"path": "report.md"}, ws)  # two files it can mean: neither is read
     assert two.error_code == "NOT_FOUND"
     assert "'a report.md' or 'b report.md'" in (two.result.error or "")
-    for path in ("notes.md", "docs/Other.md", "nowhere/Notes.md"):  # no hidden file, nothing else, no folder
+    for path in ("notes.md", "docs/Other.md", "nowhere/Notes.md", "ME.md", "明.txt", "xdocs/My Notes.md"):
+        # no hidden file, nothing else, no folder; not a name's last letters ("ME.md" of README.md, one character
+        # before the extension), not after a letter
         assert (await run("read_file", {"path": path}, ws)).error_code == "NOT_FOUND", path
     assert not (ws / "Notes.md").exists()
 

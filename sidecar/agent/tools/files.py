@@ -348,14 +348,22 @@ class ReadFile(_FileTool):
             folder, name = os.path.split(args.path.strip())
             try:
                 _, near = await _in_thread(folder or ".", ctx, lambda w, _stop: _near_names(w, name))
-            except ToolError:
-                raise exc from None  # no such folder either (or not a folder)
+            except ToolError:  # no such folder either (or not a folder): the one folder it can mean, if any
+                parent, last = os.path.split(folder)
+                try:
+                    _, folders = await _in_thread(parent or ".", ctx, lambda w, _stop: _near_names(w, last, True))
+                    if len(folders) != 1:
+                        raise exc from None
+                    folder = os.path.join(parent, folders[0])
+                    _, near = await _in_thread(folder, ctx, lambda w, _stop: _near_names(w, name))
+                except ToolError:
+                    raise exc from None
             if len(near) != 1:
                 hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
                 raise ToolError(exc.message + hint, exc.code) from None
             path = os.path.join(folder, near[0]) if folder else near[0]
             where, (data, size_truncated) = await _in_thread(path, ctx, lambda w, _stop: _read_head(w))
-            meant = f" (there is no {name}: the one file in its folder it can mean)"
+            meant = f" (there is no {args.path.strip()}: the one file it can mean)"
         text = _decode_text(data, args.path)
         lines = _split_lines(text)
         total = len(lines)
@@ -387,27 +395,40 @@ NEAR_NAMES = 5
 """Most near names a read's ``NOT_FOUND`` lists (:func:`_near_names`)."""
 
 
-def _near_names(where: _Where, name: str) -> list[str]:
-    """The regular files in the folder ``where`` that a read of ``name`` there most likely meant, when there is
-    no ``name``: the same name in other letter case (``readme.md``: ``README.md``), ``name`` and an extension
-    (``README``: ``README.md``), or a name that ends in a space and ``name`` (``Notes.md``: ``My Notes.md`` —
-    an unquoted name with spaces is easily cut at its first word: "the file called My Notes.md", "打开 需求
-    说明.txt"). Hidden files are not offered; at most :data:`NEAR_NAMES`, sorted. The folder is listed as
-    list_directory lists it (:func:`_open_listed`, :func:`_walk_entries`: never through a folder swapped for a
-    symlink); one that is missing or a file is a ``ToolError``."""
+def _near_names(where: _Where, name: str, folders: bool = False) -> list[str]:
+    """The regular files (``folders``: the folders) in the folder ``where`` that a read of ``name`` there most
+    likely meant, when there is no ``name`` (:func:`_can_mean`). Hidden entries are not offered; at most
+    :data:`NEAR_NAMES`, sorted. The folder is listed as list_directory lists it (:func:`_open_listed`,
+    :func:`_walk_entries`: never through a folder swapped for a symlink); one that is missing or a file is a
+    ``ToolError``."""
     if not name or name in (".", ".."):
         return []
-    folded = name.casefold()
     found = []
     with contextlib.closing(_walk_entries(_open_listed(where.real, where.roots), False)) as walk:
         for _, entry in walk:
-            if entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
-                continue
-            other = entry.name.casefold()
-            stem = os.path.splitext(other)[0]
-            if other == folded or (stem == folded and "." not in name) or other.endswith(" " + folded):
+            kind = entry.is_dir(follow_symlinks=False) if folders else entry.is_file(follow_symlinks=False)
+            if kind and not entry.name.startswith(".") and _can_mean(name, entry.name, folders):
                 found.append(entry.name)
     return sorted(found)[:NEAR_NAMES]
+
+
+def _can_mean(name: str, other: str, folder: bool = False) -> bool:
+    """``other`` is what a request's ``name`` most likely meant: the same name in other letter case (``readme.md``:
+    ``README.md``), a file's ``name`` and an extension (``README``: ``README.md``), a name that ends in a space and
+    ``name`` (``Notes.md``: ``My Notes.md`` — an unquoted name with spaces is easily cut at its first word: "the
+    file called My Notes.md", "打开 需求 说明.txt"), or ``name`` ending in ``other`` after a space or a Chinese
+    character (``读一下项目资料目录下的需求说明.txt``: ``需求说明.txt`` — Chinese words are glued to the name; at least
+    two characters before any extension)."""
+    name, other = name.casefold(), other.casefold()
+    stem = os.path.splitext(other)[0]
+    if other == name or (not folder and stem == name and "." not in name) or other.endswith(" " + name):
+        return True
+    before = name[: len(name) - len(other)]
+    return name.endswith(other) and len(stem) >= 2 and bool(before) and (before[-1] == " " or _is_cjk(before[-1]))
+
+
+def _is_cjk(char: str) -> bool:
+    return "\u3400" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff"
 
 
 def _read_head(where: _Where) -> tuple[bytes, bool]:
