@@ -417,17 +417,21 @@ class LocalAdapter(BaseAdapter):
                 choice = localtools.decision_of(decision, names)
                 near = {name: near[name] for name in names}
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
-            if not localtools.relevant(near[choice], step.get("score")):
+            named = bool(localtools.named_by(tools, localtools.question(request.messages))[choice])
+            cosine = max(near[choice], localtools.RELEVANT_COSINE) if named else near[choice]  # named: near enough
+            if not localtools.relevant(cosine, step.get("score")):
                 return False  # far from what the tool does, and the model unsure of it: answered
-            if instead := localtools.nearer(choice, near, step.get("score")):
+            if not named and (instead := localtools.nearer(choice, near, step.get("score"))):
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
         if first and choice == localtools.ANSWER:
             written.clear()  # a second look: the model's likeliest tool, weighed against its "answer"
             probe = await self._generate({**ask, "regex": localtools.choice_regex(names, answer=False)}, keep, asm)
             steps.append(probe)
-            named = localtools.decision_of(localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"', names)
-            if named is not None and localtools.worth_calling(step.get("score"), probe.get("score"), near[named]):
-                choice = named
+            likeliest = localtools.decision_of(localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"', names)
+            if likeliest is not None and localtools.worth_calling(
+                step.get("score"), probe.get("score"), near[likeliest]
+            ):
+                choice = likeliest
                 decision = localtools.DECISION_PREFIX + choice + '"'
         if choice is None or choice == localtools.ANSWER:
             return False

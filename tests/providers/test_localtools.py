@@ -816,6 +816,41 @@ async def test_an_unsure_pick_that_works_on_no_file_is_decided_again_for_a_reque
     assert response.tool_calls and response.tool_calls[0].name == "notes_search"
 
 
+def test_a_request_names_what_only_one_offered_tools_summary_names() -> None:
+    tools = defs(NOTES_SEARCH, CALC, TIME)
+
+    def named(text: str) -> dict[str, set[str]]:
+        return {name: words for name, words in lt.named_by(tools, text).items() if words}
+
+    assert named("Look in my notes for the gym schedule.") == {"notes_search": {"note"}}
+    assert named("根据我的笔记，装修预算一共多少？") == {"notes_search": {"note"}}  # in Chinese too
+    assert named("What time is it?") == {"get_current_time": {"time"}}  # the tool's name is in its summary
+    assert named("现在的日期？") == {"get_current_time": {"date"}}
+    assert named("Who wrote Pride and Prejudice?") == {}
+    assert named("the passages") == {"notes_search": {"passage"}}
+    both = defs(NOTES_SEARCH, {**NOTES_SEARCH, "name": "notes_search_2"})
+    assert lt.named_by(both, "my notes") == {"notes_search": set(), "notes_search_2": set()}  # shared: names neither
+
+
+async def test_a_tool_the_request_names_is_called_however_far_the_embedder_puts_it() -> None:
+    gym = _asking("Look in my notes for the gym schedule.")
+    unsure = math.log(lt.RELEVANT_P) - 0.1
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "gym schedule"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=gym, tools=[NOTES_SEARCH, CALC]))  # every cosine 0
+    assert response.tool_calls and response.tool_calls[0].name == "notes_search"
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "gym schedule"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=gym, tools=[NOTES_SEARCH, CALC]), FavouringEmbedder("calculator"))
+    assert response.tool_calls and response.tool_calls[0].name == "notes_search"  # not swapped for the nearer one
+    runtime = ScriptedRuntime(['notes_search"'], ["Hello."], score=unsure)
+    hello = _asking("Look in the gym schedule.")  # names nothing of the tool's: answered, as before
+    response, _ = await run(runtime, request(messages=hello, tools=[NOTES_SEARCH, CALC]))
+    assert response.tool_calls is None and response.content == "Hello."
+    floor = math.log(lt.RELEVANT_FLOOR) - 1  # a name the model hardly wanted: never called
+    runtime = ScriptedRuntime(['notes_search"'], ["Hello."], score=floor)
+    response, _ = await run(runtime, request(messages=gym, tools=[NOTES_SEARCH, CALC]))
+    assert response.tool_calls is None
+
+
 async def test_an_answer_is_looked_at_again_and_a_near_tool_almost_as_likely_is_called() -> None:
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ['{"expression": "2 ** 16"}'])
     response, _ = await run(runtime, request(tools=[CALC, WRITE]), FavouringEmbedder("calculator"))
