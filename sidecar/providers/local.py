@@ -417,11 +417,12 @@ class LocalAdapter(BaseAdapter):
                 choice = localtools.decision_of(decision, names)
                 near = {name: near[name] for name in names}
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
-            named = bool(localtools.named_by(tools, localtools.question(request.messages))[choice])
-            cosine = max(near[choice], localtools.RELEVANT_COSINE) if named else near[choice]  # named: near enough
+            named = localtools.named_by(tools, localtools.question(request.messages))
+            cosine = max(near[choice], localtools.RELEVANT_COSINE) if named[choice] else near[choice]  # named: near
             if not localtools.relevant(cosine, step.get("score")):
                 return False  # far from what the tool does, and the model unsure of it: answered
-            if not named and (instead := localtools.nearer(choice, near, step.get("score"))):
+            instead = localtools.nearer(choice, near, step.get("score"))
+            if instead and (named[instead] or not named[choice]):  # never for one the request does not name
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
         if first and choice == localtools.ANSWER:
             written.clear()  # a second look: the model's likeliest tool, weighed against its "answer"

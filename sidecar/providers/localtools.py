@@ -75,7 +75,7 @@ dropped (2026-12-04): a further look-up (a tool needing no permission that does 
 "Which of my files mention Project Falcon?" went on from the search's answer to list, read and search the notes —
 took agent-bilingual-v1 (tuned on) from 0.75 to 0.77 and the held-out agent-bilingual-v2 from 0.60 to 0.56.
 
-The tools whose calls succeeded stay in the list (since 2026-12-04, evening): after a result the 0.5B model names
+The tools whose calls succeeded stay in the list (since 485bc96, 2026-12-04): after a result the 0.5B model names
 the tool it has just called (p 0.9–0.99 after a search, a listing, a read, a sum, a notes search), and taken out of
 the list, that wish went to the nearest other tool — the notes search at p 0.90 after a file search, a file search
 at p 0.44 after a listing, and the search's five-step chain above. Naming a tool that succeeded is now the answer
@@ -766,7 +766,7 @@ def tool_summary(tool: MetonaToolDef) -> str:
 
 _NAMING_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _COMMON = frozenset(
-    "the and for with from into onto that this these those its it's not are was were been being has have had "
+    "the and for with from into onto that this these those its not are was were been being has have had "
     "can could will would should may might must shall any all each every some one two out about over under "
     "what which who whom whose when where why how than then also only just more most very such use used using "
     "get gets set sets give gives given make makes made let you your yours our ours their them they his her "
@@ -809,10 +809,10 @@ def named_by(tools: Sequence[MetonaToolDef], request: str) -> dict[str, set[str]
     """For each offered tool, the words of its own summary (:func:`tool_summary`) that the request names and no
     other offered tool's summary does: "Look in my notes for the gym schedule" names the notes search's "note";
     "根据我的笔记，装修预算一共多少？" too (:data:`ZH_WORDS`). A tool the model named that the request names this way
-    is called however far the embedder puts it (:func:`relevant`) and is not swapped for a nearer one
-    (:func:`nearer`): the 0.5B model named the notes search at p 0.46 for the first (cosine under
-    :data:`RELEVANT_COSINE`: answered), at p 0.79 for the second and "What did I write in my notes about the
-    landlord's phone number?", which the embedder put nearer the calculator (requests written for this,
+    is called however far the embedder puts it (:func:`relevant`) and is not swapped for a nearer one that the
+    request does not name so (:func:`nearer`): the 0.5B model named the notes search at p 0.46 for the first
+    (cosine under :data:`RELEVANT_COSINE`: answered), at p 0.79 for the second and "What did I write in my notes
+    about the landlord's phone number?", which the embedder put nearer the calculator (requests written for this,
     2026-12-04)."""
     own = {t.name: _named_words(tool_summary(t)) for t in tools}
     counts: dict[str, int] = {}
