@@ -403,23 +403,25 @@ class LocalAdapter(BaseAdapter):
             written.append(text)
 
         ask = {**base, "max_tokens": 24, "prefix": localtools.DECISION_PREFIX, "stop": ['"'], "score": True}
-        answer = not (unfinished or on_a_file)
-        step = await self._generate({**ask, "regex": localtools.choice_regex(names, answer=answer)}, keep, asm)
-        steps.append(step)
-        decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
-        choice = localtools.decision_of(decision, names)
+
+        async def decide(among: list[str], answer: bool = True) -> tuple[dict[str, Any], str, str | None]:
+            """One decision among the names ``among`` (and ``answer``): its step, its text and the name it wrote."""
+            written.clear()
+            step = await self._generate({**ask, "regex": localtools.choice_regex(among, answer=answer)}, keep, asm)
+            steps.append(step)
+            decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
+            return step, decision, localtools.decision_of(decision, among)
+
+        step, decision, choice = await decide(names, answer=not (unfinished or on_a_file))
+        asked = localtools.question(request.messages)
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
             about_files = [t.name for t in localtools.spoken_of_files(tools, request.messages)]
             if about_files and choice not in about_files and not localtools.sure(step.get("score")):
-                written.clear()  # a request about files, an unsure pick that works on none: among those that do
-                names = about_files
-                step = await self._generate({**ask, "regex": localtools.choice_regex(names)}, keep, asm)
-                steps.append(step)
-                decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'
-                choice = localtools.decision_of(decision, names)
+                names = about_files  # a request about files, an unsure pick that works on none: among those that do
+                step, decision, choice = await decide(names)
                 near = {name: near[name] for name in names}
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
-            named = localtools.named_by(tools, localtools.question(request.messages))
+            named = localtools.named_by(tools, asked)
             cosine = max(near[choice], localtools.RELEVANT_COSINE) if named[choice] else near[choice]  # named: near
             if not localtools.relevant(cosine, step.get("score")):
                 return False  # far from what the tool does, and the model unsure of it: answered
@@ -427,11 +429,8 @@ class LocalAdapter(BaseAdapter):
             if instead and (named[instead] or not named[choice]):  # never for one the request does not name
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
         if first and choice == localtools.ANSWER:
-            written.clear()  # a second look: the model's likeliest tool, weighed against its "answer"
-            probe = await self._generate({**ask, "regex": localtools.choice_regex(names, answer=False)}, keep, asm)
-            steps.append(probe)
-            likeliest = localtools.decision_of(localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"', names)
-            if likeliest is not None and localtools.worth_calling(
+            probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
+            if likeliest is not None and localtools.worth_calling(  # against its "answer"
                 step.get("score"), probe.get("score"), near[likeliest]
             ):
                 choice = likeliest
@@ -449,7 +448,6 @@ class LocalAdapter(BaseAdapter):
                 return True
             return False
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
-        asked = localtools.question(request.messages)
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(asked))
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))

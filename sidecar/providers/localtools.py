@@ -32,6 +32,7 @@ import itertools
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
@@ -815,10 +816,7 @@ def named_by(tools: Sequence[MetonaToolDef], request: str) -> dict[str, set[str]
     about the landlord's phone number?", which the embedder put nearer the calculator (requests written for this,
     2026-12-04)."""
     own = {t.name: _named_words(tool_summary(t)) for t in tools}
-    counts: dict[str, int] = {}
-    for words in own.values():
-        for word in words:
-            counts[word] = counts.get(word, 0) + 1
+    counts = Counter(word for words in own.values() for word in words)
     asked = _named_words(request)
     return {name: {w for w in words & asked if counts[w] == 1} for name, words in own.items()}
 

@@ -352,11 +352,12 @@ class ReadFile(_FileTool):
                 parent, last = os.path.split(folder)
                 try:
                     _, folders = await _in_thread(parent or ".", ctx, lambda w, _stop: _near_names(w, last, True))
-                    if len(folders) != 1:
-                        raise exc from None
-                    folder = os.path.join(parent, folders[0])
-                    _, near = await _in_thread(folder, ctx, lambda w, _stop: _near_names(w, name))
+                    if len(folders) == 1:
+                        folder = os.path.join(parent, folders[0])
+                        _, near = await _in_thread(folder, ctx, lambda w, _stop: _near_names(w, name))
                 except ToolError:
+                    folders = []
+                if len(folders) != 1:
                     raise exc from None
             if len(near) != 1:
                 hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
