@@ -349,9 +349,10 @@ class LocalAdapter(BaseAdapter):
         """The constrained decision and arguments (:mod:`.localtools`); True when the step answered (a tool call
         was emitted, or the user was asked which file a write should go to), False when the answer is to be
         written (the decision said so or named a tool that has succeeded in the turn, the turn has made enough
-        calls, the model is unsure of a further tool after a result or of a first tool far from the request, a write
-        names no file and the request speaks of none, the arguments were cut short — the user is told first —, a
-        required name was made up, or the call repeats one of the turn's). A first ``answer`` gets a second look
+        calls, the model is unsure of a further tool after a result or of a first tool far from the request with
+        no clearly nearer tool near it, a write names no file and the request speaks of none, the arguments were
+        cut short — the user is told first —, a required name was made up, or the call repeats one of the turn's).
+        A first ``answer`` gets a second look
         at the likeliest tool (:func:`localtools.worth_calling`); a first tool the model is unsure of gives way to
         a clearly nearer one (:func:`localtools.nearer`), and for a request that speaks of files, when it works on
         none, is decided again among those that do (:func:`localtools.spoken_of_files`). A first decision on a
@@ -423,10 +424,12 @@ class LocalAdapter(BaseAdapter):
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
             named = localtools.named_by(tools, asked)
             cosine = max(near[choice], localtools.RELEVANT_COSINE) if named[choice] else near[choice]  # named: near
-            if not localtools.relevant(cosine, step.get("score")):
-                return False  # far from what the tool does, and the model unsure of it: answered
             instead = localtools.nearer(choice, near, step.get("score"))
-            if instead and (named[instead] or not named[choice]):  # never for one the request does not name
+            if instead and not (named[instead] or not named[choice]):
+                instead = None  # never for one the request does not name
+            if not localtools.relevant(cosine, step.get("score"), near[instead] if instead else None):
+                return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
+            if instead:
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
         if first and choice == localtools.ANSWER:
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed

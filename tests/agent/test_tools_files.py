@@ -185,10 +185,20 @@ async def test_a_read_of_a_name_cut_short_reads_the_one_file_it_can_mean(ws: Pat
     (ws / "a report.md").write_text("a\n")
     (ws / "b report.md").write_text("b\n")
     (ws / ".hidden notes.md").write_text("x\n")
+    (ws / ".old x9.md").write_text("x\n")
     (ws / "项目资料").mkdir()
     (ws / "项目资料" / "需求说明.txt").write_text("需求说明\n")
     (ws / "My Recipes").mkdir()
     (ws / "My Recipes" / "pancakes.md").write_text("eggs\n")
+    (ws / "NOTES").write_text("port 8443\n")
+    (ws / "Project Docs" / "2024").mkdir(parents=True)
+    (ws / "Project Docs" / "2024" / "notes v2.md").write_text("contact: Raman\n")
+    (ws / ".git").mkdir()
+    (ws / ".git" / "old v3.md").write_text("x\n")
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / "a" / "b" / "plan v3.md").write_text("x\n")
+    (ws / "c").mkdir()
+    (ws / "c" / "draft v3.md").write_text("x\n")
     read = {  # a name with spaces cut at its first word, a name without its extension, another letter case
         "docs/Notes.md": ("docs/My Notes.md", "mine"),
         "README": ("README.md", "readme"),
@@ -199,6 +209,8 @@ async def test_a_read_of_a_name_cut_short_reads_the_one_file_it_can_mean(ws: Pat
         ),  # Chinese words glued on
         "Recipes/pancakes.md": ("My Recipes/pancakes.md", "eggs"),  # the folder's name cut at its first word
         "the README.md": ("README.md", "readme"),
+        "NOTES.txt": ("NOTES", "port 8443"),  # an extension the file has not
+        "v2.md": ("Project Docs/2024/notes v2.md", "contact: Raman"),  # the path cut at a space: the one below
     }
     if not (ws / "readme.MD").exists():  # a file system that tells letter case apart
         read["readme.MD"] = ("README.md", "readme")
@@ -211,7 +223,10 @@ async def test_a_read_of_a_name_cut_short_reads_the_one_file_it_can_mean(ws: Pat
     two = await run("read_file", {"path": "report.md"}, ws)  # two files it can mean: neither is read
     assert two.error_code == "NOT_FOUND"
     assert "'a report.md' or 'b report.md'" in (two.result.error or "")
-    for path in ("notes.md", "docs/Other.md", "nowhere/Notes.md", "ME.md", "明.txt", "xdocs/My Notes.md"):
+    below = await run("read_file", {"path": "v3.md"}, ws)  # two below (a hidden folder's is not offered)
+    assert below.error_code == "NOT_FOUND"
+    assert "(did you mean 'a/b/plan v3.md' or 'c/draft v3.md'?)" in (below.result.error or "")
+    for path in ("x9.md", "Other.txt", "docs/Other.md", "nowhere/Notes.md", "ME.md", "明.txt", "xdocs/My Notes.md"):
         # no hidden file, nothing else, no folder; not a name's last letters ("ME.md" of README.md, one character
         # before the extension), not after a letter
         assert (await run("read_file", {"path": path}, ws)).error_code == "NOT_FOUND", path

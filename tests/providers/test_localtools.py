@@ -380,6 +380,9 @@ def test_file_names_in_any_script_with_spaces_or_without_an_extension_are_recogn
     assert lt.named_paths("What does the Makefile do? Update README and .env") == ["Makefile", "README", ".env"]
     assert lt.named_paths("Write the rules to `build/rules` and 'Justfile'") == ["build/rules", "Justfile"]
     assert lt.named_paths("Read data.custom") == [] and lt.named_paths("Read 'data.custom'") == ["data.custom"]
+    for text in ("帮我找出工作区里所有的 .csv 文件。", "List the .md files", "Which '.pdf' files are there?"):
+        assert lt.named_paths(text) == [], text  # an extension alone is a kind of file, not a name
+    assert lt.named_paths("Open data/.csv and .env") == ["data/.csv", ".env"]
 
 
 def test_names_that_are_not_files_are_not_taken_for_files() -> None:
@@ -733,6 +736,24 @@ async def test_a_tool_far_from_the_request_that_the_model_is_unsure_of_is_not_ca
     runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16"}'])
     response, _ = await run(runtime, request(tools=[CALC, WRITE]))
     assert response.tool_calls and response.tool_calls[0].name == "calculator"  # far, but the model is sure
+
+
+async def test_a_far_unsure_choice_gives_way_to_a_nearer_tool_that_is_near_the_request() -> None:
+    class Orthogonal(FavouringEmbedder):
+        """The request and the calculator's summary at cosine 1, every other text at 0 with both."""
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.array([[1.0, 0.0] if i == 0 or t.startswith("calculator") else [0.0, 1.0]
+                             for i, t in enumerate(texts)])  # fmt: skip
+
+    far = math.log(lt.RELEVANT_P) - 0.1  # write_file: unsure, and far from the request
+    runtime = ScriptedRuntime(['write_file"'], ['{"expression": "2 ** 16"}'], score=far)
+    response, _ = await run(runtime, request(tools=[CALC, WRITE]), Orthogonal())
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+    assert runtime.payloads[1]["prefix"] == '{"tool": "calculator", "arguments": '
+    assert not lt.relevant(0.0, far) and not lt.relevant(0.0, far, lt.RELEVANT_COSINE - 0.01)
+    assert lt.relevant(0.0, far, lt.RELEVANT_COSINE)
+    assert not lt.relevant(0.0, math.log(lt.RELEVANT_FLOOR) - 1, 1.0)  # a name the model never wanted: answered
 
 
 def test_an_unsure_choice_gives_way_to_a_clearly_nearer_tool() -> None:

@@ -359,6 +359,8 @@ class ReadFile(_FileTool):
                     folders = []
                 if len(folders) != 1:
                     raise exc from None
+            if not near:  # none beside it: the files below that it can mean ("notes v2.md" in "Project Docs")
+                _, near = await _in_thread(folder or ".", ctx, lambda w, stop: _near_names_below(w, name, stop))
             if len(near) != 1:
                 hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
                 raise ToolError(exc.message + hint, exc.code) from None
@@ -413,17 +415,43 @@ def _near_names(where: _Where, name: str, folders: bool = False) -> list[str]:
     return sorted(found)[:NEAR_NAMES]
 
 
+NEAR_WALK = 2000
+"""Most entries the search below a folder for a read's near names looks at (:func:`_near_names_below`)."""
+
+
+def _near_names_below(where: _Where, name: str, stop: threading.Event) -> list[str]:
+    """The regular files in the subfolders of ``where`` (paths relative to it) whose names a read of ``name``
+    there can mean (:func:`_can_mean`), when none in ``where`` itself can: a name the request cut at a space
+    inside its folder's path ("Check Project Docs/notes v2.md" read as ``v2.md``). Walked as list_directory walks
+    (:func:`_walk_entries`), at most :data:`NEAR_WALK` entries; hidden entries are not offered; at most
+    :data:`NEAR_NAMES`, sorted."""
+    if not name or name in (".", ".."):
+        return []
+    found = []
+    with contextlib.closing(_walk_entries(_open_listed(where.real, where.roots), True)) as walk:
+        for seen, (rel, entry) in enumerate(walk):
+            if seen >= NEAR_WALK or stop.is_set():
+                break
+            hidden = any(part.startswith(".") for part in rel.split("/"))
+            if "/" in rel and not hidden and entry.is_file(follow_symlinks=False) and _can_mean(name, entry.name):
+                found.append(rel)
+    return sorted(found)[:NEAR_NAMES]
+
+
 def _can_mean(name: str, other: str, folder: bool = False) -> bool:
     """``other`` is what a request's ``name`` most likely meant: the same name in other letter case (``readme.md``:
-    ``README.md``), a file's ``name`` and an extension (``README``: ``README.md``), a name that ends in a space and
-    ``name`` (``Notes.md``: ``My Notes.md`` — an unquoted name with spaces is easily cut at its first word: "the
-    file called My Notes.md", "打开 需求 说明.txt"), or ``name`` ending in ``other`` after a space or a Chinese
+    ``README.md``), a file's ``name`` and an extension (``README``: ``README.md``) or ``name`` without the extension
+    it was given (``NOTES.txt``: ``NOTES``), a name that ends in a space and ``name`` (``Notes.md``: ``My Notes.md``
+    — an unquoted name with spaces is easily cut at its first word: "the file called My Notes.md", "打开 需求
+    说明.txt"), or ``name`` ending in ``other`` after a space or a Chinese
     character (``读一下项目资料目录下的需求说明.txt``: ``需求说明.txt`` — Chinese words are glued to the name; at least
     two characters before any extension)."""
     name, other = name.casefold(), other.casefold()
     stem = os.path.splitext(other)[0]
     if other == name or (not folder and stem == name and "." not in name) or other.endswith(" " + name):
         return True
+    if not folder and "." not in other and os.path.splitext(name)[0] == other:
+        return True  # an extension the file has not: NOTES.txt for NOTES
     before = name[: len(name) - len(other)]
     return name.endswith(other) and len(stem) >= 2 and bool(before) and (before[-1] == " " or _is_cjk(before[-1]))
 
