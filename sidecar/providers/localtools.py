@@ -487,10 +487,23 @@ def _paths_given(args: dict[str, Any]) -> set[str]:
     return {_bare(v) for v in args.values() if isinstance(v, str)}
 
 
+def _paths_worked_on(messages: Sequence[MetonaMessage]) -> set[str]:
+    """The files the turn's successful results say they worked on (a result's own :data:`PATH_ARGUMENT`): a read
+    of a name that was not there reads the one file it can mean and gives that file's path."""
+    results = (m.tool_result for m in messages[turn_start(messages) :] if m.role == "tool" and m.tool_result)
+    return {
+        _bare(r.result[PATH_ARGUMENT])
+        for r in results
+        if r.success and isinstance(r.result, dict) and isinstance(r.result.get(PATH_ARGUMENT), str)
+    }
+
+
 def untouched_paths(messages: Sequence[MetonaMessage]) -> list[str]:
-    """The files the request names that no call of the turn was given (as an argument's whole value), a failed
-    call not counted: a failed read of the file to write ("no such file") leaves it to be written."""
+    """The files the request names that no call of the turn was given (as an argument's whole value) or worked on
+    (:func:`_paths_worked_on`), a failed call not counted: a failed read of the file to write ("no such file")
+    leaves it to be written."""
     given = {p for _, args, ok in turn_outcomes(messages) if ok is not False for p in _paths_given(args)}
+    given |= _paths_worked_on(messages)
     return [p for p in request_paths(messages) if _bare(p) not in given]
 
 

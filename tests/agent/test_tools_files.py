@@ -384,6 +384,25 @@ async def test_search_files_falls_back_to_the_files_that_hold_every_word(ws: Pat
 
 
 @pytest.mark.anyio
+async def test_a_search_for_a_name_pattern_finds_the_names_it_fits(ws: Path) -> None:
+    (ws / "销售").mkdir()
+    (ws / "销售" / "销售-一季度.CSV").write_text("月份,金额\n")
+    (ws / "客户名单.csv").write_text("name\n")
+    (ws / "notes.md").write_text("export as *.csv every week\n")
+    result = await run("search_files", {"query": "*.csv"}, ws)
+    assert result.error_code is None
+    assert result.result.result["matches"] == [
+        {"path": "notes.md", "kind": "content", "line": 1, "text": "export as *.csv every week"},  # as text too
+        {"path": "客户名单.csv", "kind": "name"},
+        {"path": "销售/销售-一季度.CSV", "kind": "name"},  # letter case as the search's
+    ]
+    sensitive = await run("search_files", {"query": "*.csv", "glob": "*.csv", "case_sensitive": True}, ws)
+    assert sensitive.result.result["matches"] == [{"path": "客户名单.csv", "kind": "name"}]
+    one = await run("search_files", {"query": "客户名单.cs?"}, ws)
+    assert one.result.result["matches"] == [{"path": "客户名单.csv", "kind": "name"}]
+
+
+@pytest.mark.anyio
 async def test_search_files_stops_at_max_results(ws: Path) -> None:
     (ws / "many.txt").write_text("hit\n" * 100)
     result = await run("search_files", {"query": "hit", "max_results": 3}, ws)

@@ -1465,6 +1465,17 @@ def test_a_failed_call_that_named_no_file_does_not_force_the_write() -> None:
     assert not lt.unfinished(request(messages=_turn("Read a.txt and summarise it", missing)).messages)
 
 
+def test_the_file_a_read_read_in_place_of_a_cut_name_is_done() -> None:
+    meant = {"path": "Project Docs/notes v2.md", "content": "Point of contact: Priya Raman"}
+    read = ("read_file", {"path": "v2.md"}, True, meant)
+    messages = request(messages=_turn("Check Project Docs/notes v2.md — who is our contact?", read)).messages
+    assert "Project Docs/notes v2.md" in lt.request_paths(messages)  # seen in the result, then named by the request
+    assert lt.untouched_paths(messages) == [] and not lt.unfinished(messages)
+    listed = ("list_directory", {"path": "docs"}, True, {"path": "docs", "entries": [{"path": "docs/a.md"}]})
+    messages = request(messages=_turn("List docs, then read docs/a.md", listed)).messages
+    assert lt.untouched_paths(messages) == ["docs/a.md"]  # a folder's listing has not worked on its files
+
+
 async def test_a_named_file_is_written_only_when_the_request_asks_for_a_change() -> None:
     read_it = {"role": "user", "content": "帮我看一下 会议纪要.md，下次开会之前谁负责准备预算表？", "timestamp": 1}
     runtime = ScriptedRuntime(['read_file"'], ['{"path": "会议纪要.md"}'])

@@ -835,11 +835,15 @@ def _search(
 
 
 def _exact(args: SearchFilesParams) -> Finder:
-    """A file's matches of the query whole: its name, then each line that holds it (read as they are needed)."""
+    """A file's matches of the query whole: its name, then each line that holds it (read as they are needed). A
+    query with ``*`` or ``?`` also matches the names it fits as a pattern ("*.csv", "report-202?.md": what "find
+    all the .csv files" is asked as)."""
     needle = args.query if args.case_sensitive else args.query.lower()
+    pattern = needle.strip() if any(c in needle for c in "*?") else None
 
     def find(full: str, rel: str, name: str, roots: list[str]) -> Iterator[dict[str, Any]]:
-        if needle in (name if args.case_sensitive else name.lower()):
+        named = name if args.case_sensitive else name.lower()
+        if needle in named or (pattern is not None and fnmatch.fnmatchcase(named, pattern)):
             yield {"path": rel, "kind": "name"}
         for line_no, line in _text_lines(full, roots):
             hay = line if args.case_sensitive else line.lower()
