@@ -269,7 +269,7 @@ def wants_a_file(messages: Sequence[MetonaMessage]) -> bool:
 
 
 _OBJECT_BEFORE = re.compile(r"(?:把|将)[^\s,，。;；]{0,12}$")
-_CONNECTIVE_END = re.compile(r"(?:[,，;；]|\band(?:\s+then)?|\bthen|然后|并且|并|再|之后)\s*$", re.IGNORECASE)
+_CONNECTIVE_END = re.compile(r"(?:[,，;；]|\band(?:\s+then)?|\bthen|然后|并且|并|再|之后|后)\s*$", re.IGNORECASE)
 _CLAUSE_WORDS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_]+")
 
 

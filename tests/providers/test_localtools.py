@@ -1254,6 +1254,8 @@ def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wan
         ("Check the weather and then record it in log.md", "Check the weather"),
         ("查一下东京现在几点，并保存到 time.txt", "查一下东京现在几点"),
         ("把 17 乘以 23 算出来，然后把结果写进 答案.txt", "把 17 乘以 23 算出来"),
+        ("每期要还多少？保留两位小数，算好后把结果写进 分期.txt", "每期要还多少？保留两位小数，算好"),  # "after"
+        ("把最后结果写进 a.txt", None),
         ("Write a haiku about autumn and save it to poem.txt", None),  # the saving is what is asked first
         ("I want you to write a summary into summary.md", None),  # no connective: one clause
         ("Can you save this to notes.md", None),
