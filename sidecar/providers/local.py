@@ -354,12 +354,12 @@ class LocalAdapter(BaseAdapter):
         calls, the model is unsure of a further tool after a result or of a first tool far from the request with
         no clearly nearer tool near it, a write names no file and the request speaks of none, the arguments were
         cut short — the user is told first —, a required name was made up, or the call repeats one of the turn's).
-        A first ``answer`` gets a second look
-        at the likeliest tool (:func:`localtools.worth_calling`); a first tool the model is unsure of gives way to
-        a clearly nearer one (:func:`localtools.nearer`), and for a request that speaks of files, when it works on
-        none, is decided again among those that do (:func:`localtools.spoken_of_files`). A first decision on a
-        request that asks for something and then saves it is made on the part before the saving first
-        (``in_order``, :func:`localtools.before_saving`); when that calls no tool, on the whole request."""
+        A first ``answer`` gets a second look at the likeliest tool (:func:`localtools.worth_calling`); a first
+        tool the model is unsure of gives way to a clearly nearer one (:func:`localtools.nearer`), and for a
+        request that speaks of files, when it works on none, is decided again among those that do
+        (:func:`localtools.spoken_of_files`). A first decision on a request that asks for something and then saves
+        it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`); when that
+        calls no tool, on the whole request."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -427,8 +427,8 @@ class LocalAdapter(BaseAdapter):
             named = localtools.named_by(tools, asked)
             cosine = max(near[choice], localtools.RELEVANT_COSINE) if named[choice] else near[choice]  # named: near
             instead = localtools.nearer(choice, near, step.get("score"))
-            if instead and not (named[instead] or not named[choice]):
-                instead = None  # never for one the request does not name
+            if instead and named[choice] and not named[instead]:
+                instead = None  # a pick the request names never gives way to one it does not name
             if not localtools.relevant(cosine, step.get("score"), near[instead] if instead else None):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:

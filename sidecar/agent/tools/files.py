@@ -443,9 +443,9 @@ def _can_mean(name: str, other: str, folder: bool = False) -> bool:
     ``README.md``), a file's ``name`` and an extension (``README``: ``README.md``) or ``name`` without the extension
     it was given (``NOTES.txt``: ``NOTES``), a name that ends in a space and ``name`` (``Notes.md``: ``My Notes.md``
     — an unquoted name with spaces is easily cut at its first word: "the file called My Notes.md", "打开 需求
-    说明.txt"), or ``name`` ending in ``other`` after a space or a Chinese
-    character (``读一下项目资料目录下的需求说明.txt``: ``需求说明.txt`` — Chinese words are glued to the name; at least
-    two characters before any extension)."""
+    说明.txt"), or ``name`` ending in ``other`` after a space or a Chinese character
+    (``读一下项目资料目录下的需求说明.txt``: ``需求说明.txt`` — Chinese words are glued to the name; at least two
+    characters before any extension)."""
     name, other = name.casefold(), other.casefold()
     stem = os.path.splitext(other)[0]
     if other == name or (not folder and stem == name and "." not in name) or other.endswith(" " + name):
