@@ -144,9 +144,10 @@ def _is_file_name(name: str, *, quoted: bool = False) -> bool:
     host = _EXTENSION.search(parts[0]) if len(parts) > 1 else None
     if not quoted and host is not None and host.group(1).lower() not in FILE_EXTENSIONS:
         return False  # example.com/page.html: a web address
-    if _DOTFILE.fullmatch(base) and base[1:].lower() in FILE_EXTENSIONS and base not in DOT_NAMES:
+    dotfile = _DOTFILE.fullmatch(base) is not None
+    if dotfile and base[1:].lower() in FILE_EXTENSIONS and base not in DOT_NAMES:
         return base != name  # "all the .csv files": an extension; a folder's own file (data/.csv) is a name
-    if base in FILE_NAMES or (_DOTFILE.fullmatch(base) and len(base) > 2):
+    if base in FILE_NAMES or (dotfile and len(base) > 2):
         return True
     ext = _EXTENSION.search(base)
     if ext is None:

@@ -345,26 +345,7 @@ class ReadFile(_FileTool):
         except ToolError as exc:
             if exc.code != "NOT_FOUND":
                 raise
-            folder, name = os.path.split(args.path.strip())
-            try:
-                _, near = await _in_thread(folder or ".", ctx, lambda w, _stop: _near_names(w, name))
-            except ToolError:  # no such folder either (or not a folder): the one folder it can mean, if any
-                parent, last = os.path.split(folder)
-                try:
-                    _, folders = await _in_thread(parent or ".", ctx, lambda w, _stop: _near_names(w, last, True))
-                    if len(folders) == 1:
-                        folder = os.path.join(parent, folders[0])
-                        _, near = await _in_thread(folder, ctx, lambda w, _stop: _near_names(w, name))
-                except ToolError:
-                    folders = []
-                if len(folders) != 1:
-                    raise exc from None
-            if not near:  # none beside it: the files below that it can mean ("notes v2.md" in "Project Docs")
-                _, near = await _in_thread(folder or ".", ctx, lambda w, stop: _near_names_below(w, name, stop))
-            if len(near) != 1:
-                hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
-                raise ToolError(exc.message + hint, exc.code) from None
-            path = os.path.join(folder, near[0]) if folder else near[0]
+            path = await _the_one_meant(args.path.strip(), ctx, exc)
             where, (data, size_truncated) = await _in_thread(path, ctx, lambda w, _stop: _read_head(w))
             meant = f" (there is no {args.path.strip()}: the one file it can mean)"
         text = _decode_text(data, args.path)
@@ -398,42 +379,58 @@ NEAR_NAMES = 5
 """Most near names a read's ``NOT_FOUND`` lists (:func:`_near_names`)."""
 
 
-def _near_names(where: _Where, name: str, folders: bool = False) -> list[str]:
-    """The regular files (``folders``: the folders) in the folder ``where`` that a read of ``name`` there most
-    likely meant, when there is no ``name`` (:func:`_can_mean`). Hidden entries are not offered; at most
-    :data:`NEAR_NAMES`, sorted. The folder is listed as list_directory lists it (:func:`_open_listed`,
-    :func:`_walk_entries`: never through a folder swapped for a symlink); one that is missing or a file is a
-    ``ToolError``."""
-    if not name or name in (".", ".."):
-        return []
-    found = []
-    with contextlib.closing(_walk_entries(_open_listed(where.real, where.roots), False)) as walk:
-        for _, entry in walk:
-            kind = entry.is_dir(follow_symlinks=False) if folders else entry.is_file(follow_symlinks=False)
-            if kind and not entry.name.startswith(".") and _can_mean(name, entry.name, folders):
-                found.append(entry.name)
-    return sorted(found)[:NEAR_NAMES]
+async def _the_one_meant(asked: str, ctx: ToolContext, missing: ToolError) -> str:
+    """The one file a read of ``asked``, which is not there, can mean (:func:`_near_names`): in its folder, or in
+    the one folder a missing folder can mean, else in the folders below; ``missing`` (with the names it can mean,
+    when several) when there is not exactly one."""
+    folder, name = os.path.split(asked)
+    try:
+        _, near = await _in_thread(folder or ".", ctx, lambda w, stop: _near_names(w, name, stop=stop))
+    except ToolError:  # no such folder either (or not a folder): the one folder it can mean, if any
+        parent, last = os.path.split(folder)
+        try:
+            _, folders = await _in_thread(parent or ".", ctx, lambda w, stop: _near_names(w, last, True, stop=stop))
+            if len(folders) == 1:
+                folder = os.path.join(parent, folders[0])
+                _, near = await _in_thread(folder, ctx, lambda w, stop: _near_names(w, name, stop=stop))
+        except ToolError:
+            folders = []
+        if len(folders) != 1:
+            raise missing from None
+    if not near:  # none beside it: the files below that it can mean ("notes v2.md" in "Project Docs")
+        _, near = await _in_thread(folder or ".", ctx, lambda w, stop: _near_names(w, name, below=True, stop=stop))
+    if len(near) != 1:
+        hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
+        raise ToolError(missing.message + hint, missing.code) from None
+    return os.path.join(folder, near[0]) if folder else near[0]
 
 
 NEAR_WALK = 2000
-"""Most entries the search below a folder for a read's near names looks at (:func:`_near_names_below`)."""
+"""Most entries the search below a folder for a read's near names looks at (:func:`_near_names` ``below``)."""
 
 
-def _near_names_below(where: _Where, name: str, stop: threading.Event) -> list[str]:
-    """The regular files in the subfolders of ``where`` (paths relative to it) whose names a read of ``name``
-    there can mean (:func:`_can_mean`), when none in ``where`` itself can: a name the request cut at a space
-    inside its folder's path ("Check Project Docs/notes v2.md" read as ``v2.md``). Walked as list_directory walks
-    (:func:`_walk_entries`), at most :data:`NEAR_WALK` entries; hidden entries are not offered; at most
-    :data:`NEAR_NAMES`, sorted."""
+def _near_names(
+    where: _Where, name: str, folders: bool = False, *, below: bool = False, stop: threading.Event | None = None
+) -> list[str]:
+    """The regular files (``folders``: the folders) in the folder ``where`` that a read of ``name`` there most
+    likely meant, when there is no ``name`` (:func:`_can_mean`); ``below``: those in its subfolders instead, as
+    paths relative to it, at most :data:`NEAR_WALK` entries looked at (a name the request cut at a space inside its
+    folder's path: "Check Project Docs/notes v2.md" read as ``v2.md``). Hidden entries, and entries in hidden
+    folders, are not offered; at most :data:`NEAR_NAMES`, sorted. The folder is listed as list_directory lists it
+    (:func:`_open_listed`, :func:`_walk_entries`: never through a folder swapped for a symlink); one that is missing
+    or a file is a ``ToolError``. Stops when ``stop`` is set."""
     if not name or name in (".", ".."):
         return []
     found = []
-    with contextlib.closing(_walk_entries(_open_listed(where.real, where.roots), True)) as walk:
+    with contextlib.closing(_walk_entries(_open_listed(where.real, where.roots), below)) as walk:
         for seen, (rel, entry) in enumerate(walk):
-            if seen >= NEAR_WALK or stop.is_set():
+            if (below and seen >= NEAR_WALK) or (stop is not None and stop.is_set()):
                 break
+            if below and "/" not in rel:
+                continue  # beside it: looked at first
+            kind = entry.is_dir(follow_symlinks=False) if folders else entry.is_file(follow_symlinks=False)
             hidden = any(part.startswith(".") for part in rel.split("/"))
-            if "/" in rel and not hidden and entry.is_file(follow_symlinks=False) and _can_mean(name, entry.name):
+            if kind and not hidden and _can_mean(name, entry.name, folders):
                 found.append(rel)
     return sorted(found)[:NEAR_NAMES]
 
