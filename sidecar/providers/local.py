@@ -433,6 +433,9 @@ class LocalAdapter(BaseAdapter):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
+            picked = next(t for t in tools if t.name == choice)
+            if localtools.for_someone_else(picked, asked, near[choice], named[choice]):
+                return False  # the user's own things, for a request about nothing of theirs: answered
         if first and choice == localtools.ANSWER:
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
             if likeliest is not None and localtools.worth_calling(  # against its "answer"

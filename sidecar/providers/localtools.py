@@ -856,6 +856,35 @@ picks went so, 9 to the right tool ("I'm looking for Pop songs from the album 'W
 p 0.20, cosine 0.14; Music_3_LookupMusic at 0.35), 3 where none fitted."""
 
 
+_USERS_OWN = re.compile(r"\b(?:user's|users'|current user)\b|用户的", re.IGNORECASE)
+_SELF = re.compile(
+    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us|let's)\b|我|咱|俺|自己", re.IGNORECASE
+)
+
+
+def about_the_user(tool: MetonaToolDef) -> bool:
+    """The tool works on the user's own things: its summary (:func:`tool_summary`) says so ("Search the user's
+    notes", "the current user's orders", "用户的日程")."""
+    return bool(_USERS_OWN.search(tool_summary(tool)))
+
+
+def speaks_of_self(text: str) -> bool:
+    """The request speaks of the one asking or their things: I, me, my, we, our (我, 咱, 自己)."""
+    return bool(_SELF.search(text))
+
+
+def for_someone_else(tool: MetonaToolDef, request: str, cosine: float, named: set[str]) -> bool:
+    """A first decision's tool that works on the user's own things (:func:`about_the_user`), for a request that
+    speaks of nothing of the user's (:func:`speaks_of_self`), names nothing of the tool (:func:`named_by`, its
+    ``named`` words) and is far from it (``cosine`` under :data:`RELEVANT_COSINE`): a general question the model
+    sent to the notes search however sure it was ("Who wrote Pride and Prejudice?" → knowledge_search at p 0.95,
+    "《红楼梦》的作者是谁？" at 0.91: requests written for this, 2026-12-05, 6 of 20 general questions). Not called; the
+    answer is written. On the tuning half (2026-12-05) no right call of BFCL's real users' functions is in this
+    corner (the 17 that describe "the user's" preferences or account for a request without I or my are named by it
+    or near it)."""
+    return not named and cosine < RELEVANT_COSINE and about_the_user(tool) and not speaks_of_self(request)
+
+
 RELEVANT_FLOOR = 0.01
 """Below this probability of the name it wrote, a first decision's tool is not called however near it is: the
 model wanted a name that is not offered (the constrained decoding then spells an offered one token by token). On
@@ -1195,6 +1224,9 @@ _ANY_NUMBER = re.compile(
     re.IGNORECASE,
 )
 """A number, in digits or in words, anywhere in a conversation (:func:`made_up`)."""
+_ZH_ANY_NUMBER = re.compile(r"[〇零二三四五六七八九十百千万亿两半俩仨]|一(?![个下些点直起样般定切共旦同再])")
+"""A number in Chinese words: a numeral, not ``一`` as an article or in a word (``一个标准大气压``, ``一下``,
+``一些``, ``一直``: the Chinese request with no number of its own, :func:`made_up`)."""
 
 
 def _number(value: Any) -> bool:
@@ -1223,7 +1255,7 @@ def _numbers_given(messages: Sequence[MetonaMessage]) -> bool:
     or names something whose numbers can be looked up (a capitalised word within a sentence: "the weather in
     Berlin" → its coordinates)."""
     text = "\n".join(tool_text(m) if m.role == "tool" else m.content for m in messages)
-    if _ANY_NUMBER.search(text):
+    if _ANY_NUMBER.search(text) or _ZH_ANY_NUMBER.search(text):
         return True
     return any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines())
 
@@ -1300,20 +1332,22 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     answer is written instead (it can ask for what is missing). A word matches one it starts or that starts it (three
     letters or more: ``EUR`` and "euros"). Not judged: an enum's choice, a number worked out from others (any number in
     the conversation lets every number through), dates and times, text the model composes (a sentence, lower-case
-    words), anything asked in Chinese."""
-    if _CJK.search(question(messages)):
-        return []  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
+    words), the names and the numbers-only calls of a request asked in Chinese (its formulas are: "人体正常体温是多少度？"
+    offered a calculator → ``expression: "37"``)."""
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
     out = []
     numbers = [
         k for k in sorted(required & set(args)) if _numbers_only(args[k]) and not _spec(parameters, k).get("enum")
     ]
-    if len(numbers) >= 2 and len(numbers) == len(required) and not _numbers_given(messages):
+    chinese = bool(_CJK.search(question(messages)))  # no capitals to tell a place by: its coordinates are let be
+    if len(numbers) >= 2 and len(numbers) == len(required) and not chinese and not _numbers_given(messages):
         out += numbers  # every input of the call a number, and the conversation gave none nor a name to look up
     formulas = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _FORMULA.fullmatch(args[k])]
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
+    if chinese:
+        return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     for key in sorted(required & set(args)):
         value, spec = args[key], _spec(parameters, key)
         if not isinstance(value, str) or spec.get("enum") or not _a_name(value):
