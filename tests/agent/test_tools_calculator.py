@@ -35,6 +35,9 @@ async def run(tool: str, args: dict[str, Any]) -> ToolExecution:
         ("7.5% * 348.80", 26.16),  # a percentage: no operand after the %
         ("348.80 * 7.5%", 26.16),
         ("50%", 0.5),
+        ("2800 / 8600 * 100 %", 32.5581395348837),  # a ratio asked for in percent
+        ("(180 - 150) / 150 * 100%", 20.0),
+        ("50 * 100%", 50.0),  # no ratio: 100% of 50
         ("200 × 15% ÷ 2", 15.0),
         ("3 − 1", 2),
         ("2 ** 10", 1024),

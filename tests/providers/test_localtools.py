@@ -1127,6 +1127,41 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     assert lt.made_up({"count": 320, "rate": 1}, params, request(messages=after).messages) == ["count", "rate"]
 
 
+def test_a_chinese_request_with_no_number_of_its_own_makes_a_formula_made_up() -> None:
+    params = {"type": "object", "required": ["expression"], "properties": {"expression": {"type": "string"}}}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    assert lt.made_up({"expression": "37"}, params, asked("人体正常体温是多少度？")) == ["expression"]
+    boiling = asked("在一个标准大气压下，水的沸点是多少摄氏度？")  # 一个: an article, not a number given
+    assert lt.made_up({"expression": "100 - 273.15"}, params, boiling) == ["expression"]
+    assert lt.made_up({"expression": "360 * 25"}, params, asked("三百六十乘以二十五等于多少？")) == []
+    assert lt.made_up({"expression": "1280 / 16 + 7"}, params, asked("帮我算一下 1280 除以 16 再加 7。")) == []
+    assert lt.made_up({"expression": "599 * 0.85"}, params, asked("一双鞋打八五折是多少钱？")) == []  # 一双: one pair
+    place = {"type": "object", "required": ["lat", "lon"], "properties": {"lat": {}, "lon": {}}}
+    assert lt.made_up({"lat": 39.9, "lon": 116.4}, place, asked("北京今天天气怎么样？")) == [], "a place's coordinates"
+
+
+async def test_a_general_question_is_not_sent_to_a_tool_over_the_users_own_things() -> None:
+    notes = defs(NOTES_SEARCH)[0]
+    assert lt.about_the_user(notes) and not lt.about_the_user(defs(CALC)[0])
+    assert lt.for_someone_else(notes, "Who wrote Pride and Prejudice?", 0.05, set())
+    assert lt.for_someone_else(notes, "《红楼梦》的作者是谁？", 0.05, set())
+    assert not lt.for_someone_else(notes, "When is my sister's birthday?", 0.05, set())  # the user's own
+    assert not lt.for_someone_else(notes, "我家 wifi 密码是多少？", 0.05, set())
+    assert not lt.for_someone_else(notes, "What do the notes say about Falcon?", 0.05, {"note"})  # named
+    assert not lt.for_someone_else(notes, "Who wrote Pride and Prejudice?", lt.RELEVANT_COSINE, set())  # near
+    runtime = ScriptedRuntime(['notes_search"'], ["Jane Austen."])  # the model sure of it: still answered
+    general = request(messages=_asking("Who wrote Pride and Prejudice?"), tools=[NOTES_SEARCH, CALC])
+    response, _ = await run(runtime, general)
+    assert response.tool_calls is None and response.content == "Jane Austen."
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "sister birthday"}'])
+    own = request(messages=_asking("When is my sister's birthday?"), tools=[NOTES_SEARCH, CALC])
+    response, _ = await run(runtime, own)
+    assert response.tool_calls and response.tool_calls[0].name == "notes_search"
+
+
 def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its_default() -> None:
     properties = {
         "query": {"type": "string"},
