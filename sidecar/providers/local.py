@@ -430,12 +430,16 @@ class LocalAdapter(BaseAdapter):
                 step, decision, choice = await decide(names)
                 near = {name: near[name] for name in names}
         if first and choice not in (None, localtools.ANSWER) and not on_a_file:
-            named = localtools.named_by(tools, asked)
-            cosine = max(near[choice], localtools.RELEVANT_COSINE) if named[choice] else near[choice]  # named: near
+            named = {name: words for name, words in localtools.named_by(tools, asked).items() if name in near}
+
+            def nearness(name: str) -> float:  # a tool the request names is as near as a tool need be
+                return max(near[name], localtools.RELEVANT_COSINE) if named[name] else near[name]
+
             instead = localtools.nearer(choice, near, step.get("score"))
             if instead and named[choice] and not named[instead]:
                 instead = None  # a pick the request names never gives way to one it does not name
-            if not localtools.relevant(cosine, step.get("score"), near[instead] if instead else None):
+            instead = localtools.named_instead(choice, named, step.get("score")) or instead
+            if not localtools.relevant(nearness(choice), step.get("score"), nearness(instead) if instead else None):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer

@@ -766,6 +766,34 @@ def test_an_unsure_choice_gives_way_to_a_clearly_nearer_tool() -> None:
     assert lt.nearer("a", {"a": 0.4}, unsure) is None
 
 
+def test_an_unsure_pick_the_request_does_not_name_gives_way_to_the_one_it_names_by_two_words() -> None:
+    unsure, sure = math.log(lt.NEARER_P) - 0.01, math.log(lt.NEARER_P)
+    named = {"flights": set(), "attractions": {"attraction", "children"}, "hotels": set()}
+    assert lt.named_instead("flights", named, unsure) == "attractions"
+    assert lt.named_instead("flights", named, sure) is None  # the model sure of its own
+    assert lt.named_instead("flights", {**named, "attractions": {"find"}}, unsure) is None  # one word: a verb, often
+    assert lt.named_instead("flights", {**named, "hotels": {"hotel", "room"}}, unsure) is None  # two named: which?
+    assert lt.named_instead("hotels", {**named, "hotels": {"hotel"}}, unsure) is None  # the pick is named itself
+    tools = defs(
+        {**tool("find_flights", "city"), "description": "Search round-trip flights between two airports."},
+        {**tool("find_attractions", "city"), "description": "Find attractions in a city suitable for children."},
+    )
+    asked = "get a list of attractions in Paris that are suitable for children?"
+    words = lt.named_by(tools, asked)
+    assert words == {"find_flights": set(), "find_attractions": {"attraction", "children", "suitable"}}
+
+
+async def test_the_adapter_calls_the_tool_the_request_names_when_the_model_is_unsure_of_another() -> None:
+    flights = {**tool("find_flights", "city"), "description": "Search round-trip flights between two airports."}
+    sights = {**tool("find_attractions", "city"), "description": "Find attractions in a city suitable for children."}
+    asked = _asking("get a list of attractions in Paris that are suitable for children?")
+    unsure = math.log(lt.NEARER_P) - 0.01
+    runtime = ScriptedRuntime(['find_flights"'], ['{"city": "Paris"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=asked, tools=[flights, sights]))
+    assert response.tool_calls and response.tool_calls[0].name == "find_attractions"
+    assert runtime.payloads[1]["prefix"] == '{"tool": "find_attractions", "arguments": '
+
+
 async def test_the_adapter_calls_the_nearer_tool_when_the_model_is_unsure_of_its_own() -> None:
     class Halfway(FavouringEmbedder):
         """The calculator's summary at cosine 1 with the request, every other text's at 0.5."""

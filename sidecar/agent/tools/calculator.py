@@ -112,8 +112,9 @@ remainder operator (``10 % 3``)."""
 _SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-"})
 _IN_PERCENT = re.compile(r"(?<=[\d)])(\s*\*\s*100)\s*%\s*$")
 """``* 100%`` ending a ratio (an expression with a ``/``): the ratio asked for in percent (``2800 / 8600 * 100 %`` is
-32.56, the share in percent), not a multiplication by one (``50 * 100%`` is still 50). The arguments model wrote it so for "what percent of my pay is the rent?"
-and "增长了百分之几？" (requests written for this, 2026-12-05, 2 of 14), and the answer said 0.33%."""
+32.56, the share in percent), not a multiplication by one (``50 * 100%`` is still 50). The arguments model wrote
+it so for "what percent of my pay is the rent?" and "增长了百分之几？" (requests written for this, 2026-12-05, 2 of
+14), and the answer said 0.33%."""
 
 
 def _written(expression: str) -> str:
