@@ -107,7 +107,7 @@ def claims_tool_calling(measured: dict[str, Any]) -> bool:
     return rates_ok and float(measured.get("invalid_tool_call_rate", 1.0)) <= INVALID_CALLS_BAR
 
 
-ANSWER_AFTER_TOOLS = "Answer the question using these results; name every entry in them that answers it."
+ANSWER_AFTER_TOOLS = "Answer the question using these results."
 """After tool results (``options.tool_followup`` ``"answer"``, the default) the model is asked for the answer: the
 turn's calls and results are folded into the user's message and no tools are offered. The 0.5B model cannot chain
 tools — shown its own call and the result in the chat template, it calls the same tool again until
@@ -118,12 +118,12 @@ cases, the 1.5B model's in 22 (with :data:`ANSWER_AFTER_TOOLS_ZH` for Chinese qu
 told (145 s against 173 s): its answers are short where the 0.5B model's recomputed the calculator's result, often
 wrongly, in steps. Its first token comes later (a median ~1.7 s against ~0.5 s).
 
-"Name every entry" (2026-12-05): asked only to answer, the model named one file of a listing of three ("There is
-one file in your Downloads folder") or counted them ("学习资料文件夹里有4个文件。"); on 16 results written for
-this (listings, searches, a read, a sum, the time, the notes; 4 of them from agent-mine-v3's runs, a tuning set)
-the answers held every expected fact in 11, with the rule in 14 (the read, the sum, the time and the notes
-answers the same)."""
-ANSWER_AFTER_TOOLS_ZH = "请根据这些结果回答问题，列出结果中每一个相关的条目。"
+Tried and dropped (2026-12-05): "…; name every entry in them that answers it." (and "列出结果中每一个相关的条目"). On
+18 results written for this (listings, searches, a read, a sum, the time, the notes; 6 from agent-mine-v3's runs,
+a tuning set), f32: every expected fact in 14 → 15 answers (4 mended, 3 broken: a listing of three answered with
+one, a sum answered with the list of its items); on agent-mine-v3 a search was mended and a Chinese listing
+went on to make up entries ("网课录屏/第二讲.mp4" … "第十七讲"): the same task success."""
+ANSWER_AFTER_TOOLS_ZH = "请根据这些结果回答问题。"
 """The same for a Chinese question: told in English, the 1.5B model answered Chinese questions in English (20 of 29
 with the English wording for all)."""
 MAX_OUTPUT = 2048
