@@ -1155,6 +1155,22 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     assert lt.made_up({"count": 320, "rate": 1}, params, request(messages=after).messages) == ["count", "rate"]
 
 
+def test_a_required_file_nobody_named_is_made_up() -> None:
+    properties = {"file_path": {"type": "string"}, "include_graphs": {"type": "boolean"}}
+    params = {"type": "object", "required": ["file_path"], "properties": properties}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    chart = asked("Explain bar chart of Patient.")
+    assert lt.made_up({"file_path": "path/to/summary_statistics.csv"}, params, chart) == ["file_path"]
+    assert lt.made_up({"file_path": "data/patient_chart.png"}, params, chart) == []  # its name was given
+    assert lt.made_up({"file_path": "sales_q3.xlsx"}, params, asked("Summarise Sales Q3.xlsx")) == []
+    assert lt.made_up({"file_path": "会议纪要.md"}, params, asked("打开会议纪要")) == []
+    assert lt.made_up({"file_path": "meeting_notes.md"}, params, asked("打开会议纪要")) == ["file_path"]
+    assert lt.made_up({"file_path": "."}, params, chart) == []  # no name: the folder the tool starts from
+
+
 def test_a_chinese_request_with_no_number_of_its_own_makes_a_formula_made_up() -> None:
     params = {"type": "object", "required": ["expression"], "properties": {"expression": {"type": "string"}}}
 
