@@ -1337,6 +1337,19 @@ id or a count, each of which the conversation must give (or name something to lo
 it (:func:`made_up`)."""
 
 
+_CODE = re.compile(r"[A-Z]{2,4}")
+_CODED = re.compile(r"currenc|\bcodes?\b|_code\b|country|language|airport|\biata\b|\biso\b|ticker|symbol", re.I)
+
+
+def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
+    """``value`` is a code (two to four capitals) for an argument whose name or description asks for one: a currency,
+    a country, a language, an airport, a ticker. Its letters need not be the words the user said ("Convert 150
+    Euros to Canadian dollars" → ``to_currency: "CAD"``, "from Euro to Dollar" → ``USD``). On the tuning half
+    (2026-12-05) the possible answers hold 5 such required codes none of whose letters start a word of the request
+    (USD, GBP, CAD, GB); 2 of 48 fresh multiple-function cases were not called for it."""
+    return bool(_CODE.fullmatch(value.strip())) and bool(_CODED.search(f"{key} {spec.get('description') or ''}"))
+
+
 def _unnamed_file(value: Any, said: set[str]) -> bool:
     """``value`` is a file's path whose name (its last part, the extension aside) has words and the conversation gave
     none of them: ``path/to/summary_statistics.csv`` for "Explain bar chart of Patient."."""
@@ -1383,6 +1396,8 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
         value, spec = args[key], _spec(parameters, key)
         if not isinstance(value, str) or spec.get("enum") or not _a_name(value):
             continue
+        if _a_code(key, value, spec):
+            continue  # "Canadian dollars" as CAD: a code of something said in words
         if _unsaid(value, said):  # a name always has words (:func:`_a_name`)
             out.append(key)
     return out

@@ -1155,6 +1155,17 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     assert lt.made_up({"count": 320, "rate": 1}, params, request(messages=after).messages) == ["count", "rate"]
 
 
+def test_a_code_for_an_argument_that_asks_for_one_is_not_made_up() -> None:
+    properties = {
+        "to_currency": {"type": "string", "description": "The currency to convert to."},
+        "airline": {"type": "string", "description": "The airline."},
+    }
+    params = {"type": "object", "required": ["to_currency", "airline"], "properties": properties}
+    convert = request(messages=[{"role": "user", "content": "Convert 150 Euros to Canadian dollars.", "timestamp": 1}])
+    assert lt.made_up({"to_currency": "CAD", "airline": "Euro Wings"}, params, convert.messages) == []
+    assert lt.made_up({"to_currency": "CAD", "airline": "KLM"}, params, convert.messages) == ["airline"]  # no code
+
+
 def test_a_required_file_nobody_named_is_made_up() -> None:
     properties = {"file_path": {"type": "string"}, "include_graphs": {"type": "boolean"}}
     params = {"type": "object", "required": ["file_path"], "properties": properties}
