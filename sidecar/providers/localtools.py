@@ -114,7 +114,7 @@ DOT_NAMES = frozenset((".env",))
 kind of file a request is about ("找出所有的 .csv 文件"), not a file's name."""
 _QUOTED = re.compile(r"`([^`\n]{1,255})`|\"([^\"\n]{1,255})\"|'([^'\n]{1,255})'|“([^”\n]{1,255})”|‘([^’\n]{1,255})’"
                      r"|「([^」\n]{1,255})」|『([^』\n]{1,255})』|《([^》\n]{1,255})》")  # fmt: skip
-_PATH_TOKEN = re.compile(r"[\w./\\~-]+")
+_PATH_TOKEN = re.compile(r"(?:(?<![A-Za-z])[A-Za-z]:(?=[\\/]))?[\w./\\~-]+")  # D:\照片\海边.png: its drive too
 _EXTENSION = re.compile(r"[^\s./\\]\.([A-Za-z][A-Za-z0-9]{0,7})$")
 _LIBRARY = re.compile(r"[A-Z][a-z0-9]*\.js")  # Node.js, Vue.js, D3.js: a library's name by the .js convention
 _DOTFILE = re.compile(r"\.[A-Za-z][\w.-]*")  # .env, .gitignore
@@ -244,13 +244,55 @@ def names_its_file(tool: MetonaToolDef) -> bool:
     return tool.requires_permission and takes_a_file(tool)
 
 
+_CHANGE_VERBS = frozenset(
+    "write edit create move rename delete remove update set append put post patch insert upload save mkdir rm "
+    "modify replace add commit reset checkout push merge stage init send clear apply copy make drop kill install "
+    "overwrite truncate unlink".split()
+)
+"""Verbs in a tool's name that say it changes things (``write_file``, ``create_directory``, ``git_commit``,
+``add_observations``); a name without one reads (``read_text_file``, ``get_file_info``, ``directory_tree``)."""
+
+
+def changes_things(tool: MetonaToolDef) -> bool:
+    """The tool's name holds a verb of :data:`_CHANGE_VERBS` (its words split at ``_``, ``-``, ``.`` and
+    camelCase)."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", tool.name).replace("_", " ").replace("-", " ").replace(".", " ")
+    return any(w in _CHANGE_VERBS for w in words.lower().split())
+
+
+_FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
+
+
+def folder_paths(text: str) -> list[str]:
+    """The absolute paths a request names (``/home/li/projects/blog``, ``C:\\Users\\Kevin\\Downloads``, ``~/code``):
+    a folder, or a file, given from its root."""
+    return [m.group().rstrip(".:") for m in _FOLDER_PATH.finditer(text) if len(m.group().rstrip(".:")) > 1]
+
+
+def _about_folders(tool: MetonaToolDef) -> bool:
+    path = _path_argument(tool)
+    texts = (first_sentence(tool.description), str(path[0].get("description") or "") if path else "")
+    return any(_FOLDER_WORDS.search(t) for t in texts)
+
+
 def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
-    """The call may be made: the tool does not :func:`names_its_file`, or the request names a file
-    (:func:`request_paths`) for it to work on and :func:`asks_for_a_change`. The tool stays in the decision's list
-    either way (taking it out changed the 0.5B model's other choices: "Write a haiku" went to the calculator); when
-    the model names it for a request that names no file, the answer is written instead. Called anyway, it wrote
-    "a haiku about autumn" to ``autumn_haiku.txt`` and a short poem to a file."""
-    return not names_its_file(tool) or (bool(request_paths(messages)) and asks_for_a_change(messages))
+    """The call may be made: the tool does not :func:`names_its_file`; or it reads (:func:`changes_things` says
+    no) and the request names a file (:func:`request_paths`), a path from its root (:func:`folder_paths`) or a
+    folder (:func:`named_folder`); or it changes things, the request :func:`asks_for_a_change` and names a file
+    for it — or, for a tool on folders (``create_directory``), a path. The tool stays in the decision's list either
+    way (taking it out changed the 0.5B model's other choices: "Write a haiku" went to the calculator); when the
+    model names it for a request that names no file, the answer is written instead. Called anyway, it wrote "a
+    haiku about autumn" to ``autumn_haiku.txt`` and a short poem to a file. A plugin's file tools need permission
+    (their annotations are not trusted), so until 2026-12-05 its reads were held to this too and never made
+    ("帮我查下 /Users/zhou/Movies/毕业典礼.mp4 这个文件有多大" → get_file_info at p 0.96, answered: 8 of 18
+    filesystem requests written for this by a helper)."""
+    if not names_its_file(tool):
+        return True
+    asked = question(messages)
+    files, roots = request_paths(messages), folder_paths(asked)
+    if changes_things(tool):
+        return asks_for_a_change(messages) and bool(files or (roots and _about_folders(tool)))
+    return bool(files or roots or named_folder(asked))
 
 
 _SAVE_WORDS = re.compile(r"\b(?:save[ds]?|saving|store)\b|保存|存到|存入|存为|存成|存下|另存", re.IGNORECASE)
@@ -299,10 +341,10 @@ def before_saving(text: str) -> str | None:
 
 _CHANGE_WORDS = re.compile(
     r"\b(?:save[ds]?|saving|store|write|writes|writing|put|record|export|create|add|append|insert|update|edit|"
-    r"change|modify|replace|rename|move|copy|delete|remove|fill|note down|jot|generate|draft|compose|output|dump|"
+    r"change|modify|replace|rename|move|copy|delete|remove|fill|fix|note down|jot|generate|draft|compose|output|dump|"
     r"overwrite|clear|make (?:a|an|me))\b|保存|存到|存入|存为|存成|存下|写入|写到|"
     r"写进|写上|写成|写下|写一|写个|写份|写篇|记到|记下|记录到|建一|新建|创建|生成|添加|加上|追加|插入|更新|编辑|修改|改成|"
-    r"改为|替换|重命名|移动|复制|删除|删掉|填入|填上|导出|放进|放到|放入",
+    r"改为|改正|修正|替换|重命名|移动|复制|删除|删掉|填入|填上|导出|放进|放到|放入",
     re.IGNORECASE,
 )
 
@@ -593,9 +635,9 @@ def named_file_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMe
 
 def for_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
     """The tools a step on a named file may use: those that :func:`works_on_files`, without a tool that changes a
-    named file (:func:`names_its_file`) unless the request :func:`asks_for_a_change`."""
+    named file (:func:`names_its_file` and :func:`changes_things`) unless the request :func:`asks_for_a_change`."""
     change = asks_for_a_change(messages)
-    return [t for t in tools if works_on_files(t) and (change or not names_its_file(t))]
+    return [t for t in tools if works_on_files(t) and (change or not (names_its_file(t) and changes_things(t)))]
 
 
 def spoken_of_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
