@@ -412,6 +412,35 @@ def test_the_files_seen_in_the_conversations_results_count_as_named() -> None:
 PERMITTED_WRITE = {**WRITE, "requiresPermission": True}
 
 
+def _plugin_file_tool(name: str, description: str) -> dict[str, Any]:
+    return {**tool(name, "path"), "description": description, "requiresPermission": True}
+
+
+def test_a_plugin_tool_that_reads_is_called_on_a_named_file_or_path_without_a_change_asked() -> None:
+    info, write, mkdir, tree = defs(
+        _plugin_file_tool("get_file_info", "Retrieve detailed metadata about a file or directory."),
+        _plugin_file_tool("write_file", "Create a new file or completely overwrite an existing file."),
+        _plugin_file_tool("create_directory", "Create a new directory or ensure a directory exists."),
+        _plugin_file_tool("directory_tree", "Get a recursive tree view of files and directories."),
+    )
+    assert [lt.changes_things(t) for t in (info, write, mkdir, tree)] == [False, True, True, False]
+    assert lt.changes_things(defs(_plugin_file_tool("gitCommit", "Record changes."))[0])
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    size = asked("帮我查下 /Users/zhou/Movies/毕业典礼.mp4 这个文件有多大")
+    assert lt.grounded(info, size) and not lt.grounded(write, size)  # a read; no change was asked
+    assert lt.request_paths(asked("看下 D:\\照片\\旅行\\海边.png 这张图")) == ["D:\\照片\\旅行\\海边.png"]
+    blog = asked("把 /home/li/projects/blog 的整个目录结构给我看看")
+    assert lt.folder_paths(blog[0].content) == ["/home/li/projects/blog"] and lt.grounded(tree, blog)
+    new = asked("帮我在 /Users/xiaoming/Documents 下面新建一个文件夹，名字叫 2024年报销单")
+    assert lt.grounded(mkdir, new) and not lt.grounded(write, new)  # a path, no file: only a tool on folders
+    assert not lt.grounded(mkdir, blog)  # no change asked
+    assert not lt.grounded(info, asked("How big are files usually?"))  # nothing named
+    assert lt.folder_paths("at 60 km/h, see https://example.com/a/b and ~/code/app.") == ["~/code/app"]
+
+
 def test_a_tool_with_side_effects_on_a_path_is_grounded_in_the_files_the_request_names() -> None:
     write, calc = defs(PERMITTED_WRITE, CALC)
     assert lt.names_its_file(write) and not lt.names_its_file(calc) and not lt.names_its_file(defs(WRITE)[0])
