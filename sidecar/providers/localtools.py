@@ -898,35 +898,6 @@ picks went so, 9 to the right tool ("I'm looking for Pop songs from the album 'W
 p 0.20, cosine 0.14; Music_3_LookupMusic at 0.35), 3 where none fitted."""
 
 
-_USERS_OWN = re.compile(r"\b(?:user's|users'|current user)\b|用户的", re.IGNORECASE)
-_SELF = re.compile(
-    r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|us|let's)\b|我|咱|俺|自己", re.IGNORECASE
-)
-
-
-def about_the_user(tool: MetonaToolDef) -> bool:
-    """The tool works on the user's own things: its summary (:func:`tool_summary`) says so ("Search the user's
-    notes", "the current user's orders", "用户的日程")."""
-    return bool(_USERS_OWN.search(tool_summary(tool)))
-
-
-def speaks_of_self(text: str) -> bool:
-    """The request speaks of the one asking or their things: I, me, my, we, our (我, 咱, 自己)."""
-    return bool(_SELF.search(text))
-
-
-def for_someone_else(tool: MetonaToolDef, request: str, cosine: float, named: set[str]) -> bool:
-    """A first decision's tool that works on the user's own things (:func:`about_the_user`), for a request that
-    speaks of nothing of the user's (:func:`speaks_of_self`), names nothing of the tool (:func:`named_by`, its
-    ``named`` words) and is far from it (``cosine`` under :data:`RELEVANT_COSINE`): a general question the model
-    sent to the notes search however sure it was ("Who wrote Pride and Prejudice?" → knowledge_search at p 0.95,
-    "《红楼梦》的作者是谁？" at 0.91: requests written for this, 2026-12-05, 6 of 20 general questions). Not called; the
-    answer is written. On the tuning half (2026-12-05) no right call of BFCL's real users' functions is in this
-    corner (the 17 that describe "the user's" preferences or account for a request without I or my are named by it
-    or near it)."""
-    return not named and cosine < RELEVANT_COSINE and about_the_user(tool) and not speaks_of_self(request)
-
-
 RELEVANT_FLOOR = 0.01
 """Below this probability of the name it wrote, a first decision's tool is not called however near it is: the
 model wanted a name that is not offered (the constrained decoding then spells an offered one token by token). On
