@@ -1363,6 +1363,13 @@ def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
     return bool(_CODE.fullmatch(value.strip())) and bool(_CODED.search(f"{key} {spec.get('description') or ''}"))
 
 
+def _names_a_file(key: str) -> bool:
+    """An argument's name whose last word is ``path``, ``file``, ``filename`` or ``filepath`` (``file_path``,
+    ``imagePath``; not ``profile``)."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key).replace("_", " ").replace("-", " ").lower().split()
+    return bool(words) and words[-1] in ("path", "file", "filename", "filepath")
+
+
 def _unnamed_file(value: Any, said: set[str]) -> bool:
     """``value`` is a file's path whose name (its last part, the extension aside) has words and the conversation gave
     none of them: ``path/to/summary_statistics.csv`` for "Explain bar chart of Patient."."""
@@ -1374,22 +1381,22 @@ def _unnamed_file(value: Any, said: set[str]) -> bool:
 
 def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> list[str]:
     """The required arguments the model made up where the conversation (what the user wrote, the turn's tool results)
-    left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time is
-    it?" offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" →
+    left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time
+    is it?" offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" →
     ``receiver: "john_doe"``); and where the conversation gave no number at all, in digits or in words, and named
     nothing to look one up by (:func:`_numbers_given`), a string of numbers and arithmetic only (:data:`_FORMULA`:
-    "Good morning! I finished my thesis." offered a calculator → ``expression: "100 * 0.075"``) and the numbers of a
-    call whose every required argument, two or more, is numbers only (a number, coordinates; "How can the deer
+    "Good morning! I finished my thesis." offered a calculator → ``expression: "100 * 0.075"``) and the numbers of
+    a call whose every required argument, two or more, is numbers only (a number, coordinates; "How can the deer
     population grow?" → ``current_population: 1000, birth_rate: 0.05``; not "What's the weather in Berlin?" → its
-    coordinates, nor "roll a die" → ``sides: 6``; a call with a named file and its size is judged by the name); and
-    a file (a required argument named ``path``, ``file``, ``filename``, ``filepath``) whose name nobody gave
-    (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the possible answers hold is
-    named by its request). Such a call is not made; the answer is written instead (it can ask for what is missing).
-    A word matches one it starts or that starts it (three letters or more: ``EUR`` and "euros"). Not judged: an
-    enum's choice, a number worked out from others (any number in the conversation lets every number through), dates
-    and times, text the model composes (a sentence, lower-case words), the names and the numbers-only calls of a
-    request asked in Chinese (its formulas are: "人体正常体温是多少度？" offered a calculator →
-    ``expression: "37"``)."""
+    coordinates, nor "roll a die" → ``sides: 6``; a call with a named file and its size is judged by the name);
+    and a file (a required argument named ``path``, ``file``, ``filename``, ``filepath``: :func:`_names_a_file`)
+    whose name nobody gave (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the
+    possible answers hold is named by its request). Such a call is not made; the answer is written instead (it can
+    ask for what is missing). A word matches one it starts or that starts it (three letters or more: ``EUR`` and
+    "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
+    every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
+    the numbers-only calls of a request asked in Chinese (its formulas and files are: "人体正常体温是多少度？" offered a
+    calculator → ``expression: "37"``)."""
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
     out = []
@@ -1399,7 +1406,7 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     chinese = bool(_CJK.search(question(messages)))  # no capitals to tell a place by: its coordinates are let be
     if len(numbers) >= 2 and len(numbers) == len(required) and not chinese and not _numbers_given(messages):
         out += numbers  # every input of the call a number, and the conversation gave none nor a name to look up
-    out += [k for k in sorted(required & set(args)) if _FILE_PARAMETER.search(k) and _unnamed_file(args[k], said)]
+    out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said)]
     formulas = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _FORMULA.fullmatch(args[k])]
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"

@@ -1209,6 +1209,8 @@ def test_a_required_file_nobody_named_is_made_up() -> None:
     assert lt.made_up({"file_path": "会议纪要.md"}, params, asked("打开会议纪要")) == []
     assert lt.made_up({"file_path": "meeting_notes.md"}, params, asked("打开会议纪要")) == ["file_path"]
     assert lt.made_up({"file_path": "."}, params, chart) == []  # no name: the folder the tool starts from
+    profile = {"type": "object", "required": ["profile"], "properties": {"profile": {"type": "string"}}}
+    assert lt.made_up({"profile": "premium tier"}, profile, chart) == []  # "profile" names no file
 
 
 def test_a_chinese_request_with_no_number_of_its_own_makes_a_formula_made_up() -> None:
