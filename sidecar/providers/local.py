@@ -72,10 +72,10 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "invalid_tool_call_rate": 0.0,
 }
 """The same held-out halves with the arguments written by the packaged 1.5B model (``metadata.arguments_model``; the
-default where it is installed), measured at 044b250 (2026-12-05 01:25–01:39, load 2, nothing beside it): single
-25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 22/30 + MCP 18/21
-(a plugin's file tools that read called on a named path without a change asked; before, at 6698360 00:48–01:01,
-the same as at 4da1576). At 4da1576 (2026-12-04 22:36–22:56, load 2, nothing beside it most of the
+default where it is installed), measured at 2c87879 (2026-12-05 02:06–02:20, load 2, nothing beside it) and the
+same at 044b250 (01:25–01:39): single 25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call
+where none fits 25/30 + 22/30 + MCP 18/21 (a plugin's file tools that read called on a named path without a change
+asked; before, at 6698360 00:48–01:01, the same as at 4da1576). At 4da1576 (2026-12-04 22:36–22:56, load 2, nothing beside it most of the
 time; the second look and the nearer tool — also in place of a far pick the model is unsure of —, made-up formulas,
 requests decided in the user's order, folder and file grounding, the value rule, the optional strings and a
 look-up's enum choices nobody asked for left to their defaults, a tool the request names, a request about files
