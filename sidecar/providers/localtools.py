@@ -253,11 +253,15 @@ _CHANGE_VERBS = frozenset(
 ``add_observations``); a name without one reads (``read_text_file``, ``get_file_info``, ``directory_tree``)."""
 
 
+def _name_words(name: str) -> list[str]:
+    """A tool's or an argument's name in lower-case words, split at ``_``, ``-`` and camelCase (``imagePath`` →
+    image, path)."""
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").lower().split()
+
+
 def changes_things(tool: MetonaToolDef) -> bool:
-    """The tool's name holds a verb of :data:`_CHANGE_VERBS` (its words split at ``_``, ``-``, ``.`` and
-    camelCase)."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", tool.name).replace("_", " ").replace("-", " ").replace(".", " ")
-    return any(w in _CHANGE_VERBS for w in words.lower().split())
+    """The tool's name holds a verb of :data:`_CHANGE_VERBS` (:func:`_name_words`, split at ``.`` too)."""
+    return any(w in _CHANGE_VERBS for w in _name_words(tool.name.replace(".", " ")))
 
 
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
@@ -269,10 +273,15 @@ def folder_paths(text: str) -> list[str]:
     return [m.group().rstrip(".:") for m in _FOLDER_PATH.finditer(text) if len(m.group().rstrip(".:")) > 1]
 
 
-def _about_folders(tool: MetonaToolDef) -> bool:
+def _path_texts(tool: MetonaToolDef) -> tuple[str, str]:
+    """What a tool says of where it works: its description's first sentence and its :data:`PATH_ARGUMENT`'s own
+    description ("" without one)."""
     path = _path_argument(tool)
-    texts = (first_sentence(tool.description), str(path[0].get("description") or "") if path else "")
-    return any(_FOLDER_WORDS.search(t) for t in texts)
+    return first_sentence(tool.description), str(path[0].get("description") or "") if path else ""
+
+
+def _about_folders(tool: MetonaToolDef) -> bool:
+    return any(_FOLDER_WORDS.search(t) for t in _path_texts(tool))
 
 
 def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
@@ -694,11 +703,9 @@ def on_a_folder(tool: MetonaToolDef) -> bool:
     description's first sentence, or the argument's own description, speaks of a folder or directory and not of
     a file (list_directory: "List a workspace folder"; search_files' path: "Folder to search."; not a
     get_file_info "about a file or directory")."""
-    path = _path_argument(tool)
-    if path is None or names_its_file(tool):
+    if _path_argument(tool) is None or names_its_file(tool):
         return False
-    texts = (first_sentence(tool.description), str(path[0].get("description") or ""))
-    return any(_FOLDER_WORDS.search(t) and not _FILE_WORD.search(t) for t in texts)
+    return any(_FOLDER_WORDS.search(t) and not _FILE_WORD.search(t) for t in _path_texts(tool))
 
 
 def ground_folder(schema: dict[str, Any], folder: str) -> dict[str, Any]:
@@ -1366,7 +1373,7 @@ def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
 def _names_a_file(key: str) -> bool:
     """An argument's name whose last word is ``path``, ``file``, ``filename`` or ``filepath`` (``file_path``,
     ``imagePath``; not ``profile``)."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key).replace("_", " ").replace("-", " ").lower().split()
+    words = _name_words(key)
     return bool(words) and words[-1] in ("path", "file", "filename", "filepath")
 
 
