@@ -480,7 +480,7 @@ class LocalAdapter(BaseAdapter):
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
             budget = localtools.argument_budget(declared)
-            full_tool = {"role": "system", "content": localtools.arguments_prompt(tool)}
+            full_tool = {"role": "system", "content": localtools.arguments_prompt(tool, asked)}
             payload = {
                 **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
                 "messages": [full_tool, *base["messages"][1:]],
@@ -492,6 +492,13 @@ class LocalAdapter(BaseAdapter):
             step = await self._generate(payload, keep, asm)
             steps.append(step)
             parsed = localtools.parse_arguments("".join(written))
+            numbers_only = localtools.stated_only(schema, declared, localtools.stated_numbers(asked))
+            runaway = parsed is None and localtools.runaway_number("".join(written))
+            if runaway and numbers_only is not None:  # a number cut short: once more, the numbers the request's own
+                written.clear()
+                step = await self._generate({**payload, "json_schema": numbers_only}, keep, asm)
+                steps.append(step)
+                parsed = localtools.parse_arguments("".join(written))
             if parsed is None:  # cut short (the token limit, the loop guard): the user is told, then answered
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages, budget) + "\n\n")
                 return False

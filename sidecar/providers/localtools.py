@@ -790,11 +790,12 @@ def tool_prompt(tools: Sequence[MetonaToolDef], *, examples_shown: bool = True, 
     return text + ("\n\nExamples:\n" + "\n".join(shots) if shots else "")
 
 
-def arguments_prompt(tool: MetonaToolDef) -> str:
+def arguments_prompt(tool: MetonaToolDef, request: str = "") -> str:
     """The system message of the arguments step: the chosen tool in full (its description, each argument with its
     type, whether it is required and its description, defaults included), the rule for optional arguments, the
-    format. The decision's one-line signature left the model guessing: it wrote ``"path": "workspace"`` where the
-    default (``.``) was meant, and chose ``"mode": "fts"`` over the better default."""
+    format, and the numbers the ``request`` writes with a word of scale in digits (:func:`scaled_numbers`). The
+    decision's one-line signature left the model guessing: it wrote ``"path": "workspace"`` where the default (``.``)
+    was meant, and chose ``"mode": "fts"`` over the better default."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
     required = set(schema.get("required") or ())
     lines = []
@@ -807,7 +808,11 @@ def arguments_prompt(tool: MetonaToolDef) -> str:
         lines.append(f"- {key} ({kind}, {need})" + (f": {text}" if text else ""))
     description = " ".join(tool.description.split())
     args = "\n".join(lines)
-    return f"# Tool\n{tool.name}: {description}\n\nArguments:\n{args}\n\n{OPTIONAL_RULE}\n{VALUE_RULE}\n{FORMAT}"
+    scaled = "; ".join(f"{written} = {value}" for written, value in scaled_numbers(request))
+    digits = f"\nIn digits: {scaled}." if scaled else ""
+    return (
+        f"# Tool\n{tool.name}: {description}\n\nArguments:\n{args}\n\n{OPTIONAL_RULE}\n{VALUE_RULE}{digits}\n{FORMAT}"
+    )
 
 
 def shape(spec: dict[str, Any], depth: int = 0) -> str:
@@ -1079,6 +1084,34 @@ def arguments_schema(
     return out
 
 
+_RUNAWAY = re.compile(r"\d{16,}\s*$")
+
+
+def runaway_number(text: str) -> bool:
+    """Arguments cut short in a number of more digits than a float holds (:func:`stated_only`)."""
+    return bool(_RUNAWAY.search(text))
+
+
+def stated_only(
+    schema: dict[str, Any], declared: dict[str, Any], numbers: Sequence[int | float]
+) -> dict[str, Any] | None:
+    """``schema`` (an :func:`arguments_schema` of the tool's ``declared`` parameters) with each top-level number that
+    may be any number made one of the ``numbers`` the request states (those its declaration allows, :func:`_fits`),
+    None when there is none to so
+    restrict or the request states no number. The second try of arguments cut short: a free number is unbounded, and
+    the 1.5B model, asked for "100 million outstanding shares", wrote ``1000000000…`` to the token limit, one digit
+    token after another (BFCL multiple_127, a tuning case)."""
+    properties = dict(schema.get("properties") or {})
+    free = [k for k, spec in properties.items() if spec.get("type") in _STATED_ONLY and "enum" not in spec]
+    restricted = {k: [n for n in numbers if _fits(n, str(_spec(declared, k).get("description") or ""))] for k in free}
+    if not any(restricted.values()):
+        return None
+    for key, fitting in restricted.items():
+        if fitting:
+            properties[key] = {"type": properties[key]["type"], "enum": fitting}
+    return {**schema, "properties": properties}
+
+
 _HINTS = re.compile(r"\(([^()]*)\)\s*$")
 _RANGE = re.compile(r"^(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)$")
 _BOUND = re.compile(r"^(>=|>|<=|<) (-?\d+(?:\.\d+)?)$")
@@ -1136,12 +1169,42 @@ def _zh_value(word: str) -> int:
     return 10 * (_ZH_DIGITS[tens] if tens else 1) + (_ZH_DIGITS[ones] if ones else 0)
 
 
+_SCALE = re.compile(r"[ \t]*(?:(thousand|million|billion|trillion)\b|(万|亿))", re.IGNORECASE)
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12, "万": 10**4, "亿": 10**8}
+"""Words that scale the number before them: "100 million" is 100000000, "3.5万" 35000, "5万米" 50000 (metres)."""
+
+
+def _scaled(text: str) -> list[tuple[int, str, int | float]]:
+    """Each number with the word that scales it (:data:`_SCALE`): its place, as written, its value."""
+    out: list[tuple[int, str, int | float]] = []
+    for match in _NUMBER.finditer(text):
+        sign, digits, fraction = match.groups(default="")
+        scale = _SCALE.match(text, match.end())
+        if scale is None:
+            continue
+        value = float(sign + digits.replace(",", "") + fraction) * _SCALES[scale.group(0).strip().lower()]
+        if math.isfinite(value) and abs(value) < 1e15:
+            out.append((match.start(), text[match.start() : scale.end()], int(value) if value.is_integer() else value))
+    return out
+
+
+def scaled_numbers(text: str) -> list[tuple[str, int | float]]:
+    """The numbers a request writes with a word of scale, as written and in digits: ("100 million", 100000000),
+    ("2.5万", 25000). Told them in digits, the arguments model copies them; left to convert "100 million" itself, it
+    wrote ``1000000000000…`` to the token limit (BFCL multiple_127, a tuning case)."""
+    return [(written, value) for _, written, value in _scaled(text.translate(_ASCII_DIGITS))]
+
+
 def _all_stated(text: str) -> list[int | float]:
     found: list[tuple[int, int | float]] = []
-    for match in _NUMBER.finditer(text.translate(_ASCII_DIGITS)):
+    text = text.translate(_ASCII_DIGITS)
+    scaled = {at: value for at, _, value in _scaled(text)}
+    for match in _NUMBER.finditer(text):
         sign, digits, fraction = match.groups(default="")
         value = float(sign + digits.replace(",", "") + fraction)
-        if math.isfinite(value) and len(digits.replace(",", "") + fraction.lstrip(".")) <= 15:
+        if match.start() in scaled:
+            found.append((match.start(), scaled[match.start()]))
+        elif math.isfinite(value) and len(digits.replace(",", "") + fraction.lstrip(".")) <= 15:
             found.append((match.start(), int(value) if value.is_integer() else value))
     for match in _EN_NUMBER.finditer(text):
         tens, ones, unit, big = (g.lower() if g else g for g in match.groups())
@@ -1193,7 +1256,10 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
     ``longitude: 13.41`` and ``forecast_hours: 13.41``; "a sine wave from 0 to 2 pi" → ``end_range: 2`` and
     ``amplitude: 2``; "news about Windows 11" → ``query: "Windows 11 news"`` and ``max_results: 11``. The other
     arguments are counted first, nested values and the numbers their strings state too; a dropped one gets its
-    default. A value meant for several ("width and height 100") stays in the first only."""
+    default. A value meant for several ("width and height 100") stays in the first only, but one that is its
+    argument's default goes before any other (dropped, it is still the value): "从第5000个字符开始接着读" offered a
+    fetch tool → ``max_length: 5000`` (its default) and ``start_index: 5000``, the start was dropped (MCP several,
+    a tuning case)."""
     required = set(parameters.get("required") or ())
     optional = [
         k
@@ -1203,6 +1269,7 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
         and _spec(parameters, k).get("type") in _STATED_ONLY
         and not _spec(parameters, k).get("enum")
     ]
+    optional.sort(key=lambda k: _is_default(args[k], _spec(parameters, k)))  # stable: the others keep their order
     left = _all_stated(text)
     for number in _numbers_in([args[k] for k in args if k not in optional]):
         if number in left:
@@ -1214,6 +1281,17 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
         else:
             del out[key]
     return out
+
+
+def _is_default(value: Any, spec: dict[str, Any]) -> bool:
+    """``value`` is the default the declaration gives (``default``, or the registry's hint ``(…, default 3)``)."""
+    if "default" in spec:
+        return bool(spec["default"] == value)
+    hints = _HINTS.search(str(spec.get("description") or ""))
+    for hint in (h.strip() for h in (hints.group(1).split(",") if hints else ())):
+        if hint.startswith("default "):
+            return _number(value) and hint.removeprefix("default ") in (str(value), f"{value}.0")
+    return False
 
 
 def parse_arguments(text: str) -> dict[str, Any] | None:
@@ -1357,6 +1435,24 @@ id or a count, each of which the conversation must give (or name something to lo
 it (:func:`made_up`)."""
 
 
+_ASKS_A_FORMULA = re.compile(r"\b(?:expression|formula|equation)s?\b", re.I)
+_MATHS = re.compile(r"math|arithmetic|calculat|comput|evaluat|numer|solv|\d\s*[-+*/^×÷]\s*\d", re.I)
+_ARITHMETIC = re.compile(r"[\d+\-*/×÷^%()=<>]")
+
+
+def _prose_for_a_formula(key: str, value: Any, spec: dict[str, Any]) -> bool:
+    """A string with neither a digit nor an operator where the argument asks for a formula of numbers (its name or
+    its description says expression, formula or equation, and its description speaks of maths or shows a formula):
+    the model wrote the answer into the formula ("What's the capital of Australia?" offered a calculator →
+    ``expression: "Australia's capital is Canberra."``, a syntax error that the answer then ignored; agent-mine-v3,
+    a tuning set). A search or filter "expression" (``refund``) is not judged."""
+    if not isinstance(value, str) or spec.get("enum") or _ARITHMETIC.search(value):
+        return False
+    described = str(spec.get("description") or "")
+    asks = _ASKS_A_FORMULA.search(" ".join(_name_words(key))) or _ASKS_A_FORMULA.search(described)
+    return bool(asks) and bool(_MATHS.search(described))
+
+
 _CODE = re.compile(r"[A-Z]{2,4}")
 _CODED = re.compile(r"currenc|\bcodes?\b|_code\b|country|language|airport|\biata\b|\biso\b|ticker|symbol", re.I)
 
@@ -1399,7 +1495,8 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     and a file (a required argument named ``path``, ``file``, ``filename``, ``filepath``: :func:`_names_a_file`)
     whose name nobody gave (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the
     possible answers hold is named by its request). Such a call is not made; the answer is written instead (it can
-    ask for what is missing). A word matches one it starts or that starts it (three letters or more: ``EUR`` and
+    ask for what is missing); and prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`). A
+    word matches one it starts or that starts it (three letters or more: ``EUR`` and
     "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
     every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
     the numbers-only calls of a request asked in Chinese (its formulas and files are: "人体正常体温是多少度？" offered a
@@ -1417,6 +1514,7 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     formulas = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _FORMULA.fullmatch(args[k])]
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
+    out += [k for k in sorted(required & set(args)) if _prose_for_a_formula(k, args[k], _spec(parameters, k))]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     for key in sorted(required & set(args)):

@@ -170,6 +170,19 @@ def test_a_number_stated_once_fills_one_argument() -> None:
     assert lt.spare_numbers({"lat": 3, "lon": 1, "days": 3}, enum, "3 days") == {"lat": 3, "lon": 1, "days": 3}
 
 
+def test_a_number_stated_once_leaves_the_argument_it_is_the_default_of() -> None:
+    hinted = {"type": "number", "description": "Most characters. (integer, 1-999999, default 5000)"}
+    start = {"type": "number", "description": "Where to start. (integer, >= 0, default 0)"}
+    params = {"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}}}
+    params["properties"] |= {"max_length": hinted, "start_index": start}
+    twice = {"url": "u", "max_length": 5000, "start_index": 5000}
+    assert lt.spare_numbers(twice, params, "从第5000个字符开始接着读") == {"url": "u", "start_index": 5000}
+    other = {"url": "u", "max_length": 3000, "start_index": 3000}  # neither is a default: the first keeps it
+    assert lt.spare_numbers(other, params, "read 3000 characters") == {"url": "u", "max_length": 3000}
+    declared = {**params, "properties": {**params["properties"], "max_length": {"type": "number", "default": 5000}}}
+    assert lt.spare_numbers(twice, declared, "start at 5000") == {"url": "u", "start_index": 5000}
+
+
 @pytest.mark.parametrize(
     ("text", "numbers"),
     [
@@ -189,6 +202,10 @@ def test_a_number_stated_once_fills_one_argument() -> None:
         ("order 1234567890123456, 3 items, 123456789012345", [3, 123456789012345]),
         ("３天，５．５小时，－5度", [3, 5.5, -5]),
         ("1e-3 or 3e5", []),
+        (
+            "100 million shares, 2.5 Billion, 3.5万人, 5万米, 2亿元",
+            [100_000_000, 2_500_000_000, 35_000, 50_000, 200_000_000],
+        ),
     ],
 )
 def test_the_stated_numbers_are_the_requests_own_numbers(text: str, numbers: list[float]) -> None:
@@ -342,6 +359,15 @@ def test_the_arguments_prompt_shows_the_chosen_tool_in_full() -> None:
     assert "- mode (string, one of create|append, optional): How.\n" in prompt
     assert "- tags (array of string, optional): Tags.\n" in prompt
     assert prompt.endswith(f"{lt.OPTIONAL_RULE}\n{lt.VALUE_RULE}\n{lt.FORMAT}")
+
+
+def test_the_arguments_prompt_gives_numbers_written_with_a_word_of_scale_in_digits() -> None:
+    asked = "What's the dividend per share with 100 million shares and a payout of 50 million USD?"
+    assert lt.scaled_numbers(asked) == [("100 million", 100_000_000), ("50 million", 50_000_000)]
+    prompt = lt.arguments_prompt(defs(WRITE)[0], asked)
+    assert f"{lt.VALUE_RULE}\nIn digits: 100 million = 100000000; 50 million = 50000000.\n{lt.FORMAT}" in prompt
+    assert lt.scaled_numbers("营收 1.5亿元") == [("1.5亿", 150_000_000)]
+    assert lt.arguments_prompt(defs(WRITE)[0], "Save 100 lines") == lt.arguments_prompt(defs(WRITE)[0])
 
 
 def test_the_ranking_query_is_the_request_and_the_latest_result() -> None:
@@ -1069,6 +1095,32 @@ async def test_arguments_cut_short_are_reported_to_the_user_then_answered(finish
     assert runtime.payloads[1]["stop_on_loop"] is True
 
 
+async def test_a_number_cut_short_is_written_again_from_the_requests_own_numbers() -> None:
+    numbers = {"payout": {"type": "number", "description": "USD"}, "shares": {"type": "number", "description": "Count"}}
+    dividend = {
+        **tool("dividend_per_share"),
+        "description": "Dividend per share from the total payout and the shares outstanding.",
+        "parameters": {"type": "object", "required": ["payout", "shares"], "properties": numbers},
+    }
+    ask = "The dividend per share with 100 million shares and a payout of 50 million USD?"
+    runaway = '{"payout": 50000000, "shares": 10000000000000000000000000000000'
+    again = '{"payout": 50000000, "shares": 100000000}'
+    runtime = ScriptedRuntime(['dividend_per_share"'], [runaway], [again], arguments_finish="length")
+    messages = [{"role": "user", "content": ask, "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=messages, tools=[dividend]))
+    assert response.tool_calls and response.tool_calls[0].args == {"payout": 50000000, "shares": 100000000}
+    retried = runtime.payloads[2]["json_schema"]["properties"]
+    assert retried["shares"] == {"type": "number", "enum": [100000000, 50000000]} == retried["payout"]
+    assert "In digits: 100 million = 100000000; 50 million = 50000000." in runtime.payloads[1]["messages"][0]["content"]
+
+
+async def test_arguments_cut_short_elsewhere_are_not_written_again() -> None:
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "2 ** 16 + 1 + 1 + 1'], ["It is 65536."])
+    response, _ = await run(runtime, request(tools=[CALC]))
+    assert response.tool_calls is None and response.content.endswith("It is 65536.")
+    assert len(runtime.payloads) == 3  # the decision, the arguments cut short, the answer: no second try
+
+
 async def test_a_files_content_has_a_budget_far_beyond_a_short_argument_and_is_written_whole() -> None:
     content = "| a | b |\n|---|---|\n" + "| 0 | 0 |\n" * 400  # 4 kB of a table that repeats itself
     ask = [{"role": "user", "content": "Save a table of zeros to table.md", "timestamp": 1}]
@@ -1143,6 +1195,27 @@ def test_a_required_name_the_conversation_never_gave_is_made_up() -> None:
     result = {**RESULT, "result": "Meeting room: Blue Hall", "summary": "Meeting room: Blue Hall"}
     after = [*HISTORY[:2], {**HISTORY[2], "toolResult": result}]
     assert lt.made_up({"where": "Blue Hall"}, params, request(messages=after).messages) == []  # a tool's result
+
+
+def test_prose_written_where_a_formula_of_numbers_is_asked_for_is_made_up() -> None:
+    calc = {"expression": {"type": "string", "description": "e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'"}}
+    params = {"type": "object", "required": ["expression"], "properties": calc}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    capital = asked("What's the capital of Australia?")
+    assert lt.made_up({"expression": "Australia's capital is Canberra."}, params, capital) == ["expression"]
+    assert lt.made_up({"expression": "澳大利亚的首都是堪培拉"}, params, asked("澳大利亚的首都是哪里？")) == [
+        "expression"
+    ]
+    assert lt.made_up({"expression": "sqrt(pi)"}, params, asked("What is the square root of pi?")) == []
+    maths = {"formula": {"type": "string", "description": "The mathematical formula to evaluate"}}
+    formula = {"type": "object", "required": ["formula"], "properties": maths}
+    assert lt.made_up({"formula": "the capital"}, formula, capital) == ["formula"]
+    search = {"expression": {"type": "string", "description": "The search expression, e.g. 'refund'"}}
+    searching = {"type": "object", "required": ["expression"], "properties": search}
+    assert lt.made_up({"expression": "refund"}, searching, asked("Which files mention refunds?")) == []
 
 
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
