@@ -1366,14 +1366,29 @@ def _spec(parameters: dict[str, Any], key: str) -> dict[str, Any]:
 _PROPER_NOUN = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
 
 
-def _numbers_given(messages: Sequence[MetonaMessage]) -> bool:
+def _numbers_given(messages: Sequence[MetonaMessage], looked_up: bool = True) -> bool:
     """The conversation (every message and tool result, earlier turns too) holds a number, in digits or in words,
-    or names something whose numbers can be looked up (a capitalised word within a sentence: "the weather in
-    Berlin" → its coordinates)."""
+    or (``looked_up``) names something whose numbers can be looked up (a capitalised word within a sentence: "the
+    weather in Berlin" → its coordinates)."""
     text = "\n".join(tool_text(m) if m.role == "tool" else m.content for m in messages)
     if _ANY_NUMBER.search(text) or _ZH_ANY_NUMBER.search(text):
         return True
-    return any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines())
+    return looked_up and any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines())
+
+
+_WHERE = re.compile(r"lat|lon|lng|coord|location|position|place|point|geo|origin|destination", re.IGNORECASE)
+
+
+def _a_places_numbers(args: dict[str, Any], keys: Sequence[str], parameters: dict[str, Any]) -> bool:
+    """Every one of ``keys`` is a place's number (its name, its description or, an object, its own keys speak of
+    latitude, longitude, coordinates, a location, a point, an origin or a destination): what a named place is
+    looked up as."""
+
+    def said_of(key: str) -> str:
+        own = " ".join(args[key]) if isinstance(args[key], dict) else ""
+        return f"{key} {_spec(parameters, key).get('description') or ''} {own}"
+
+    return all(_WHERE.search(said_of(k)) for k in keys)
 
 
 def _said_words(messages: Sequence[MetonaMessage]) -> set[str]:
@@ -1491,7 +1506,9 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     "Good morning! I finished my thesis." offered a calculator → ``expression: "100 * 0.075"``) and the numbers of
     a call whose every required argument, two or more, is numbers only (a number, coordinates; "How can the deer
     population grow?" → ``current_population: 1000, birth_rate: 0.05``; not "What's the weather in Berlin?" → its
-    coordinates, nor "roll a die" → ``sides: 6``; a call with a named file and its size is judged by the name);
+    coordinates (a named place lets a place's numbers through, :func:`_a_places_numbers`, not a BMI's weight and
+    height for "the average temperature for Los Angeles"), nor "roll a die" → ``sides: 6``; a call with a named
+    file and its size is judged by the name);
     and a file (a required argument named ``path``, ``file``, ``filename``, ``filepath``: :func:`_names_a_file`)
     whose name nobody gave (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the
     possible answers hold is named by its request). Such a call is not made; the answer is written instead (it can
@@ -1508,8 +1525,9 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
         k for k in sorted(required & set(args)) if _numbers_only(args[k]) and not _spec(parameters, k).get("enum")
     ]
     chinese = bool(_CJK.search(question(messages)))  # no capitals to tell a place by: its coordinates are let be
-    if len(numbers) >= 2 and len(numbers) == len(required) and not chinese and not _numbers_given(messages):
-        out += numbers  # every input of the call a number, and the conversation gave none nor a name to look up
+    looked_up = _a_places_numbers(args, numbers, parameters)  # a named place's coordinates, not a named thing's weight
+    if len(numbers) >= 2 and len(numbers) == len(required) and not chinese and not _numbers_given(messages, looked_up):
+        out += numbers  # every input of the call a number, and the conversation gave none nor a place to look up
     out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said)]
     formulas = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _FORMULA.fullmatch(args[k])]
     if formulas and not _numbers_given(messages):

@@ -1240,6 +1240,9 @@ def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> Non
     weather = {"lat": 52.52, "lon": 13.41}
     place = {**params, "required": ["lat", "lon"]}
     assert lt.made_up(weather, place, asked("What's the weather in Berlin?")) == []
+    body = {**params, "required": ["weight", "height"]}  # a named place's numbers are its coordinates, not a BMI's
+    bmi = asked("What's the average temperature for Los Angeles in December?")
+    assert lt.made_up({"weight": 70, "height": 1.7}, body, bmi) == ["height", "weight"]
     assert lt.made_up({"count": 6}, {**params, "required": ["count"]}, grow) == [], "one number: roll a die"
     earlier = [
         {"role": "user", "content": "what is it like outside?", "timestamp": 1},
