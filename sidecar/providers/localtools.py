@@ -1468,6 +1468,23 @@ def _prose_for_a_formula(key: str, value: Any, spec: dict[str, Any]) -> bool:
     return bool(asks) and bool(_MATHS.search(described))
 
 
+_PLACEHOLDER = re.compile(
+    r"\byour[_ -]?\w*|\w*_here\b|\bpath[_/]to[_/]|<[^<>\s]{2,}>|\bplaceholder\b|\bx{3,}\b|\binsert[_ ]", re.IGNORECASE
+)
+
+
+def _placeholder(value: Any, said: str) -> bool:
+    """``value`` (or a string it holds) is a placeholder the conversation (``said``, lower-case) never wrote: the
+    model had no value and wrote where one goes (``your_token_here``, ``YOUR_API_KEY``, ``path_to_image.jpg``,
+    ``<user_id>``). Tuning: BFCL's real users' and general no-call cases (``search_messages(token:
+    "your_token_here")``); none of the 1018 tuning truths holds one the request did not write."""
+    if isinstance(value, dict):
+        return any(_placeholder(v, said) for v in value.values())
+    if isinstance(value, list):
+        return any(_placeholder(v, said) for v in value)
+    return isinstance(value, str) and any(m.group(0).lower() not in said for m in _PLACEHOLDER.finditer(value))
+
+
 _CODE = re.compile(r"[A-Z]{2,4}")
 _CODED = re.compile(r"currenc|\bcodes?\b|_code\b|country|language|airport|\biata\b|\biso\b|ticker|symbol", re.I)
 
@@ -1512,7 +1529,8 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     and a file (a required argument named ``path``, ``file``, ``filename``, ``filepath``: :func:`_names_a_file`)
     whose name nobody gave (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the
     possible answers hold is named by its request). Such a call is not made; the answer is written instead (it can
-    ask for what is missing); and prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`). A
+    ask for what is missing); prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`); a
+    placeholder nobody wrote (:func:`_placeholder`). A
     word matches one it starts or that starts it (three letters or more: ``EUR`` and
     "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
     every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
@@ -1533,6 +1551,10 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
     out += [k for k in sorted(required & set(args)) if _prose_for_a_formula(k, args[k], _spec(parameters, k))]
+    written = "\n".join(
+        [m.content for m in messages if m.role == "user"] + [tool_text(m) for m in messages if m.role == "tool"]
+    ).lower()
+    out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     for key in sorted(required & set(args)):
@@ -1541,7 +1563,7 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
             continue
         if _a_code(key, value, spec):
             continue  # "Canadian dollars" as CAD: a code of something said in words
-        if _unsaid(value, said):  # a name always has words (:func:`_a_name`)
+        if _unsaid(value, said) and key not in out:  # a name always has words (:func:`_a_name`)
             out.append(key)
     return out
 

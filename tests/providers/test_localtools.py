@@ -1218,6 +1218,25 @@ def test_prose_written_where_a_formula_of_numbers_is_asked_for_is_made_up() -> N
     assert lt.made_up({"expression": "refund"}, searching, asked("Which files mention refunds?")) == []
 
 
+def test_a_placeholder_nobody_wrote_is_made_up() -> None:
+    keys = {"token": {"type": "string"}, "query": {"type": "string"}, "image": {"type": "string"}}
+    params = {"type": "object", "required": ["token", "query"], "properties": keys}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    hi = asked("search my messages for 'hi shaked'")
+    assert lt.made_up({"token": "your_token_here", "query": "hi shaked"}, params, hi) == ["token"]
+    assert lt.made_up({"token": "<slack token>", "query": "hi shaked"}, params, hi) == []  # a space: not a tag
+    assert lt.made_up({"token": "<api_token>", "query": "hi"}, params, hi) == ["token"]
+    assert lt.made_up({"token": {"key": "YOUR_API_KEY"}, "query": "x"}, params, hi) == ["token"]
+    said = asked("My key is called YOUR_API_KEY, search for 'hi'")
+    assert lt.made_up({"token": "YOUR_API_KEY", "query": "hi"}, params, said) == []
+    jigsaw = {**params, "required": ["image"]}
+    assert lt.made_up({"image": "path_to_puzzle_image.jpg"}, jigsaw, asked("Create a jigsaw puzzle")) == ["image"]
+    assert lt.made_up({"image": "cat.png"}, jigsaw, asked("Make a jigsaw of cat.png")) == []
+
+
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
     properties = {"count": {"type": "number"}, "rate": {"type": "number"}, "level": {"type": "number", "enum": ["1"]}}
     params = {"type": "object", "required": ["count", "rate"], "properties": properties}
