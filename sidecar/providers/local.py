@@ -368,18 +368,15 @@ class LocalAdapter(BaseAdapter):
         request that speaks of files, when it works on none, is decided again among those that do
         (:func:`localtools.spoken_of_files`). A first decision on a request that asks for something and then saves
         it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`); when that
-        calls no tool, on the whole request."""
+        calls no tool, on the whole request. After the turn's calls, the next decision is made on what the request
+        still asks besides the clauses they served (:func:`localtools.still_asked`: "…，帮我算算一共花了多少钱" after
+        the read); the answer is to the whole request."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
         part = localtools.before_saving(localtools.question(request.messages)) if in_order and not calls else None
-        if part is not None:
-            messages = list(request.messages)
-            at = localtools.turn_start(messages) - 1  # the request (before_saving found it, so there is one)
-            messages[at] = messages[at].model_copy(update={"content": part})
-            first_part = request.model_copy(update={"messages": messages})
-            if await self._tool_step(first_part, tools, asm, steps, in_order=False):
-                return True
+        if part is not None and await self._tool_step(_asking(request, part), tools, asm, steps, in_order=False):
+            return True
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
         done = localtools.succeeded(request.messages)
@@ -389,6 +386,8 @@ class LocalAdapter(BaseAdapter):
             on_files = [t for t in localtools.for_files(tools, request.messages)
                         if localtools.takes_a_file(t) and t.name not in failed]  # fmt: skip
         unfinished = bool(on_files)
+        if calls and not unfinished and (rest := localtools.still_asked(request.messages)):
+            request = _asking(request, rest)  # after the clause the calls served: what is still asked
         if not (on_files or {t.name for t in tools} - done):
             return False  # every offered tool has done its part: the answer, without a decision
         tools = on_files or tools
@@ -493,7 +492,9 @@ class LocalAdapter(BaseAdapter):
             steps.append(step)
             parsed = localtools.parse_arguments("".join(written))
             numbers_only = localtools.stated_only(schema, declared, localtools.stated_numbers(asked))
-            runaway = parsed is None and localtools.runaway_number("".join(written))
+            runaway = (
+                parsed is None and localtools.runaway_number("".join(written)) and localtools.scaled_numbers(asked)
+            )
             if runaway and numbers_only is not None:  # a number cut short: once more, the numbers the request's own
                 written.clear()
                 step = await self._generate({**payload, "json_schema": numbers_only}, keep, asm)
@@ -592,6 +593,14 @@ class LocalAdapter(BaseAdapter):
         """The last message is a tool result and the provider asks for the answer now (see ANSWER_AFTER_TOOLS)."""
         last = request.messages[-1] if request.messages else None
         return last is not None and last.role == "tool" and self.config.options.get("tool_followup") != "free"
+
+
+def _asking(request: MetonaRequest, text: str) -> MetonaRequest:
+    """``request`` with its current request's text (the last user message) replaced by ``text``, a part of it."""
+    messages = list(request.messages)
+    at = localtools.turn_start(messages) - 1
+    messages[at] = messages[at].model_copy(update={"content": text})
+    return request.model_copy(update={"messages": messages})
 
 
 def _folded(messages: list[MetonaMessage]) -> list[dict[str, Any]]:
