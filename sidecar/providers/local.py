@@ -478,20 +478,21 @@ class LocalAdapter(BaseAdapter):
         args: dict[str, Any] = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
-            budget = localtools.argument_budget(declared)
-            full_tool = {"role": "system", "content": localtools.arguments_prompt(tool, asked)}
+            planned = localtools.with_plan(tool, schema)  # a formula of numbers: a one-line plan written first
+            budget = localtools.argument_budget(declared) + (localtools.PLAN_TOKENS if planned else 0)
+            prompt = localtools.arguments_prompt(tool, asked, plan=planned is not None)
             payload = {
                 **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
-                "messages": [full_tool, *base["messages"][1:]],
+                "messages": [{"role": "system", "content": prompt}, *base["messages"][1:]],
                 "max_tokens": budget,
                 "prefix": localtools.arguments_prefix(decision),
-                "json_schema": schema,
+                "json_schema": planned or schema,
                 "stop_on_loop": True,  # a looping argument is cut short: the answer is written instead
             }
             step = await self._generate(payload, keep, asm)
             steps.append(step)
             parsed = localtools.parse_arguments("".join(written))
-            numbers_only = localtools.stated_only(schema, declared, localtools.stated_numbers(asked))
+            numbers_only = localtools.stated_only(planned or schema, declared, localtools.stated_numbers(asked))
             runaway = (
                 parsed is None and localtools.runaway_number("".join(written)) and localtools.scaled_numbers(asked)
             )
@@ -503,6 +504,8 @@ class LocalAdapter(BaseAdapter):
             if parsed is None:  # cut short (the token limit, the loop guard): the user is told, then answered
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages, budget) + "\n\n")
                 return False
+            if planned:
+                parsed.pop(localtools.PLAN, None)
             args = localtools.spare_numbers(localtools.without_empty(parsed, declared), declared, asked)
             args = localtools.unasked(args, declared, request.messages, changes=tool.requires_permission)
             if localtools.made_up(args, declared, request.messages):  # a name the request never gave: not guessed

@@ -1419,6 +1419,23 @@ def test_a_calls_token_budget_follows_the_lengths_its_tool_declares() -> None:
     assert lt.argument_budget({"type": "object", "properties": {"content": huge}}) == lt.ARGUMENT_TOKENS
 
 
+async def test_a_formula_of_numbers_is_written_after_a_plan_that_the_call_leaves_out() -> None:
+    calc = {**CALC, "parameters": {"type": "object", "required": ["expression"], "properties": {
+        "expression": {"type": "string", "description": "e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'"}}}}  # fmt: skip
+    plan = '{"plan": "price per litre: 89.9 yuan / 5 litres", "expression": "89.9 / 5"}'
+    runtime = ScriptedRuntime(['calculator"'], [plan])
+    messages = [{"role": "user", "content": "5 litres cost 89.9 yuan: how much per litre?", "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=messages, tools=[calc]))
+    assert response.tool_calls and response.tool_calls[0].args == {"expression": "89.9 / 5"}
+    grammar = runtime.payloads[1]["json_schema"]
+    assert list(grammar["properties"]) == ["plan", "expression"] and grammar["required"] == ["plan", "expression"]
+    assert lt.PLAN_RULE in runtime.payloads[1]["messages"][0]["content"]
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "37*43"}'])  # "where": no formula asked for
+    await run(runtime, request(tools=[CALC]))
+    assert "plan" not in runtime.payloads[1]["json_schema"]["properties"]
+    assert lt.PLAN_RULE not in runtime.payloads[1]["messages"][0]["content"]
+
+
 async def test_a_bounded_argument_gets_its_own_budget_and_the_notice_says_which() -> None:
     calc = {**CALC, "parameters": {"type": "object", "required": ["expression"], "properties": {
         "expression": {"type": "string", "description": "e.g. 1 + 2 (at most 500 characters)"}}}}  # fmt: skip
@@ -1427,11 +1444,10 @@ async def test_a_bounded_argument_gets_its_own_budget_and_the_notice_says_which(
     )
     messages = [{"role": "user", "content": "What is 1 + 2?", "timestamp": 1}]
     response, _ = await run(runtime, request(messages=messages, tools=[calc]))
-    assert runtime.payloads[1]["max_tokens"] == lt.ARGUMENT_OVERHEAD + 504
+    limit = lt.ARGUMENT_OVERHEAD + 504 + lt.PLAN_TOKENS  # a formula of numbers: its plan's tokens too
+    assert runtime.payloads[1]["max_tokens"] == limit
     assert response.tool_calls is None
-    assert response.content.startswith(
-        f"(I did not call calculator: its arguments ran past the {lt.ARGUMENT_OVERHEAD + 504}-"
-    )
+    assert response.content.startswith(f"(I did not call calculator: its arguments ran past the {limit}-")
 
 
 @pytest.mark.parametrize(

@@ -83,6 +83,14 @@ def _max(*args: Number) -> Number:
     return max(args)
 
 
+def _sum(*args: Number) -> Number:
+    return math.fsum(args) if any(isinstance(a, float) for a in args) else sum(args)
+
+
+def _mean(*args: Number) -> float:
+    return math.fsum(args) / len(args)
+
+
 # name -> (function, min args, max args)
 FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "sqrt": (math.sqrt, 1, 1),
@@ -100,6 +108,10 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "round": (_round, 1, 2),
     "min": (_min, 1, MAX_ARGS),
     "max": (_max, 1, MAX_ARGS),
+    "sum": (_sum, 1, MAX_ARGS),
+    "mean": (_mean, 1, MAX_ARGS),
+    "avg": (_mean, 1, MAX_ARGS),
+    "average": (_mean, 1, MAX_ARGS),
     "floor": (math.floor, 1, 1),
     "ceil": (math.ceil, 1, 1),
     "factorial": (_factorial, 1, 1),
@@ -271,7 +283,7 @@ class Calculator(Tool):
         "Evaluate an arithmetic expression exactly: + - * / // % ** and comparisons (a number then % with no "
         "operand after it is a percentage: 7.5% = 0.075); pi, e, tau; sqrt, sin, cos, "
         "tan, asin, acos, atan (radians), log(x[, base]), log10, log2, exp, abs, round(x[, digits]), min, max, "
-        "floor, ceil, factorial."
+        "sum, mean (avg, average), floor, ceil, factorial."
     )
     Params = CalculatorParams
     category = MetonaToolCategory.CALCULATION
