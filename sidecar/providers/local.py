@@ -492,15 +492,13 @@ class LocalAdapter(BaseAdapter):
             step = await self._generate(payload, keep, asm)
             steps.append(step)
             parsed = localtools.parse_arguments("".join(written))
-            numbers_only = localtools.stated_only(planned or schema, declared, localtools.stated_numbers(asked))
-            runaway = (
-                parsed is None and localtools.runaway_number("".join(written)) and localtools.scaled_numbers(asked)
-            )
-            if runaway and numbers_only is not None:  # a number cut short: once more, the numbers the request's own
-                written.clear()
-                step = await self._generate({**payload, "json_schema": numbers_only}, keep, asm)
-                steps.append(step)
-                parsed = localtools.parse_arguments("".join(written))
+            if parsed is None and localtools.runaway_number("".join(written)) and localtools.scaled_numbers(asked):
+                stated = localtools.stated_only(planned or schema, declared, localtools.stated_numbers(asked))
+                if stated is not None:  # a number cut short: once more, the numbers the request states only
+                    written.clear()
+                    step = await self._generate({**payload, "json_schema": stated}, keep, asm)
+                    steps.append(step)
+                    parsed = localtools.parse_arguments("".join(written))
             if parsed is None:  # cut short (the token limit, the loop guard): the user is told, then answered
                 await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages, budget) + "\n\n")
                 return False

@@ -349,6 +349,7 @@ def before_saving(text: str) -> str | None:
 
 
 _CLAUSE_END = re.compile(r"[,，;；。!?！？:：]|\.(?=\s|$)|\s(?:and|then)\s|然后|之后|再", re.IGNORECASE)
+_NAMING = re.compile(r"[^\W\d_]", re.UNICODE)
 _LEADING_CONNECTIVE = re.compile(r"^(?:\s|and\b|then\b|also\b|然后|之后|再|并且|并)+", re.IGNORECASE)
 
 
@@ -361,7 +362,8 @@ def still_asked(messages: Sequence[MetonaMessage]) -> str | None:
     0.5B model named the read again (p 0.7–0.98 on 8 of 8 read-then-add-up requests written for this) and the
     total was the answer's own sum."""
     asked = question(messages)
-    given = [v for _, args, ok in turn_outcomes(messages) if ok for v in args.values() if isinstance(v, str) and v]
+    values = (v for _, args, ok in turn_outcomes(messages) if ok for v in args.values() if isinstance(v, str))
+    given = [v for v in values if len(v.strip()) >= 3 and _NAMING.search(v)]  # not "." (the folder), not "/"
     cuts = [0, *(m.end() for m in _CLAUSE_END.finditer(asked)), len(asked)]
     clauses = [asked[a:b] for a, b in itertools.pairwise(cuts) if asked[a:b].strip()]
     kept = [c for c in clauses if not any(v in c for v in given)]
@@ -1121,12 +1123,12 @@ def stated_only(
 ) -> dict[str, Any] | None:
     """``schema`` (an :func:`arguments_schema` of the tool's ``declared`` parameters) with each top-level number that
     may be any number made one of the ``numbers`` the request states (those its declaration allows, :func:`_fits`),
-    None when there is none to so
-    restrict or the request states no number. The second try of arguments cut short: a free number is unbounded, and
-    the 1.5B model, asked for "100 million outstanding shares", wrote ``1000000000…`` to the token limit, one digit
-    token after another (BFCL multiple_127, a tuning case). Tried only when the request writes a number with a word
-    of scale (:func:`scaled_numbers`): a runaway number otherwise is a call the model was lost in, and on the
-    held-out half a retry for every runaway number made one more call where none fitted (2026-12-05)."""
+    None when there is none to so restrict or the request states no number. The second try of arguments cut short:
+    a free number is unbounded, and the 1.5B model, asked for "100 million outstanding shares", wrote
+    ``1000000000…`` to the token limit, one digit token after another (BFCL multiple_127, a tuning case). Tried only
+    when the request writes a number with a word of scale (:func:`scaled_numbers`): a runaway number otherwise is a
+    call the model was lost in, and on the held-out half a retry for every runaway number made one more call where
+    none fitted (2026-12-05)."""
     properties = dict(schema.get("properties") or {})
     free = [k for k, spec in properties.items() if spec.get("type") in _STATED_ONLY and "enum" not in spec]
     restricted = {k: [n for n in numbers if _fits(n, str(_spec(declared, k).get("description") or ""))] for k in free}

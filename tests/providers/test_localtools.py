@@ -1521,6 +1521,7 @@ def _read_then(ask: str, path: str, content: str = "a: 1") -> list[dict[str, Any
         ("看一下 通讯录.csv 里张伟的电话是多少。", "通讯录.csv", None),
         ("Read notes.md, thanks", "notes.md", None),  # under two words left
         ("Read a.txt and summarise it", "b.txt", None),  # the call was given no value the request names
+        ("List my files, then count the .csv ones.", ".", None),  # "." (the folder) names no clause
     ],
 )
 def test_what_a_request_still_asks_after_its_first_call_leaves_out_the_clause_it_served(
