@@ -72,12 +72,13 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "invalid_tool_call_rate": 0.0,
 }
 """The same held-out halves with the arguments written by the packaged 1.5B model (``metadata.arguments_model``; the
-default where it is installed), measured at 2c87879 (2026-12-05 02:06–02:20, load 2, nothing beside it) and the
-same at 044b250 (01:25–01:39): single 25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call
-where none fits 25/30 + 22/30 + MCP 18/21 (a plugin's file tools that read called on a named path without a change
-asked; before, at 6698360 00:48–01:01, the same as at 4da1576). At 4da1576 (2026-12-04 22:36–22:56, load 2, nothing beside it most of the
-time; the second look and the nearer tool — also in place of a far pick the model is unsure of —, made-up formulas,
-requests decided in the user's order, folder and file grounding, the value rule, the optional strings and a
+default where it is installed), measured at e62d99f (2026-12-05 04:12–04:28, load 1.9; the later commits change
+nothing a one-request case reaches), the same as at 2c87879 (02:06–02:20, load 2, nothing beside it) and at 044b250
+(01:25–01:39): single 25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits
+25/30 + 22/30 + MCP 18/21 (a plugin's file tools that read called on a named path without a change asked; before,
+at 6698360 00:48–01:01, the same as at 4da1576). At 4da1576 (2026-12-04 22:36–22:56, load 2, nothing beside it most
+of the time; the second look and the nearer tool — also in place of a far pick the model is unsure of —, made-up
+formulas, requests decided in the user's order, folder and file grounding, the value rule, the optional strings and a
 look-up's enum choices nobody asked for left to their defaults, a tool the request names, a request about files
 decided among the file tools): single 25/30 + MCP 24/30, multiple 20/30 + MCP 17/25, real users' 18/30, no call
 where none fits 25/30 + 22/30 + MCP 18/21. At ede6f56 (20:12–20:31) the same but real users' 17/30, as at 6dc525f
@@ -368,9 +369,7 @@ class LocalAdapter(BaseAdapter):
         request that speaks of files, when it works on none, is decided again among those that do
         (:func:`localtools.spoken_of_files`). A first decision on a request that asks for something and then saves
         it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`); when that
-        calls no tool, on the whole request. After the turn's calls, the next decision is made on what the request
-        still asks besides the clauses they served (:func:`localtools.still_asked`: "…，帮我算算一共花了多少钱" after
-        the read); the answer is to the whole request."""
+        calls no tool, on the whole request."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -386,8 +385,6 @@ class LocalAdapter(BaseAdapter):
             on_files = [t for t in localtools.for_files(tools, request.messages)
                         if localtools.takes_a_file(t) and t.name not in failed]  # fmt: skip
         unfinished = bool(on_files)
-        if calls and not unfinished and (rest := localtools.still_asked(request.messages)):
-            request = _asking(request, rest)  # after the clause the calls served: what is still asked
         if not (on_files or {t.name for t in tools} - done):
             return False  # every offered tool has done its part: the answer, without a decision
         tools = on_files or tools

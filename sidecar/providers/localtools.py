@@ -348,33 +348,6 @@ def before_saving(text: str) -> str | None:
     return head if len(words) - cjk >= 2 or cjk >= 4 else None
 
 
-_CLAUSE_END = re.compile(r"[,，;；。!?！？:：]|\.(?=\s|$)|\s(?:and|then)\s|然后|之后|再", re.IGNORECASE)
-_NAMING = re.compile(r"[^\W\d_]", re.UNICODE)
-_LEADING_CONNECTIVE = re.compile(r"^(?:\s|and\b|then\b|also\b|然后|之后|再|并且|并)+", re.IGNORECASE)
-
-
-def still_asked(messages: Sequence[MetonaMessage]) -> str | None:
-    """What the current request asks for besides the clauses that name a file (or a value) the turn's calls were
-    given, when it asks for more: "读一下 出差/费用明细.txt，帮我算算这趟出差一共花了多少钱。" after the read →
-    "帮我算算这趟出差一共花了多少钱。"; "How much did I spend in total? The receipts are in receipts.csv." → "How much
-    did I spend in total?". None when no clause names such a value, or what is left is under two words (four
-    Chinese characters). The next decision is made on this part: shown the whole request and the read's result, the
-    0.5B model named the read again (p 0.7–0.98 on 8 of 8 read-then-add-up requests written for this) and the
-    total was the answer's own sum."""
-    asked = question(messages)
-    values = (v for _, args, ok in turn_outcomes(messages) if ok for v in args.values() if isinstance(v, str))
-    given = [v for v in values if len(v.strip()) >= 3 and _NAMING.search(v)]  # not "." (the folder), not "/"
-    cuts = [0, *(m.end() for m in _CLAUSE_END.finditer(asked)), len(asked)]
-    clauses = [asked[a:b] for a, b in itertools.pairwise(cuts) if asked[a:b].strip()]
-    kept = [c for c in clauses if not any(v in c for v in given)]
-    if len(kept) == len(clauses):
-        return None
-    rest = " ".join(_LEADING_CONNECTIVE.sub("", c).strip() for c in kept).strip()
-    words = _CLAUSE_WORDS.findall(rest)
-    cjk = sum(1 for w in words if _CJK.fullmatch(w))
-    return rest if len(words) - cjk >= 2 or cjk >= 4 else None
-
-
 _CHANGE_WORDS = re.compile(
     r"\b(?:save[ds]?|saving|store|write|writes|writing|put|record|export|create|add|append|insert|update|edit|"
     r"change|modify|replace|rename|move|copy|delete|remove|fill|fix|note down|jot|generate|draft|compose|output|dump|"

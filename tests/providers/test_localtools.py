@@ -1490,60 +1490,6 @@ def test_what_a_request_asks_before_saving_is_its_first_part(ask: str, part: str
     assert lt.before_saving(ask) == part
 
 
-def _read_then(ask: str, path: str, content: str = "a: 1") -> list[dict[str, Any]]:
-    """The request, a read of ``path`` and its result: the turn after its first call."""
-    call = {**CALL, "name": "read_file", "args": {"path": path}}
-    result = {**RESULT, "toolName": "read_file", "result": {"path": path}, "summary": f"File {path}:\n{content}"}
-    return [
-        {"role": "user", "content": ask, "timestamp": 1},
-        {"role": "assistant", "content": "", "toolCalls": [call], "timestamp": 2},
-        {"role": "tool", "content": "", "toolResult": result, "timestamp": 3},
-    ]
-
-
-@pytest.mark.parametrize(
-    ("ask", "path", "rest"),
-    [
-        (
-            "读一下 出差/费用明细.txt，帮我算算这趟出差一共花了多少钱。",
-            "出差/费用明细.txt",
-            "帮我算算这趟出差一共花了多少钱。",
-        ),
-        ("Open scores.txt and work out the average score.", "scores.txt", "work out the average score."),
-        (
-            "How much did I spend in total? The receipts are in receipts.csv.",
-            "receipts.csv",
-            "How much did I spend in total?",
-        ),
-        ("My meter readings are in meter.csv. How many kWh did I use?", "meter.csv", "How many kWh did I use?"),
-        ("打开 跑步记录.txt，然后告诉我一共跑了多少公里", "跑步记录.txt", "告诉我一共跑了多少公里"),
-        ("What does config.yaml set the port to?", "config.yaml", None),  # one clause
-        ("看一下 通讯录.csv 里张伟的电话是多少。", "通讯录.csv", None),
-        ("Read notes.md, thanks", "notes.md", None),  # under two words left
-        ("Read a.txt and summarise it", "b.txt", None),  # the call was given no value the request names
-        ("List my files, then count the .csv ones.", ".", None),  # "." (the folder) names no clause
-    ],
-)
-def test_what_a_request_still_asks_after_its_first_call_leaves_out_the_clause_it_served(
-    ask: str, path: str, rest: str | None
-) -> None:
-    assert lt.still_asked(request(messages=_read_then(ask, path)).messages) == rest
-
-
-async def test_the_next_decision_is_made_on_what_the_request_still_asks() -> None:
-    ask = "读一下 费用.txt，帮我算算一共花了多少钱。"
-    messages = _read_then(ask, "费用.txt", "高铁 354.5 元\n酒店 288 元")
-    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "354.5 + 288"}'])
-    response, _ = await run(runtime, request(messages=messages, tools=[CALC, READ]))
-    assert response.tool_calls and response.tool_calls[0].name == "calculator"
-    decided_on = runtime.payloads[0]["messages"][-1]["content"]
-    assert decided_on.startswith("帮我算算一共花了多少钱。\n\n") and "费用.txt" in decided_on  # the read's result
-    runtime = ScriptedRuntime(["answer"], ["It is 642.5 yuan."])
-    response, _ = await run(runtime, request(messages=messages, tools=[CALC, READ]))
-    assert "费用.txt" not in runtime.payloads[0]["messages"][-1]["content"].split("\n")[0]
-    assert runtime.payloads[1]["messages"][-1]["content"].startswith(ask)  # the answer is to the whole request
-
-
 async def test_a_request_that_saves_an_outcome_is_decided_in_the_users_order() -> None:
     ask = [{"role": "user", "content": "Compute 19 * 23 and save the result to answer.txt", "timestamp": 1}]
     runtime = ScriptedRuntime(['calculator"'], ['{"expression": "19 * 23"}'])
