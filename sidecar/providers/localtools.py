@@ -34,6 +34,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any, TypeGuard
 
 from ..ir import MetonaMessage, MetonaToolDef
@@ -1183,8 +1184,9 @@ def _scaled(text: str) -> list[tuple[int, str, int | float]]:
         scale = _SCALE.match(text, match.end())
         if scale is None:
             continue
-        value = float(sign + digits.replace(",", "") + fraction) * _SCALES[scale.group(0).strip().lower()]
-        if math.isfinite(value) and abs(value) < 1e15:
+        exact = Decimal(sign + digits.replace(",", "") + fraction) * _SCALES[scale.group(0).strip().lower()]
+        value = float(exact)  # "1.1 million" is 1100000, not 1100000.0000000002
+        if abs(value) < 1e15:
             out.append((match.start(), text[match.start() : scale.end()], int(value) if value.is_integer() else value))
     return out
 

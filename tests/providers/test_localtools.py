@@ -206,6 +206,7 @@ def test_a_number_stated_once_leaves_the_argument_it_is_the_default_of() -> None
             "100 million shares, 2.5 Billion, 3.5万人, 5万米, 2亿元",
             [100_000_000, 2_500_000_000, 35_000, 50_000, 200_000_000],
         ),
+        ("1.1 million, 2.01万, 0.57亿", [1_100_000, 20_100, 57_000_000]),  # not 20099.999999999996
     ],
 )
 def test_the_stated_numbers_are_the_requests_own_numbers(text: str, numbers: list[float]) -> None:
