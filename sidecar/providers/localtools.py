@@ -1070,7 +1070,7 @@ def arguments_schema(
             if key in required or spec.get("type") not in _STATED_ONLY:
                 out["properties"][key] = arguments_schema(spec, top=False, numbers=numbers)
             elif numbers and not spec.get("enum"):
-                fitting = [n for n in numbers if _fits(n, str(spec.get("description") or ""))]
+                fitting = _allowed(numbers, spec)
                 if fitting:
                     out["properties"][key] = {"type": spec["type"], "enum": fitting}
     if isinstance(parameters.get("items"), dict):
@@ -1105,7 +1105,7 @@ def stated_only(
     none fitted (2026-12-05)."""
     properties = dict(schema.get("properties") or {})
     free = [k for k, spec in properties.items() if spec.get("type") in _STATED_ONLY and "enum" not in spec]
-    restricted = {k: [n for n in numbers if _fits(n, str(_spec(declared, k).get("description") or ""))] for k in free}
+    restricted = {k: _allowed(numbers, _spec(declared, k)) for k in free}
     if not any(restricted.values()):
         return None
     for key, fitting in restricted.items():
@@ -1119,12 +1119,23 @@ _RANGE = re.compile(r"^(-?\d+(?:\.\d+)?)-(-?\d+(?:\.\d+)?)$")
 _BOUND = re.compile(r"^(>=|>|<=|<) (-?\d+(?:\.\d+)?)$")
 
 
+def _hint_items(description: str) -> list[str]:
+    """The hints the tool registry appends to a field's description, one each: ``(integer, 1-10, default 3)`` →
+    ``integer``, ``1-10``, ``default 3``."""
+    hints = _HINTS.search(description)
+    return [h.strip() for h in hints.group(1).split(",")] if hints else []
+
+
+def _allowed(numbers: Sequence[int | float], spec: dict[str, Any]) -> list[int | float]:
+    """The ``numbers`` a declaration's hints allow its field (:func:`_fits`)."""
+    return [n for n in numbers if _fits(n, str(spec.get("description") or ""))]
+
+
 def _fits(number: int | float, description: str) -> bool:
     """``number`` is allowed by what a declaration's description says of its field in the hints the tool registry
     appends (``(integer, 1-10, default 3)``, ``(>= 0)``): the IR's number has no integer-ness and no bounds, so an
     MCP tool's ``count`` (integer, 1–10) was offered the request's ``2.5`` and ``1299.99``."""
-    hints = _HINTS.search(description)
-    for hint in (h.strip() for h in (hints.group(1).split(",") if hints else ())):
+    for hint in _hint_items(description):
         if hint == "integer" and not float(number).is_integer():
             return False
         if (span := _RANGE.match(hint)) and not float(span.group(1)) <= number <= float(span.group(2)):
@@ -1290,8 +1301,7 @@ def _is_default(value: Any, spec: dict[str, Any]) -> bool:
     """``value`` is the default the declaration gives (``default``, or the registry's hint ``(…, default 3)``)."""
     if "default" in spec:
         return bool(spec["default"] == value)
-    hints = _HINTS.search(str(spec.get("description") or ""))
-    for hint in (h.strip() for h in (hints.group(1).split(",") if hints else ())):
+    for hint in _hint_items(str(spec.get("description") or "")):
         if hint.startswith("default "):
             return _number(value) and hint.removeprefix("default ") in (str(value), f"{value}.0")
     return False
@@ -1394,14 +1404,15 @@ def _a_places_numbers(args: dict[str, Any], keys: Sequence[str], parameters: dic
     return all(_WHERE.search(said_of(k)) for k in keys)
 
 
+def _said_text(messages: Sequence[MetonaMessage], results_from: int = 0) -> str:
+    """What the user wrote, and the tool results from message ``results_from`` on."""
+    results = [tool_text(m) for m in messages[results_from:] if m.role == "tool"]
+    return "\n".join([m.content for m in messages if m.role == "user"] + results)
+
+
 def _said_words(messages: Sequence[MetonaMessage]) -> set[str]:
     """The words the conversation gave: what the user wrote, and the current turn's tool results."""
-    return _words(
-        "\n".join(
-            [m.content for m in messages if m.role == "user"]
-            + [tool_text(m) for m in messages[turn_start(messages) :] if m.role == "tool"]
-        )
-    )
+    return _words(_said_text(messages, turn_start(messages)))
 
 
 def _unsaid(value: str, said: set[str]) -> bool:
@@ -1587,9 +1598,7 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
     out += [k for k in sorted(required & set(args)) if _prose_for_a_formula(k, args[k], _spec(parameters, k))]
-    written = "\n".join(
-        [m.content for m in messages if m.role == "user"] + [tool_text(m) for m in messages if m.role == "tool"]
-    ).lower()
+    written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
