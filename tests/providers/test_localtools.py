@@ -1350,7 +1350,7 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     args = {"query": "Project Falcon", "glob": "*.md", "mode": "vector", "when": "2026-12-05"}
     assert lt.unasked(args, params, falcon) == {"query": "Project Falcon", "when": "2026-12-05"}
     assert lt.unasked(args, params, asked("Which .md files mention Project Falcon?"))["glob"] == "*.md"
-    assert lt.unasked({"query": "x", "glob": "2024"}, params, falcon) == {"query": "x", "glob": "2024"}  # digits
+    assert lt.unasked({"query": "x", "glob": "2024"}, params, falcon) == {"query": "x"}  # a number nobody gave
     assert lt.unasked({"query": "Nothing said"}, params, falcon) == {"query": "Nothing said"}  # required
     # an optional enum's choice nobody asked for is left to its default; one a word of the request names is kept
     assert lt.unasked({"query": "x", "mode": "vector"}, params, asked("What did I note about vector clocks?")) == {
@@ -1367,6 +1367,54 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     add = asked("Add a line 'buy milk' to todo.txt")
     assert lt.unasked({"mode": "append"}, modes, add, changes=True) == {"mode": "append"}
     assert lt.unasked({"mode": "append"}, modes, add) == {}  # a look-up's choice nobody asked for is let go
+
+
+def test_an_optional_number_written_as_digits_is_kept_only_when_something_gave_it() -> None:
+    years = {"type": "string", "enum": ["2010", "2011", "dontcare"], "description": "The year (default dontcare)"}
+    ids = {"type": "string", "description": "The province: 1 for Bangkok, 2 for Chiang Mai."}
+    params = {"type": "object", "required": ["artist"], "properties": {"artist": {"type": "string"}, "year": years}}
+    params["properties"] |= {"province_id": ids, "seats": {"type": "string"}}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    songs = asked("Pop songs by Harris J from the Salam album")  # a year of the enum nobody gave: its default
+    assert lt.unasked({"artist": "Harris J", "year": "2010"}, params, songs, changes=True) == {"artist": "Harris J"}
+    released = asked("Songs by Harris J released in 2010")
+    assert lt.unasked({"artist": "Harris J", "year": "2010"}, params, released)["year"] == "2010"
+    cleaning = asked("A cleaner in Bangkok for two seats")  # its description gives the id; a number in words
+    assert lt.unasked({"artist": "x", "province_id": "1", "seats": "2"}, params, cleaning) == {
+        "artist": "x",
+        "province_id": "1",
+        "seats": "2",
+    }
+    assert lt.unasked({"artist": "x", "seats": "12"}, params, asked("Book a table at 12 Oak Street")) == {
+        "artist": "x",
+        "seats": "12",
+    }
+
+
+def test_a_date_takes_the_day_the_request_states_from_an_optional_count() -> None:
+    count = {"type": "number", "description": "How many adults. (integer, default 1)"}
+    params = {"type": "object", "required": ["to", "date"], "properties": {"number_of_adults": count}}
+    params["properties"] |= {"to": {"type": "string"}, "date": {"type": "string"}}
+    train = {"to": "Portland, OR", "date": "04/22/2023", "number_of_adults": 22}
+    assert lt.spare_numbers(train, params, "A train to Portland for April 22nd") == {
+        "to": "Portland, OR",
+        "date": "04/22/2023",
+    }
+    iso = {"to": "LAX", "date": "2023-04-15T10:30", "number_of_adults": 15}
+    assert lt.spare_numbers(iso, params, "Fly to LAX on the 15th at 10:30") == {"to": "LAX", "date": "2023-04-15T10:30"}
+    two = {"to": "LAX", "date": "2023-04-15", "number_of_adults": 2}
+    assert lt.spare_numbers(two, params, "2 adults to LAX on the 15th") == two  # a count of its own stays
+
+
+def test_a_name_the_user_wrote_as_its_initials_is_not_made_up() -> None:
+    params = {"type": "object", "required": ["from_city", "to_city"], "properties": {}}
+    params["properties"] = {"from_city": {"type": "string"}, "to_city": {"type": "string"}}
+    bus = request(messages=[{"role": "user", "content": "A bus for 2 from LA to SD", "timestamp": 1}]).messages
+    assert lt.made_up({"from_city": "Los Angeles, CA", "to_city": "San Diego, CA"}, params, bus) == []
+    assert lt.made_up({"from_city": "Los Angeles, CA", "to_city": "Seattle, WA"}, params, bus) == ["to_city"]
 
 
 def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> None:
