@@ -1449,7 +1449,8 @@ def unasked(
     default, ``overwrite``, would lose the file. A value of digits only, an enum's choice too, goes when nothing
     gave its number (:func:`_untold`: "Pop songs by Harris J from the Salam album" got ``year: "2010"`` of the
     years offered, BFCL live, a tuning case; on 417 recorded calls of the tuning half's multiple and real users'
-    kinds, 2026-12-05, one mended, none broken). Not judged: a date or a time (worked out: "tomorrow"). On the
+    kinds, 2026-12-05, one mended, none broken), and so does a placeholder nobody wrote (:func:`_placeholder`; one
+    more mended). Not judged: a date or a time (worked out: "tomorrow"). On the
     tuning half (2026-12-04, 90 calls of BFCL single, multiple and live, 47 of
     tool-generalisation-v1) no call's score changes with the free strings; with every tool's enums (the same calls
     and 90 more of BFCL) one call was mended and, once a yes or a no was let be, none broken — but the bench's
@@ -1461,6 +1462,8 @@ def unasked(
     choices = not changes and not _CJK.search(question(messages))
     out = {}
     for key, value in args.items():
+        if key not in required and _placeholder(value, told.lower()):
+            continue  # "the latest sensor readings" → networkId: ["your_network_id"]: no value, the default applies
         if key not in required and isinstance(value, str):
             if _DIGITS.fullmatch(value.strip()):
                 judged = False  # a number, an enum's too: gone when nothing gave it

@@ -1351,6 +1351,7 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     assert lt.unasked(args, params, falcon) == {"query": "Project Falcon", "when": "2026-12-05"}
     assert lt.unasked(args, params, asked("Which .md files mention Project Falcon?"))["glob"] == "*.md"
     assert lt.unasked({"query": "x", "glob": "2024"}, params, falcon) == {"query": "x"}  # a number nobody gave
+    assert lt.unasked({"query": "x", "glob": ["your_glob_here"]}, params, falcon) == {"query": "x"}  # a placeholder
     assert lt.unasked({"query": "Nothing said"}, params, falcon) == {"query": "Nothing said"}  # required
     # an optional enum's choice nobody asked for is left to its default; one a word of the request names is kept
     assert lt.unasked({"query": "x", "mode": "vector"}, params, asked("What did I note about vector clocks?")) == {
