@@ -422,19 +422,29 @@ class LocalAdapter(BaseAdapter):
 
         step, decision, choice = await decide(names, answer=not (unfinished or on_a_file))
         asked = localtools.question(request.messages)
-        if first and choice not in (None, localtools.ANSWER) and not on_a_file:
+        about_files: list[str] = []
+        lister = localtools.folder_first(choice, tools, request.messages) if first and not on_a_file else None
+        if lister is not None:  # a read with no file named, in a folder named: what the folder holds, first
+            choice, decision = lister.name, localtools.DECISION_PREFIX + lister.name + '"'
+        elif first and choice not in (None, localtools.ANSWER) and not on_a_file:
             about_files = [t.name for t in localtools.spoken_of_files(tools, request.messages)]
-            if about_files and choice not in about_files and not localtools.sure(step.get("score")):
-                names = about_files  # a request about files, an unsure pick that works on none: among those that do
+            unsure = not localtools.sure(step.get("score")) or localtools.speaks_of_folders(asked)
+            if about_files and choice not in about_files and unsure:
+                names = about_files  # a request about files, a pick that works on none: among those that do
                 step, decision, choice = await decide(names)
                 near = {name: near[name] for name in names}
-        if first and choice not in (None, localtools.ANSWER) and not on_a_file:
+            else:
+                about_files = []
+        if first and choice not in (None, localtools.ANSWER) and not on_a_file and lister is None:
             named = {name: words for name, words in localtools.named_by(tools, asked).items() if name in near}
 
-            def nearness(name: str) -> float:  # a tool the request names is as near as a tool need be
-                return max(near[name], localtools.RELEVANT_COSINE) if named[name] else near[name]
+            def nearness(name: str) -> float:  # a tool the request names (or its files, one on files) is near enough
+                spoken = named[name] or name in about_files
+                return max(near[name], localtools.RELEVANT_COSINE) if spoken else near[name]
 
-            instead = localtools.nearer(choice, near, step.get("score"))
+            instead = (
+                None if localtools.chinese(request.messages) else localtools.nearer(choice, near, step.get("score"))
+            )
             if instead and named[choice] and not named[instead]:
                 instead = None  # a pick the request names never gives way to one it does not name
             instead = localtools.named_instead(choice, named, step.get("score")) or instead

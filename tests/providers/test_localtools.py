@@ -385,6 +385,24 @@ def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None
     assert [t.name for t in lt.ranked(tools, [0.0, 0.0, 0.0])] == ["calculator", "write_file", "get_current_time"]
 
 
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        ("open budget/Q3 budget.csv and add up my spend", ["budget/Q3 budget.csv"]),
+        ("save their names to events/veg list.txt", ["events/veg list.txt"]),
+        ("can you open Meeting Notes/Q3 planning.md", ["Notes/Q3 planning.md"]),  # the read finds "Meeting Notes"
+        ("Save the result in a file called bonus calc.txt", ["bonus calc.txt"]),
+        ("帮我打开 装修/预算 清单.md，加起来", ["装修/预算 清单.md"]),
+        ("帮我打开装修/预算 清单.md", ["装修/预算 清单.md"]),  # a lead word glued before the folder
+        ("compare src/a.md b.md", ["src/a.md", "b.md"]),  # a file before it: two names
+        ("在src/目录下新建 main.py", ["src/main.py"]),  # the folder word is no part of the name
+        ("see http://x.com/a b.md", ["b.md"]),
+    ],
+)
+def test_an_unquoted_name_with_spaces_after_its_folder_is_named_whole(text: str, paths: list[str]) -> None:
+    assert lt.in_folder(lt.named_paths(text), text) == paths
+
+
 def test_named_paths_are_the_file_names_a_request_spells() -> None:
     assert lt.named_paths("把“明天九点开组会”写入 reminders.md。") == ["reminders.md"]
     assert lt.named_paths("读取 notes/todo.md 并告诉我第一项任务。") == ["notes/todo.md"]
@@ -919,6 +937,34 @@ async def test_an_unsure_pick_that_works_on_no_file_is_decided_again_for_a_reque
     runtime = ScriptedRuntime(['notes_search"'], ['{"query": "Falcon"}'], score=unsure)
     response, _ = await run(runtime, request(messages=notes, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
     assert response.tool_calls and response.tool_calls[0].name == "notes_search"
+
+
+async def test_a_pick_chosen_again_for_a_request_about_files_is_near_enough_and_a_folder_overrules_a_sure_pick() -> (
+    None
+):
+    far = math.log(lt.RELEVANT_P) - 1  # both picks unsure, the second far from the request by the embedder
+    asking = _asking("哪些文件里提到了“年终奖”？")
+    runtime = ScriptedRuntime(['notes_search"'], ['find_in_files"'], ['{"query": "年终奖"}'], score=far)
+    response, _ = await run(runtime, request(messages=asking, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
+    assert response.tool_calls and response.tool_calls[0].name == "find_in_files"  # the request spoke of its files
+    folder = _asking('search the recipes folder for "cardamom"')  # a folder: no notes search looks in one
+    runtime = ScriptedRuntime(['notes_search"'], ['find_in_files"'], ['{"query": "cardamom"}'])
+    response, _ = await run(runtime, request(messages=folder, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
+    assert response.tool_calls and response.tool_calls[0].name == "find_in_files"
+    assert runtime.payloads[1]["regex"] == lt.choice_regex(["find_in_files"])
+    assert lt.speaks_of_folders("在 合同 文件夹里找找") and not lt.speaks_of_folders("Which of my files mention X?")
+
+
+async def test_a_request_in_chinese_keeps_the_models_pick_over_a_nearer_tool() -> None:
+    class Halfway(FavouringEmbedder):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            half = [0.5, math.sqrt(0.75)]
+            return np.array([[1.0, 0.0] if i == 0 or t.startswith("calculator") else half for i, t in enumerate(texts)])
+
+    unsure = math.log(lt.NEARER_P) - 0.01
+    runtime = ScriptedRuntime(['get_current_time"'], score=unsure)
+    response, _ = await run(runtime, request(messages=_asking("现在几点了？"), tools=[CALC, TIME]), Halfway())
+    assert response.tool_calls and response.tool_calls[0].name == "get_current_time"  # across languages, not swapped
 
 
 def test_a_request_names_what_only_one_offered_tools_summary_names() -> None:
@@ -1534,6 +1580,10 @@ def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wan
         ("How do I save a file in vim?", None),
         ("请把结果保存到 a.txt", None),
         ("Sure, save it", None),  # under two words before it
+        ("Work out 15.5% of 8,460 plus 1,240. Save the result in bonus.txt", "Work out 15.5% of 8,460 plus 1,240"),
+        ("What is 19 * 23? Write it to a.txt", "What is 19 * 23"),  # the end of a sentence
+        ("3.5万存3年，一共多少？算完把结果记到 定期.txt 里", "3.5万存3年，一共多少？"),  # done calculating
+        ("Hello. Write a poem to poem.md", None),
     ],
 )
 def test_what_a_request_asks_before_saving_is_its_first_part(ask: str, part: str | None) -> None:
@@ -1637,6 +1687,8 @@ def test_a_file_named_apart_from_its_folder_is_in_that_folder(text: str, paths: 
 
 def test_a_folder_named_without_a_file_changes_nothing() -> None:
     assert lt.named_folder("看看「照片整理」这个文件夹里现在都有些什么。") == "照片整理"
+    assert lt.named_folder("看看 合同 文件夹里有哪些合同") == "合同"  # ends in 同 ("the same") but is a name
+    assert lt.named_folder("看看 日本 文件夹") == "日本" and lt.named_folder("项目根目录里有什么") is None
     assert lt.named_folder("Which file in the docs folder mentions the rate limit?") == "docs"
     assert lt.in_folder([], "in the docs folder") == []
     assert lt.named_folder("What is a folder?") is None
@@ -1686,6 +1738,28 @@ async def test_a_search_in_a_named_folder_searches_that_folder() -> None:
     response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("search files"))
     assert response.tool_calls and response.tool_calls[0].args == {"query": "发票", "path": "归档"}
     assert runtime.payloads[1]["json_schema"]["properties"]["path"]["enum"] == ["归档"]
+
+
+async def test_a_read_in_a_named_folder_with_no_file_named_lists_the_folder_first() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+             for t in default_registry().definitions(["read_file", "list_directory", "search_files"])]  # fmt: skip
+    ask = [
+        {"role": "user", "content": "看看 合同 文件夹里有哪些合同，把日期最新的那份打开，告诉我金额", "timestamp": 1}
+    ]
+    far = math.log(lt.RELEVANT_P) - 1  # unsure, and far: a pick the relevance bar would turn down
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "合同"}'], score=far)
+    response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("calc"))
+    assert response.tool_calls and (response.tool_calls[0].name, response.tool_calls[0].args) == (
+        "list_directory",
+        {"path": "合同"},
+    )
+    assert runtime.payloads[1]["prefix"] == '{"tool": "list_directory", "arguments": '
+    named = [{"role": "user", "content": "Open plan.md in the docs folder", "timestamp": 1}]  # a file named: read
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "docs/plan.md"}'])
+    response, _ = await run(runtime, request(messages=named, tools=tools), FavouringEmbedder("read"))
+    assert response.tool_calls and response.tool_calls[0].name == "read_file"
 
 
 def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:
