@@ -196,6 +196,10 @@ def named_paths(text: str, known: Sequence[str] = ()) -> list[str]:
         name = next(g for g in match.groups() if g is not None).strip()
         if _is_file_name(name, quoted=True) or name in known:
             spans.append((match.start(), match.end(), name))
+    for match in _ZH_THIS_FILE.finditer(text):
+        name = _zh_folder_name(match.group(1))
+        if name and free(match.start(1), match.end(1)) and not _says_which(name) and not name.endswith(("/", "\\")):
+            spans.append((match.start(1), match.end(1), name))
     for name in sorted({k for k in known if k}, key=len, reverse=True):
         for match in re.finditer(r"(?<![\w./\\])" + re.escape(name) + r"(?![\w/\\]|\.\w)", text):
             if free(match.start(), match.end()):
@@ -224,6 +228,13 @@ _FOLDERED = re.compile(r"(?:^|(?<=\s))([\w.~-]*[\w~-][/\\](?:[\w.~-]+[/\\])*[\w.
 """A word with folders (``budget/Q3``, ``装修/预算``) just before a space: the start of a name with spaces."""
 _CALLED = re.compile(r"\b(?:called|named|titled)\s+((?:[^\s/\\,;:\"'“”‘’]+ ){1,3})$", re.IGNORECASE)
 """Words between "called" (named, titled) and a file name: the start of the name ("a file called bonus calc.txt")."""
+
+
+_ZH_THIS_FILE = re.compile(
+    r"(?:(?<=\s)|(?<=[「“\"'‘]))([^\s，。、；：？！,;:?!「」“”\"'‘’《》()（）]+?)[」”\"'’]?\s*(?:这个|那个)文件(?!夹)"
+)
+"""A Chinese request's "X 这个文件" (the file X), X set apart by a space or quoted: a file's name, an extension or
+not ("帮我看下 待办 这个文件" named no file: a list of the folder was read instead, agent-mine-v4, a tuning set)."""
 
 
 def _spaced_name(text: str, start: int, name: str) -> str:

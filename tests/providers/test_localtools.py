@@ -397,6 +397,10 @@ def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None
         ("compare src/a.md b.md", ["src/a.md", "b.md"]),  # a file before it: two names
         ("在src/目录下新建 main.py", ["src/main.py"]),  # the folder word is no part of the name
         ("see http://x.com/a b.md", ["b.md"]),
+        ("帮我看下 待办 这个文件，还有哪几件事没做完？", ["待办"]),  # "the file 待办": no extension needed
+        ("打开「随手记」这个文件", ["随手记"]),
+        ("帮我看下这个文件", []),  # which file, not a name
+        ("看看 照片 这个文件夹", []),
     ],
 )
 def test_an_unquoted_name_with_spaces_after_its_folder_is_named_whole(text: str, paths: list[str]) -> None:
