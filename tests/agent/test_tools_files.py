@@ -352,6 +352,11 @@ async def test_search_files(tree: Path) -> None:
         {"path": "a/inner.md", "kind": "content", "line": 2, "text": "some Needle here"}
     ]
     assert "a/inner.md:2: some Needle here" in (result.result.summary or "")
+    assert (result.result.summary or "").splitlines()[0].endswith("; 1 file: a/inner.md")
+    (tree / "c.md").write_text("needle\nneedle again\n", encoding="utf-8")
+    two = (await run("search_files", {"query": "needle"}, tree)).result.summary or ""
+    assert two.splitlines()[0] == "3 matches for 'needle' in .; 2 files: c.md, a/inner.md"  # each file once, first
+    (tree / "c.md").unlink()
     sensitive = await run("search_files", {"query": "needle", "case_sensitive": True}, tree)
     assert sensitive.result.result["matches"] == []
     by_name = await run("search_files", {"query": "inner", "glob": "*.md"}, tree)

@@ -789,14 +789,26 @@ class SearchFiles(_FileTool):
         return ToolOutput(result=result, summary=_search_summary(args, shown, matches, truncated, scanned, by_words))
 
 
+SUMMARY_FILES = 10
+"""Most files a search's summary names in its first line (every match follows, one a line): told only the matches,
+the local model's answer named the first file of two ("Which of my files mention "Project Falcon"?",
+agent-mine-v4, a tuning set, 2026-12-05)."""
+
+
 def _search_summary(
     args: SearchFilesParams, shown: str, matches: list[dict[str, Any]], truncated: bool, n: int, by_words: bool = False
 ) -> str:
     if not matches:
         return f"No matches for {args.query!r} in {shown} ({n} files scanned)."
     what = f"the words of {args.query!r} (no line holds it whole)" if by_words else repr(args.query)
-    head = f"{len(matches)} matches for {what} in {shown}" + (
-        f" (stopped at max_results={args.max_results})" if truncated else ""
+    files = list(dict.fromkeys(m["path"] for m in matches))
+    named = ", ".join(files[:SUMMARY_FILES]) + (
+        f", and {len(files) - SUMMARY_FILES} more" if len(files) > SUMMARY_FILES else ""
+    )
+    head = (
+        f"{len(matches)} matches for {what} in {shown}"
+        + (f" (stopped at max_results={args.max_results})" if truncated else "")
+        + f"; {len(files)} file{'s' if len(files) > 1 else ''}: {named}"
     )
     lines = [
         f"{m['path']}: (file name)" if m["kind"] == "name" else f"{m['path']}:{m['line']}: {m['text']}" for m in matches
