@@ -380,8 +380,9 @@ class LocalAdapter(BaseAdapter):
             return False
         done = localtools.succeeded(request.messages)
         on_files: list[Any] = []
-        if localtools.unfinished(request.messages):  # a step on a named file is due: the tools that take one
-            failed = localtools.failed_on(request.messages, localtools.untouched_paths(request.messages))
+        opening = localtools.to_open(request.messages) if calls else []  # "…, open it": a file the results named
+        if localtools.unfinished(request.messages) or opening:  # a step on a named file is due: the tools for it
+            failed = localtools.failed_on(request.messages, opening or localtools.untouched_paths(request.messages))
             on_files = [t for t in localtools.for_files(tools, request.messages)
                         if localtools.takes_a_file(t) and t.name not in failed]  # fmt: skip
         unfinished = bool(on_files)
@@ -474,7 +475,7 @@ class LocalAdapter(BaseAdapter):
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(asked))
         if unfinished or localtools.names_its_file(tool):
-            schema = localtools.ground_arguments(schema, localtools.target_paths(request.messages))
+            schema = localtools.ground_arguments(schema, opening or localtools.target_paths(request.messages))
         elif localtools.takes_a_file(tool):  # a file named (or, after a result, seen), as spelled; never a guess after
             known = localtools.request_paths(request.messages) if first else localtools.known_paths(request.messages)
             if not known and not first:

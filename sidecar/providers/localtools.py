@@ -634,6 +634,29 @@ def known_paths(messages: Sequence[MetonaMessage]) -> list[str]:
     return list(dict.fromkeys([*request_paths(messages), *seen_files(messages)]))
 
 
+_OPEN_WORDS = re.compile(r"\b(?:open|read)\b|打开|点开|读一下|读读|读取", re.IGNORECASE)
+
+
+def to_open(messages: Sequence[MetonaMessage]) -> list[str]:
+    """The files the turn's results named (a search's matches, a listing's entries: :func:`seen_files`) when the
+    request asks to open or read a file it does not name and no call of the turn was given one of them: the next
+    step reads one of them (:func:`unfinished`'s way: the tools that take a file, no ``answer``). "Which file has
+    the details for the Lisbon offsite? Open it and tell me which hotel we're booked at." found
+    events/offsite logistics.md and was answered without it; "看看 合同 文件夹里有哪些合同，把日期最新的那份打开" was
+    answered from the listing (agent-mine-v4, a tuning set, 2026-12-05). Not when what is opened is a folder
+    ("open the docs folder")."""
+    asked = question(messages)
+    opening = [m for m in _OPEN_WORDS.finditer(asked) if not _FOLDER_WORDS.search(asked[m.end() : m.end() + 25])]
+    if not opening or request_paths(messages):
+        return []
+    seen = seen_files(messages[turn_start(messages) :])
+    files = [p for p in seen if not any(q != p and re.split(r"[/\\]", q)[-1] == p for q in seen)]
+    given = {p for _, args, _ in turn_outcomes(messages) for p in _paths_given(args)} | _paths_worked_on(messages)
+    if any(_bare(p) in given for p in files):
+        return []
+    return files
+
+
 def target_paths(messages: Sequence[MetonaMessage]) -> list[str]:
     """The files a call that :func:`names_its_file` may work on: those the request names that no call of the turn
     was given yet ("read a.txt and save a summary to b.txt": after the read, b.txt only, never the file read),

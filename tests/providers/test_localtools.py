@@ -1777,6 +1777,23 @@ def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[
     return messages
 
 
+async def test_a_request_to_open_the_file_a_search_found_reads_it_next() -> None:
+    matches = {"path": ".", "matches": [{"path": "events/offsite logistics.md", "kind": "content", "line": 1}]}
+    found = ("search_files", {"query": "Lisbon offsite"}, True, matches)
+    messages = _turn("Which file has the details for the Lisbon offsite? Open it and tell me the hotel.", found)
+    assert lt.to_open(request(messages=messages).messages) == ["events/offsite logistics.md"]
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "events/offsite logistics.md"}'], score=math.log(0.1))
+    response, _ = await run(runtime, request(messages=messages, tools=[FIND, READ_FILE]))
+    assert response.tool_calls and response.tool_calls[0].args == {"path": "events/offsite logistics.md"}
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["read_file"], answer=False)  # a read is due
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"]["enum"] == ["events/offsite logistics.md"]
+    read = ("read_file", {"path": "events/offsite logistics.md"}, True, {"path": "events/offsite logistics.md"})
+    assert lt.to_open(request(messages=_turn("Open it.", found, read)).messages) == []  # read already
+    folder = _turn("Open the events folder and tell me what is there", found)
+    assert lt.to_open(request(messages=folder).messages) == []  # a folder opened, not a file
+    assert lt.to_open(request(messages=_turn("Which file mentions Lisbon?", found)).messages) == []  # no opening
+
+
 async def test_after_a_result_a_file_is_read_only_when_named_or_seen() -> None:
     found = ("knowledge_search", {"query": "tire pressure"}, True, "[1] Road bike (note n1): 80 psi")
     messages = _turn("What tire pressure did I note for my road bike?", found)
