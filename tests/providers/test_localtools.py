@@ -71,6 +71,14 @@ class FavouringEmbedder:
         return np.array([[1.0, 0.0] if h else [0.0, 1.0] for h in hit], dtype=np.float32)
 
 
+class Halfway(FavouringEmbedder):
+    """The calculator's summary at cosine 1 with the request, every other text's at 0.5."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        half = [0.5, math.sqrt(0.75)]
+        return np.array([[1.0, 0.0] if i == 0 or t.startswith("calculator") else half for i, t in enumerate(texts)])
+
+
 def defs(*tools: dict[str, Any]) -> list[MetonaToolDef]:
     return [MetonaToolDef.model_validate(t) for t in tools]
 
@@ -873,13 +881,6 @@ async def test_the_adapter_calls_the_tool_the_request_names_when_the_model_is_un
 
 
 async def test_the_adapter_calls_the_nearer_tool_when_the_model_is_unsure_of_its_own() -> None:
-    class Halfway(FavouringEmbedder):
-        """The calculator's summary at cosine 1 with the request, every other text's at 0.5."""
-
-        def embed(self, texts: list[str]) -> np.ndarray:
-            half = [0.5, math.sqrt(0.75)]
-            return np.array([[1.0, 0.0] if i == 0 or t.startswith("calculator") else half for i, t in enumerate(texts)])
-
     unsure = math.log(lt.NEARER_P) - 0.01
     runtime = ScriptedRuntime(['write_file"'], ['{"expression": "2 ** 16"}'], score=unsure)
     response, _ = await run(runtime, request(tools=[CALC, WRITE]), Halfway())
@@ -960,11 +961,6 @@ async def test_a_pick_chosen_again_for_a_request_about_files_is_near_enough_and_
 
 
 async def test_a_request_in_chinese_keeps_the_models_pick_over_a_nearer_tool() -> None:
-    class Halfway(FavouringEmbedder):
-        def embed(self, texts: list[str]) -> np.ndarray:
-            half = [0.5, math.sqrt(0.75)]
-            return np.array([[1.0, 0.0] if i == 0 or t.startswith("calculator") else half for i, t in enumerate(texts)])
-
     unsure = math.log(lt.NEARER_P) - 0.01
     runtime = ScriptedRuntime(['get_current_time"'], score=unsure)
     response, _ = await run(runtime, request(messages=_asking("现在几点了？"), tools=[CALC, TIME]), Halfway())
