@@ -1377,17 +1377,41 @@ def without_empty(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str,
 
 
 def _numbers_in(value: Any) -> list[int | float]:
-    """The numbers a value holds: itself, its items and keys' values, the numbers its strings state, and the year,
-    month, day, hour and minute of a date or a time it writes (``"04/22/2023"`` holds 4, 22 and 2023: the day of
-    "April 22nd" is taken by the date)."""
+    """The numbers a value holds: itself, its items and keys' values, the numbers its strings state."""
     if isinstance(value, dict):
         return [n for v in value.values() for n in _numbers_in(v)]
     if isinstance(value, list):
         return [n for v in value for n in _numbers_in(v)]
     if isinstance(value, str):
-        parts = [int(p) for m in _DATE_OR_TIME.finditer(value) for p in re.split(r"[-/:]", m.group(0))]
-        return _all_stated(value) + parts
+        return _all_stated(value)
     return [value] if _number(value) else []
+
+
+def _date_parts(value: Any) -> list[int]:
+    """The year, month and day of each date a value writes (``"04/22/2023"``: 4, 22, 2023; ``"2024-03-19T10:00"``:
+    2024, 3, 19), its items' and keys' values too."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _date_parts(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _date_parts(v)]
+    if not isinstance(value, str):
+        return []
+    return [int(p) for m in _DATE.finditer(value) for p in re.split(r"[-/]", m.group(0))]
+
+
+_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}")
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DAY_WRITTEN = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)\b|\b{_MONTH}\s+(\d{{1,2}})\b|\b(\d{{1,2}})\s+(?:of\s+)?{_MONTH}"
+    r"|(\d{1,2})\s*[月日号]|\b((?:19|20)\d{2})\b",
+    re.IGNORECASE,
+)
+
+
+def _dated(text: str) -> list[int]:
+    """The numbers a request writes as a date's day, month or year: an ordinal ("the 15th"), beside a month's name
+    ("April 22", "22 April"), before 月, 日 or 号, a year (1900–2099)."""
+    return [int(next(g for g in m.groups() if g)) for m in _DAY_WRITTEN.finditer(text.translate(_ASCII_DIGITS))]
 
 
 def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
@@ -1396,9 +1420,10 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
     was offered with one of the request's (:func:`arguments_schema`): "the forecast at 52.52, 13.41" →
     ``longitude: 13.41`` and ``forecast_hours: 13.41``; "a sine wave from 0 to 2 pi" → ``end_range: 2`` and
     ``amplitude: 2``; "news about Windows 11" → ``query: "Windows 11 news"`` and ``max_results: 11``. The other
-    arguments are counted first, nested values and the numbers their strings state too, a date's day among them
-    ("a train on April 22nd" → ``date_of_journey: "04/22/2023"`` and ``number_of_adults: 22``; "a flight on the
-    15th" → ``number_of_tickets: 15``; BFCL live, tuning cases); a dropped one gets its default. A value meant
+    arguments are counted first, nested values and the numbers their strings state too, and a date's day, month
+    and year the request wrote as a date's (:func:`_dated`: "a train on April 22nd" → ``date_of_journey:
+    "04/22/2023"`` and ``number_of_adults: 22``; "a flight on the 15th" → ``number_of_tickets: 15``; BFCL live,
+    tuning cases; not "10 people" for a date's 10th); a dropped one gets its default. A value meant
     for several ("width and height 100") stays in the first only, but one that is its argument's default goes
     before any other (dropped, it is still the value): "从第5000个字符开始接着读" offered a fetch tool →
     ``max_length: 5000`` (its default) and ``start_index: 5000``, the start was dropped (MCP several,
@@ -1414,9 +1439,15 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
     ]
     optional.sort(key=lambda k: _is_default(args[k], _spec(parameters, k)))  # stable: the others keep their order
     left = _all_stated(text)
-    for number in _numbers_in([args[k] for k in args if k not in optional]):
+    taken = [args[k] for k in args if k not in optional]
+    for number in _numbers_in(taken):
         if number in left:
             left.remove(number)
+    dated = _dated(text)
+    for number in _date_parts(taken):  # a day the request wrote as a date's, taken by a date: not a count too
+        if number in left and number in dated:
+            left.remove(number)
+            dated.remove(number)
     out = dict(args)
     for key in optional:
         if args[key] in left:

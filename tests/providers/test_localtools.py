@@ -1454,6 +1454,10 @@ def test_a_date_takes_the_day_the_request_states_from_an_optional_count() -> Non
     assert lt.spare_numbers(iso, params, "Fly to LAX on the 15th at 10:30") == {"to": "LAX", "date": "2023-04-15T10:30"}
     two = {"to": "LAX", "date": "2023-04-15", "number_of_adults": 2}
     assert lt.spare_numbers(two, params, "2 adults to LAX on the 15th") == two  # a count of its own stays
+    ten = {"to": "LAX", "date": "2023-10-10T10:30", "number_of_adults": 10}
+    assert lt.spare_numbers(ten, params, "10 people to LAX at 10:30 on 2023-10-10") == ten  # not a day written
+    tenth = {"to": "LAX", "date": "2023-10-10", "number_of_adults": 10}
+    assert lt.spare_numbers(tenth, params, "10 people to LAX on October 10th") == tenth  # one 10 for each
 
 
 def test_a_name_the_user_wrote_as_its_initials_is_not_made_up() -> None:
