@@ -226,8 +226,11 @@ def named_paths(text: str, known: Sequence[str] = ()) -> list[str]:
 
 _FOLDERED = re.compile(r"(?:^|(?<=\s))([\w.~-]*[\w~-][/\\](?:[\w.~-]+[/\\])*[\w.~-]*\w) $")
 """A word with folders (``budget/Q3``, ``装修/预算``) just before a space: the start of a name with spaces."""
-_CALLED = re.compile(r"\b(?:called|named|titled)\s+((?:[^\s/\\,;:\"'“”‘’]+ ){1,3})$", re.IGNORECASE)
-"""Words between "called" (named, titled) and a file name: the start of the name ("a file called bonus calc.txt")."""
+_CALLED = re.compile(
+    r"\b(?:file|document|doc|note)s?\s+(?:called|named|titled)\s+((?:[^\s/\\,;:\"'“”‘’]+ ){1,3})$", re.IGNORECASE
+)
+"""Words between "a file called" (named, titled; a document, a note) and a file name: the start of the name ("a file
+called bonus calc.txt"; not "the function named parse defined in utils.py")."""
 
 
 _ZH_THIS_FILE = re.compile(
@@ -241,8 +244,8 @@ def _spaced_name(text: str, start: int, name: str) -> str:
     """An unquoted file ``name`` at ``start`` of ``text`` with the words before it that its path holds: a word with
     folders before a space (``budget/Q3 budget.csv``, ``events/veg list.txt``, ``装修/预算 清单.md``; the folder
     named before the first space is cut as the read of it finds: ``Meeting Notes/Q3 planning.md`` is read as
-    ``Notes/Q3 planning.md``, in the one folder ``Notes`` can mean), or the words after "called", "named" or
-    "titled" (``a file called bonus calc.txt``). Cut at the space, the name was another file: ``budget.csv``
+    ``Notes/Q3 planning.md``, in the one folder ``Notes`` can mean), or the words after "a file called" (named,
+    titled: ``a file called bonus calc.txt``). Cut at the space, the name was another file: ``budget.csv``
     (two budgets beside it), ``calc.txt`` written instead of ``bonus calc.txt``."""
     before = text[:start]
     called = _CALLED.search(before)

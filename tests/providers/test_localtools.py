@@ -400,6 +400,7 @@ def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None
         ("save their names to events/veg list.txt", ["events/veg list.txt"]),
         ("can you open Meeting Notes/Q3 planning.md", ["Notes/Q3 planning.md"]),  # the read finds "Meeting Notes"
         ("Save the result in a file called bonus calc.txt", ["bonus calc.txt"]),
+        ("Where is the function named parse defined in utils.py?", ["utils.py"]),  # a function named, not a file
         ("帮我打开 装修/预算 清单.md，加起来", ["装修/预算 清单.md"]),
         ("帮我打开装修/预算 清单.md", ["装修/预算 清单.md"]),  # a lead word glued before the folder
         ("compare src/a.md b.md", ["src/a.md", "b.md"]),  # a file before it: two names
