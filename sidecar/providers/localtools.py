@@ -225,28 +225,29 @@ def named_paths(text: str, known: Sequence[str] = ()) -> list[str]:
 
 
 _FOLDERED = re.compile(r"(?:^|(?<=\s))([\w.~-]*[\w~-][/\\](?:[\w.~-]+[/\\])*[\w.~-]*\w) $")
-"""A word with folders (``budget/Q3``, ``装修/预算``) just before a space: the start of a name with spaces."""
+"""A word with folders (``reports/May``, ``旅行/东京``) just before a space: the start of a name with spaces."""
 _CALLED = re.compile(
     r"\b(?:file|document|doc|note)s?\s+(?:called|named|titled)\s+((?:[^\s/\\,;:\"'“”‘’]+ ){1,3})$", re.IGNORECASE
 )
 """Words between "a file called" (named, titled; a document, a note) and a file name: the start of the name ("a file
-called bonus calc.txt"; not "the function named parse defined in utils.py")."""
+called tax estimate.txt"; not "the function named parse defined in utils.py")."""
 
 
 _ZH_THIS_FILE = re.compile(
     r"(?:(?<=\s)|(?<=[「“\"'‘]))([^\s，。、；：？！,;:?!「」“”\"'‘’《》()（）]+?)[」”\"'’]?\s*(?:这个|那个)文件(?!夹)"
 )
 """A Chinese request's "X 这个文件" (the file X), X set apart by a space or quoted: a file's name, an extension or
-not ("帮我看下 待办 这个文件" named no file: a list of the folder was read instead, agent-mine-v4, a tuning set)."""
+not (a request to read "购物清单 这个文件" named no file before: the folder was listed instead; agent-mine-v4, a tuning
+set)."""
 
 
 def _spaced_name(text: str, start: int, name: str) -> str:
     """An unquoted file ``name`` at ``start`` of ``text`` with the words before it that its path holds: a word with
-    folders before a space (``budget/Q3 budget.csv``, ``events/veg list.txt``, ``装修/预算 清单.md``; the folder
-    named before the first space is cut as the read of it finds: ``Meeting Notes/Q3 planning.md`` is read as
-    ``Notes/Q3 planning.md``, in the one folder ``Notes`` can mean), or the words after "a file called" (named,
-    titled: ``a file called bonus calc.txt``). Cut at the space, the name was another file: ``budget.csv``
-    (two budgets beside it), ``calc.txt`` written instead of ``bonus calc.txt``."""
+    folders before a space (``reports/May sales.csv``, ``旅行/东京 行程.md``; the folder named before the first
+    space is cut as the read of it finds: ``Team Docs/May notes.md`` is read as ``Docs/May notes.md``, in the one
+    folder ``Docs`` can mean), or the words after "a file called" (named, titled: ``a file called tax
+    estimate.txt``). Cut at the space, the name was another file: ``sales.csv`` (two such files beside it),
+    ``estimate.txt`` written instead of ``tax estimate.txt`` (agent-mine-v4, a tuning set)."""
     before = text[:start]
     called = _CALLED.search(before)
     if called:
@@ -258,7 +259,7 @@ def _spaced_name(text: str, start: int, name: str) -> str:
             break  # "在src/目录下新建 main.py": the folder and the lead words, no name of its own
         name = f"{word[cut:]} {name}"
         if cut:
-            break  # a Chinese lead word glued before it ("打开装修/预算 清单.md"): the name starts after it
+            break  # a Chinese lead word glued before it ("打开旅行/东京 行程.md"): the name starts after it
         before = before[: folders.start(1)]
     return name
 
@@ -382,10 +383,9 @@ def before_saving(text: str) -> str | None:
     348.80"; "算一下 468 乘以 0.85 再加 63 是多少，然后把结果写进 结果.txt" → "算一下 468 乘以 0.85 再加 63 是多少".
     None when the request starts with the saving ("Write a haiku and save it"), the saving clause does not follow a
     connective ("I want you to write …"), or what comes before it is under two words (or four Chinese characters).
-    The end of a sentence is a connective too, and so is "算完" (done calculating): "Work out my bonus: 15.5% of
-    8,460 plus the 1,240 base. Save the result in a file called bonus calc.txt" and "…一共多少？算完把结果记到
-    理财/定期存款.txt 里" were written to the file before anything was calculated (agent-mine-v4, a tuning set,
-    2026-12-05).
+    The end of a sentence is a connective too, and so is "算完" (done calculating): a sum asked in one sentence and
+    saved in the next, and a Chinese "…是多少？算完把结果记到 x.txt 里", were written to the file before anything was
+    calculated (agent-mine-v4, a tuning set, 2026-12-05).
 
     The turn's first decision is made on that part first (the user's order of the steps): on the whole request the
     named file drew the decision to the file tools, and the 0.5B model wrote ``"468 * 0.85 + 63 ="`` to the file
@@ -643,11 +643,10 @@ _OPEN_WORDS = re.compile(r"\b(?:open|read)\b|打开|点开|读一下|读读|读�
 def to_open(messages: Sequence[MetonaMessage]) -> list[str]:
     """The files the turn's results named (a search's matches, a listing's entries: :func:`seen_files`) when the
     request asks to open or read a file it does not name and no call of the turn was given one of them: the next
-    step reads one of them (:func:`unfinished`'s way: the tools that take a file, no ``answer``). "Which file has
-    the details for the Lisbon offsite? Open it and tell me which hotel we're booked at." found
-    events/offsite logistics.md and was answered without it; "看看 合同 文件夹里有哪些合同，把日期最新的那份打开" was
-    answered from the listing (agent-mine-v4, a tuning set, 2026-12-05). Not when what is opened is a folder
-    ("open the docs folder")."""
+    step reads one of them (:func:`unfinished`'s way: the tools that take a file, no ``answer``). "Which file
+    has the trip's details? Open it and tell me …" found the file and was answered without it; a request to list a
+    folder and open the newest file in it was answered from the listing (agent-mine-v4, a tuning set, 2026-12-05).
+    Not when what is opened is a folder ("open the docs folder")."""
     asked = question(messages)
     opening = [m for m in _OPEN_WORDS.finditer(asked) if not _FOLDER_WORDS.search(asked[m.end() : m.end() + 25])]
     if not opening or request_paths(messages):
@@ -745,8 +744,8 @@ def spoken_of_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMes
     mention Kubernetes?" and "帮我查查哪些文件提到了预算超支" to the notes search (p 0.74, 0.76), whose summary
     says nothing of files, with a tool that finds which files mention a text offered (requests written for this,
     2026-12-04). The tool so chosen counts as near the request (its relevance bar, :func:`relevant`): the request
-    spoke of what it works on. Chosen again among the file tools, "哪些文件里提到了“年终奖”？" got search_files at
-    p 0.09, cosine 0.13, and was answered from nothing (agent-mine-v4, a tuning set, 2026-12-05)."""
+    spoke of what it works on. Chosen again among the file tools, a Chinese "which files mention …?" got
+    search_files at p 0.09, cosine 0.13, and was answered from nothing (agent-mine-v4, a tuning set, 2026-12-05)."""
     text = question(messages)
     if not (_FILE_WORDS.search(text) or speaks_of_folders(text)):
         return []
@@ -754,9 +753,9 @@ def spoken_of_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMes
 
 
 def speaks_of_folders(text: str) -> bool:
-    """``text`` speaks of a folder ("search the recipes folder for …", "在 合同 文件夹里找找 …"): a pick with no file or
+    """``text`` speaks of a folder ("search the docs folder for …", "在 归档 文件夹里找找 …"): a pick with no file or
     folder argument is made again among those that have one (:func:`spoken_of_files`) however sure the model was —
-    no other tool looks in a folder. The 0.5B model sent "search the recipes folder for "cardamom"" to the notes
+    no other tool looks in a folder. The 0.5B model sent a search of a named folder for a quoted word to the notes
     search at p 0.83 (agent-mine-v4, a tuning set, 2026-12-05)."""
     return bool(_FOLDER_WORDS.search(text))
 
@@ -810,13 +809,12 @@ def folder_first(
     choice: str | None, tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]
 ) -> MetonaToolDef | None:
     """The tool to call first instead of the ``choice`` of a first decision, a read of a file (:func:`takes_a_file`,
-    changing nothing), when
-    the request names no file but a folder (:func:`named_folder`): the offered tool that works in a folder and
-    needs nothing else (:func:`on_a_folder`, no other required argument: list_directory) — what is in the folder
-    first, then the file read is one of those it holds (:func:`known_paths`). None to keep ``tool``. "看看 合同
-    文件夹里有哪些合同，把日期最新的那份打开" went to read_file with no file to read, and was answered with steps
-    for the user to take (agent-mine-v4, a tuning set, 2026-12-05). The swap is not weighed by the relevance bar
-    (:func:`relevant`): the request named the folder it works in."""
+    changing nothing), when the request names no file but a folder (:func:`named_folder`): the offered tool that
+    works in a folder and needs nothing else (:func:`on_a_folder`, no other required argument: list_directory) —
+    what is in the folder first, then the file read is one of those it holds (:func:`known_paths`). None to keep
+    the choice. A Chinese request to open the newest file of a named folder went to read_file with no file to read,
+    and was answered with steps for the user to take (agent-mine-v4, a tuning set, 2026-12-05). The swap is not
+    weighed by the relevance bar (:func:`relevant`): the request named the folder it works in."""
     tool = next((t for t in tools if t.name == choice), None)
     if tool is None or not takes_a_file(tool) or changes_things(tool) or on_a_folder(tool) or request_paths(messages):
         return None
@@ -1059,8 +1057,8 @@ Homes_2_FindHomeByArea 0.48); one right choice, at p 0.37, is 0.11 below the nea
 first; "Which of my files mention Project Falcon?" went to knowledge_search at p 0.63 (search_files 0.15 nearer).
 
 Not for a request in Chinese: the tools' summaries are English, and across the two languages the cosine is weak
-(0.1–0.35 for the right tool) and led by shared words, so it overruled the model for the wrong tool — "列一下
-工作/2024/报销 下面有哪些文件" went from list_directory (cosine 0.17) to search_files (0.29), a translation request
+(0.1–0.35 for the right tool) and led by shared words, so it overruled the model for the wrong tool — a Chinese
+request to list a folder's files went from list_directory (cosine 0.17) to search_files (0.29), a translation request
 from the calculator (which the relevance bar then turns down) to search_files (agent-mine-v4, a tuning set,
 2026-12-05). None of the tuning half's swaps was of a Chinese request."""
 
@@ -1587,8 +1585,8 @@ def _unsaid(value: str, said: set[str]) -> bool:
 
 def _initials(value: str) -> str:
     """The initials of a name of two words or more before any comma, lower-case ("Los Angeles, CA" → ``la``, "New
-    York City" → ``nyc``): a name the user wrote short ("a bus from LA to SD" → ``from_city: "Los Angeles, CA"``,
-    BFCL live, a tuning case); empty for anything else."""
+    York City" → ``nyc``): a name the user wrote short ("LA" → ``from_city: "Los Angeles, CA"``, BFCL live, a
+    tuning case); empty for anything else."""
     parts = _NAME_PART.findall(value.split(",")[0])
     return "".join(p[0] for p in parts).lower() if len(parts) >= 2 and all(p[0].isupper() for p in parts) else ""
 
@@ -1605,7 +1603,7 @@ def unasked(
     out from "I have laundry services"), nor any choice of a tool that ``changes`` things (one that needs the user's
     permission): its default may undo what was asked — "Add a line to todo.txt" writes ``mode: "append"``, and the
     default, ``overwrite``, would lose the file. A value of digits only, an enum's choice too, goes when nothing
-    gave its number (:func:`_untold`: "Pop songs by Harris J from the Salam album" got ``year: "2010"`` of the
+    gave its number (:func:`_untold`: a request for an artist's songs from an album got ``year: "2010"`` of the
     years offered, BFCL live, a tuning case; on 417 recorded calls of the tuning half's multiple and real users'
     kinds, 2026-12-05, one mended, none broken), and so does a placeholder nobody wrote (:func:`_placeholder`; one
     more mended). Not judged: a date or a time (worked out: "tomorrow"). On the
@@ -1616,12 +1614,13 @@ def unasked(
     real users' 18/30 with the rule on them, 17/30 without)."""
     said = _said_words(messages)
     told = _said_text(messages)  # an id an earlier turn's lookup gave is told
+    written = told.lower()
     required = set(parameters.get("required") or ())
     choices = not changes and not _CJK.search(question(messages))
     out = {}
     for key, value in args.items():
-        if key not in required and _placeholder(value, told.lower()):
-            continue  # "the latest sensor readings" → networkId: ["your_network_id"]: no value, the default applies
+        if key not in required and _placeholder(value, written):
+            continue  # networkId: ["your_network_id"]: no value, the default applies
         if key not in required and isinstance(value, str):
             if _DIGITS.fullmatch(value.strip()):
                 judged = False  # a number, an enum's too: gone when nothing gave it

@@ -791,8 +791,8 @@ class SearchFiles(_FileTool):
 
 SUMMARY_FILES = 10
 """Most files a search's summary names in its first line (every match follows, one a line): told only the matches,
-the local model's answer named the first file of two ("Which of my files mention "Project Falcon"?",
-agent-mine-v4, a tuning set, 2026-12-05)."""
+the local model's answer to "which files mention …?" named the first file of two (agent-mine-v4, a tuning set,
+2026-12-05)."""
 
 
 def _search_summary(
