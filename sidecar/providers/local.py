@@ -462,6 +462,14 @@ class LocalAdapter(BaseAdapter):
                 decision = localtools.DECISION_PREFIX + choice + '"'
         if choice is None or choice == localtools.ANSWER:
             return False
+        rest = localtools.what_remains(asked, calls) if choice in done and not unfinished else None
+        if rest:  # the model would do again what it has done: what the request asks after it, decided on its own
+            history = localtools.render_history(request.messages[: localtools.turn_start(request.messages) - 1])
+            remaining = [*history, {"role": "user", "content": localtools.with_results(rest, request.messages)}]
+            step, decision, choice = await self._next_part(rest, remaining, tools, done, asm, steps)
+            if choice == localtools.ANSWER:
+                return False
+            base = {"messages": [base["messages"][0], *remaining]}  # its arguments: from that part and the results
         if choice in done and not unfinished:
             return False  # the model would do again what it has done: the answer is written from the results
         if done and not unfinished and not localtools.confident(step.get("score")):
@@ -473,7 +481,8 @@ class LocalAdapter(BaseAdapter):
                 return True
             return False
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
-        schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(asked))
+        said = localtools.clause_of(asked, localtools.request_paths(request.messages)) if on_a_file else asked
+        schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(said))
         if unfinished or localtools.names_its_file(tool):
             schema = localtools.ground_arguments(schema, opening or localtools.target_paths(request.messages))
         elif localtools.takes_a_file(tool):  # a file named (or, after a result, seen), as spelled; never a guess after
@@ -486,6 +495,8 @@ class LocalAdapter(BaseAdapter):
         args: dict[str, Any] = {}
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
+            if rest:
+                schema = localtools.numbers_only(schema, declared)
             planned = localtools.with_plan(tool, schema)  # a formula of numbers: a one-line plan written first
             budget = localtools.argument_budget(declared) + (localtools.PLAN_TOKENS if planned else 0)
             prompt = localtools.arguments_prompt(tool, asked, plan=planned is not None)
@@ -520,6 +531,56 @@ class LocalAdapter(BaseAdapter):
             return False
         await asm.tool_call(name=choice, args=args)
         return True
+
+    async def _next_part(
+        self,
+        rest: str,
+        part: list[dict[str, Any]],
+        tools: list[Any],
+        done: set[str],
+        asm: StreamAssembler,
+        steps: list[dict[str, Any]],
+    ) -> tuple[dict[str, Any], str, str]:
+        """The decision on ``rest``, what the request asks after the part the turn's calls served
+        (:func:`localtools.what_remains`), when the model, shown the whole request and what was done, would do
+        again what it has done (the 0.5B model named the read again after "read x.csv and add up …", and the sum
+        was made up in the answer). Made as a first decision is, on that part and the turn's results (``part``,
+        the conversation), among the tools not yet called that compute (:func:`localtools.computes`, a formula
+        is the one argument the results can fill), with ``answer``; the pick must clear
+        :func:`localtools.sure_of_next`. Its step, decision text and choice (:data:`localtools.ANSWER` when
+        no tool is called)."""
+        candidates = [t for t in tools if t.name not in done and localtools.computes(t)]
+        answer = localtools.DECISION_PREFIX + localtools.ANSWER + '"'
+        if not candidates or not localtools.numbers_in(part[-1]["content"]):
+            return {}, answer, localtools.ANSWER
+        ranking = await self._similarities(rest, [localtools.tool_summary(t) for t in candidates])
+        near = {t.name: x for t, x in zip(candidates, ranking, strict=True)}
+        names = [t.name for t in localtools.ranked(candidates, ranking)]
+        system = localtools.tool_prompt(localtools.ranked(candidates, ranking), order=[t.name for t in candidates])
+        written: list[str] = []
+
+        async def keep(text: str) -> None:
+            written.append(text)
+
+        payload = {
+            "messages": [{"role": "system", "content": system}, *part],
+            "max_tokens": 24,
+            "prefix": localtools.DECISION_PREFIX,
+            "stop": ['"'],
+            "score": True,
+            "regex": localtools.choice_regex(names),
+        }
+        step = await self._generate(payload, keep, asm)
+        steps.append(step)
+        decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'
+        choice = localtools.decision_of(decision, names)
+        if (
+            choice is None
+            or choice == localtools.ANSWER
+            or not localtools.sure_of_next(step.get("score"), near[choice])
+        ):
+            return step, answer, localtools.ANSWER
+        return step, decision, choice
 
     async def _similarities(self, query: str, texts: list[str]) -> list[float]:
         """The cosine of ``query`` (:func:`localtools.query_text`) with each of ``texts`` (the tools' summaries,

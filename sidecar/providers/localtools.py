@@ -403,6 +403,62 @@ def before_saving(text: str) -> str | None:
     return head if len(words) - cjk >= 2 or cjk >= 4 else None
 
 
+_CONNECTIVE = re.compile(
+    r",(?!\d)|[，;；:：!?。！？]|\.(?=\s|$)|\band(?:\s+then)?\b|\bthen\b|然后|并且|并|再|之后|接着", re.IGNORECASE
+)
+
+
+def clause_of(text: str, names: Sequence[str]) -> str:
+    """The clause of the request ``text`` that writes the first of ``names`` (a file's path) found in it, from the
+    connective before it to the one after it; the whole of ``text`` when it writes none. A call on a named file
+    takes its optional numbers from that clause only: "打开 a.md，把报价加起来，再看看比8万的预算超了多少" read
+    ``a.md`` from line 80000 (agent-mine-v4, a tuning set, 2026-12-05)."""
+    lowered = text.lower()
+    found = [(at, name) for name in names if (at := lowered.find(name.lower())) >= 0]
+    if not found:
+        return text
+    at, name = min(found)
+    starts = [m.end() for m in _CONNECTIVE.finditer(text, 0, at)]
+    after = _CONNECTIVE.search(text, at + len(name))
+    return text[starts[-1] if starts else 0 : after.start() if after else len(text)]
+
+
+def _strings_in(value: Any) -> list[str]:
+    """The strings an argument value holds, nested ones too."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings_in(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings_in(v)]
+    return []
+
+
+def what_remains(text: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
+    """The part of the request ``text`` after the clause the turn's ``calls`` served: the text after the first
+    connective that follows the last place the request writes one of their string arguments (a path as given,
+    its base name, a query). "Open receipts/may.csv and add up what I spent" after ``read_file`` on it → "add up
+    what I spent"; "打开 花销/十月.csv，把支出加起来" → "把支出加起来". None when the request writes none of them, or
+    what follows is under two words (or four Chinese characters)."""
+    lowered = text.lower()
+    end = -1
+    for _, args in calls:
+        for value in _strings_in(args):
+            value = value.strip().lower()
+            for form in {value, value.rsplit("/", 1)[-1]}:
+                if len(form) >= 2 and (at := lowered.rfind(form)) >= 0:
+                    end = max(end, at + len(form))
+    if end < 0:
+        return None
+    connective = _CONNECTIVE.search(text, end)
+    if connective is None:
+        return None
+    rest = text[connective.end() :].strip(" ,，;；:：")
+    words = _CLAUSE_WORDS.findall(rest)
+    cjk = sum(1 for w in words if _CJK.fullmatch(w))
+    return rest if len(words) - cjk >= 2 or cjk >= 4 else None
+
+
 _CHANGE_WORDS = re.compile(
     r"\b(?:save[ds]?|saving|store|write|writes|writing|put|record|export|create|add|append|insert|update|edit|"
     r"change|modify|replace|rename|move|copy|delete|remove|fill|fix|note down|jot|generate|draft|compose|output|dump|"
@@ -720,13 +776,24 @@ def named_file_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMe
     (:func:`for_files`), without ``answer``: what a file holds, the model cannot know. Empty when it names none, or
     no such tool is offered. Answering was the 0.5B model's first choice for questions about what a named file
     says (answered from nothing), and so was the notes search. When every path it names is a file (it has an
-    extension) and it names no folder, not the tools that work in a folder (:func:`on_a_folder`): "According to
-    docs/2024/plan.md, when is the beta?" drew list_directory on the file, which failed."""
+    extension, or the request calls it a file, :func:`_called_a_file`) and it names no folder, not the tools that
+    work in a folder (:func:`on_a_folder`): "According to docs/2024/plan.md, when is the beta?" drew list_directory
+    on the file, which failed, and so did "X 这个文件" for a file X without an extension (agent-mine-v4, a tuning
+    set)."""
     paths = request_paths(messages)
     if not paths:
         return []
-    files_only = all(_EXTENSION.search(p) for p in paths) and named_folder(question(messages)) is None
+    asked = question(messages)
+    files_only = all(_EXTENSION.search(p) or _called_a_file(p, asked) for p in paths) and named_folder(asked) is None
     return [t for t in for_files(tools, messages) if not (files_only and on_a_folder(t))]
+
+
+def _called_a_file(path: str, text: str) -> bool:
+    """The request calls ``path`` a file: "X 这个文件", "文件 X", "the file X", "a file called X"."""
+    if any(_zh_folder_name(m.group(1)) == path for m in _ZH_THIS_FILE.finditer(text)):
+        return True
+    quoted = r"[\s\"'“‘「]*" + re.escape(path)
+    return bool(re.search(r"(?:\bfile(?:\s+(?:called|named|titled))?|文件)" + quoted, text, re.IGNORECASE))
 
 
 def for_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMessage]) -> list[MetonaToolDef]:
@@ -1157,6 +1224,22 @@ def confident(score: float | None) -> bool:
     """The decision's score (the log-probability the model itself gave the name it wrote) clears
     :data:`NEXT_TOOL_MIN_P`; no score is no confidence."""
     return _known(score) and score >= math.log(NEXT_TOOL_MIN_P)
+
+
+NEXT_PART_MIN_P = 0.5
+NEXT_PART_COSINE = 0.1
+"""What remains of a request after the turn's calls (:func:`what_remains`) is done by a tool that computes
+(:func:`computes`) when the model, shown that part and the results, names the tool at p ≥ :data:`NEXT_PART_MIN_P`
+and the part is at least :data:`NEXT_PART_COSINE` from the tool's summary (:func:`sure_of_next`). On 15 two-step
+requests written for this (2026-12-05, read or list, then compute or answer from the content), the 0.5B model's
+pick of the calculator had p 0.69-0.86 and cosine 0.11-0.42 where a sum, an average or a difference was asked;
+where the content itself answered ("what's on the list", "the main points", "who is on call") p reached 0.76
+but the cosine stayed under 0.09."""
+
+
+def sure_of_next(score: float | None, cosine: float | None) -> bool:
+    """A pick for what remains of a request is called (:data:`NEXT_PART_MIN_P`, :data:`NEXT_PART_COSINE`)."""
+    return _known(score) and score >= math.log(NEXT_PART_MIN_P) and cosine is not None and cosine >= NEXT_PART_COSINE
 
 
 def decision_of(text: str, names: Sequence[str]) -> str | None:
@@ -1672,6 +1755,23 @@ def asks_a_formula(key: str, spec: dict[str, Any]) -> bool:
     return bool(asks) and bool(_MATHS.search(described))
 
 
+_NUMBER_TERM = r"\(* ?-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)? ?\)*"
+FORMULA_OF_NUMBERS = rf"^ ?{_NUMBER_TERM}(?: ?(?:\*\*|[-+*/%]) ?{_NUMBER_TERM})* ?$"
+"""Numbers (no leading zero: a date's ``2024-01`` is no number), operators and brackets."""
+
+
+def numbers_only(schema: dict[str, Any], declared: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each formula argument (:func:`asks_a_formula`) written in digits and operators only
+    (:data:`FORMULA_OF_NUMBERS`): a formula of numbers that tool results hold. Free, the 1.5B model named the data
+    instead of writing its numbers (``sum(hours)``, ``sum(invoices.txt)``: 1 of 3 formulas right on the
+    two-step requests written for :data:`NEXT_PART_COSINE`; 3 of 3 so)."""
+    properties = dict(schema.get("properties") or {})
+    for key, spec in (declared.get("properties") or {}).items():
+        if key in properties and isinstance(spec, dict) and asks_a_formula(key, spec):
+            properties[key] = {**properties[key], "pattern": FORMULA_OF_NUMBERS}
+    return {**schema, "properties": properties}
+
+
 PLAN = "plan"
 PLAN_RULE = (
     f'Write "{PLAN}" first: the quantity asked for and its unit, from which numbers, by which operation (one line). '
@@ -1685,6 +1785,12 @@ and got the quantity wrong: ``(5 / 89.9) * 100`` for the price per litre of 5 li
 100`` for 26.2 miles in km, ``540 / 45 / 100`` for litres per 100 km. On 20 arithmetic requests written for this
 (2026-12-05, 6 from agent-mine-v3's runs, a tuning set), f32: 13 right without the plan, 15 with it (a plan that
 asked only "which quantity, how": 14); ``sum``/``mean`` taken by the calculator since, one more."""
+
+
+def computes(tool: MetonaToolDef) -> bool:
+    """The tool takes a formula of numbers (:func:`asks_a_formula`): the calculator, a plugin's ``evaluate``."""
+    declared = tool.parameters.model_dump(mode="json", exclude_none=True).get("properties") or {}
+    return any(asks_a_formula(k, v) for k, v in declared.items() if isinstance(v, dict))
 
 
 def with_plan(tool: MetonaToolDef, schema: dict[str, Any]) -> dict[str, Any] | None:
@@ -1705,6 +1811,16 @@ def _prose_for_a_formula(key: str, value: Any, spec: dict[str, Any]) -> bool:
     ``expression: "Australia's capital is Canberra."``, a syntax error that the answer then ignored; agent-mine-v3,
     a tuning set). A search or filter "expression" (``refund``) is not judged."""
     return isinstance(value, str) and not _ARITHMETIC.search(value) and asks_a_formula(key, spec)
+
+
+_CONSTANT = re.compile(r"\s*[-+]?\s*\d+(?:[.,]\d+)?\s*")
+
+
+def _a_constant(key: str, value: Any, spec: dict[str, Any]) -> bool:
+    """One number where the argument asks for a formula (:func:`asks_a_formula`): nothing is computed, the model
+    wrote its answer into the formula ("How many moons does Mars have?" offered a calculator → ``expression:
+    "4"``, a question written for this, 2026-12-05: the call "returned" the made-up answer as if computed)."""
+    return isinstance(value, str) and bool(_CONSTANT.fullmatch(value)) and asks_a_formula(key, spec)
 
 
 _PLACEHOLDER = re.compile(
@@ -1768,8 +1884,8 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     and a file (a required argument named ``path``, ``file``, ``filename``, ``filepath``: :func:`_names_a_file`)
     whose name nobody gave (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the
     possible answers hold is named by its request). Such a call is not made; the answer is written instead (it can
-    ask for what is missing); prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`); a
-    placeholder nobody wrote (:func:`_placeholder`). A
+    ask for what is missing); prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`), or
+    one number (:func:`_a_constant`); a placeholder nobody wrote (:func:`_placeholder`). A
     word matches one it starts or that starts it (three letters or more: ``EUR`` and
     "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
     every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
@@ -1790,6 +1906,7 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
     out += [k for k in sorted(required & set(args)) if _prose_for_a_formula(k, args[k], _spec(parameters, k))]
+    out += [k for k in sorted(required & set(args)) if k not in out and _a_constant(k, args[k], _spec(parameters, k))]
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     if chinese:
@@ -1866,6 +1983,23 @@ def done_lines(messages: Sequence[MetonaMessage]) -> list[str]:
             call = args.get(m.tool_result.tool_call_id, {}) if m.tool_result else {}
             lines.append(f"- {name}({json.dumps(call, ensure_ascii=False)}) returned: {tool_text(m)}")
     return lines
+
+
+def with_results(text: str, messages: Sequence[MetonaMessage]) -> str:
+    """``text`` followed by the current turn's successful results, the data it is about: a part of a request
+    decided on its own (:func:`what_remains`). Shown as a "Done so far" list of calls, the 1.5B model wrote the
+    calls into a formula (``sum(read_file(...))``)."""
+    results = [
+        tool_text(m)
+        for m in messages[turn_start(messages) :]
+        if m.role == "tool" and m.tool_result is not None and m.tool_result.success
+    ]
+    return "\n\n".join([text, *results])
+
+
+def numbers_in(text: str) -> bool:
+    """``text`` holds a number in digits."""
+    return bool(re.search(r"\d", text))
 
 
 def succeeded(messages: Sequence[MetonaMessage]) -> set[str]:

@@ -1887,3 +1887,121 @@ async def test_the_answer_from_tool_results_is_written_by_the_arguments_model_wh
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Hello."])
     await run(runtime, request(tools=[CALC]))
     assert [p.get("slot") for p in runtime.payloads] == [None, None, None]  # no results: the deciding model
+
+
+@pytest.mark.parametrize(
+    ("ask", "args", "rest"),
+    [
+        ("Open receipts/may.csv and add up what I spent", {"path": "receipts/may.csv"}, "add up what I spent"),
+        ("Read may.csv, then give me the average", {"path": "data/may.csv"}, "then give me the average"),
+        ("打开 账单/五月.csv，把支出加起来一共多少？", {"path": "账单/五月.csv"}, "把支出加起来一共多少？"),
+        ("看下 分数.txt 再算平均分是多少", {"path": "分数.txt"}, "算平均分是多少"),
+        ("What does settings.yaml say the port is?", {"path": "settings.yaml"}, None),  # nothing after it
+        ("Open it and add the numbers up", {"path": "a.csv"}, None),  # the request writes none of the arguments
+        ("Read a.csv, thanks", {"path": "a.csv"}, None),  # under two words
+    ],
+)
+def test_what_remains_of_a_request_follows_the_part_its_calls_served(
+    ask: str, args: dict[str, Any], rest: str | None
+) -> None:
+    assert lt.what_remains(ask, [("read_file", args)]) == rest
+
+
+SUM = {
+    **tool("calculator", "expression"),
+    "description": "Evaluate an arithmetic expression.",
+    "parameters": {"type": "object", "required": ["expression"], "properties": {
+        "expression": {"type": "string", "description": "Arithmetic, e.g. '(3 + 4) * 2'."}}},
+}  # fmt: skip
+SPENT = ("read_file", {"path": "receipts/may.csv"}, True, "item,amount\ncoffee,4.75\nlunch,12.40")
+
+
+async def test_what_remains_after_a_read_is_computed_from_the_results_when_the_model_would_read_again() -> None:
+    """Shown the whole request and the read, the model named the read again: what the request asks after the read
+    is decided on its own, with the content, among the tools that compute; the formula is written in the
+    results' numbers (digits and operators only)."""
+    messages = _turn("Open receipts/may.csv and add up what I spent", SPENT)
+    runtime = ScriptedRuntime(['read_file"'], ['calculator"'], ['{"plan": "sum", "expression": "4.75 + 12.40"}'])
+    response, _ = await run(runtime, request(messages=messages, tools=[READ_FILE, SUM]), FavouringEmbedder("calc"))
+    assert response.tool_calls and response.tool_calls[0].name == "calculator"
+    assert response.tool_calls[0].args == {"expression": "4.75 + 12.40"}
+    _first, part, arguments = runtime.payloads
+    assert part["regex"] == lt.choice_regex(["calculator"])  # the tools not yet called that compute, and answer
+    assert part["messages"][-1] == {
+        "role": "user",
+        "content": "add up what I spent\n\nitem,amount\ncoffee,4.75\nlunch,12.40",
+    }
+    assert arguments["messages"][1:] == part["messages"][1:]
+    assert arguments["json_schema"]["properties"]["expression"]["pattern"] == lt.FORMULA_OF_NUMBERS
+
+
+@pytest.mark.parametrize(
+    ("ask", "score", "favoured", "payloads"),
+    [
+        ("Open receipts/may.csv and add up what I spent", math.log(0.4), "calc", 2),  # the model unsure of it
+        ("Open receipts/may.csv and add up what I spent", -0.1, "", 2),  # the part far from what it does
+        ("Open receipts/may.csv and tell me what is on it", -0.1, "calc", 2),  # the same: answered
+        ("What does receipts/may.csv say about lunch?", -0.1, "calc", 1),  # nothing after the read
+    ],
+)
+async def test_what_remains_is_answered_unless_a_tool_that_computes_is_near_it_and_sure(
+    ask: str, score: float, favoured: str, payloads: int
+) -> None:
+    picks = [['calculator"']] if payloads == 2 else []  # the pick for what remains, when there is a remainder
+    runtime = ScriptedRuntime(['read_file"'], *picks, ["It says 12.40."], score=score)
+    embedder = FavouringEmbedder(favoured) if "add up" in ask else FavouringEmbedder("nothing")
+    messages = _turn(ask, SPENT)
+    response, _ = await run(runtime, request(messages=messages, tools=[READ_FILE, SUM]), embedder)
+    assert response.tool_calls is None and response.content == "It says 12.40."
+    assert len(runtime.payloads) == payloads + 1
+
+
+async def test_what_remains_is_not_computed_from_results_without_numbers() -> None:
+    words = ("read_file", {"path": "notes/list.md"}, True, "- eggs\n- milk")
+    messages = _turn("Read notes/list.md and add up the items", words)
+    runtime = ScriptedRuntime(['read_file"'], ["Two items."])
+    response, _ = await run(runtime, request(messages=messages, tools=[READ_FILE, SUM]), FavouringEmbedder("calc"))
+    assert response.tool_calls is None and len(runtime.payloads) == 2
+
+
+@pytest.mark.parametrize(("value", "made"), [("4", ["expression"]), (" -2.5 ", ["expression"]), ("2 + 2", [])])
+def test_one_number_for_a_formula_is_an_answer_written_into_the_call(value: str, made: list[str]) -> None:
+    """ "How many moons does Mars have?" offered a calculator → ``expression: "4"``: nothing computed."""
+    declared = defs(SUM)[0].parameters.model_dump(mode="json", exclude_none=True)
+    messages = request(messages=_asking("How many moons does Mars have? Or 2 + 2?")).messages
+    assert lt.made_up({"expression": value}, declared, messages) == made
+
+
+@pytest.mark.parametrize(
+    ("ask", "clause"),
+    [
+        ("打开 装修/报价 单.md，把各项加起来，再看看比8万的预算超了多少", "打开 装修/报价 单.md"),
+        ("Read lines 10 to 20 of app.log and count the errors over 3", "Read lines 10 to 20 of app.log "),
+        ("Add 1,250 and 3, then open x.md.", " open x.md"),
+        ("What is 2 + 2?", "What is 2 + 2?"),  # no file named: the whole request
+    ],
+)
+def test_the_clause_that_names_a_file(ask: str, clause: str) -> None:
+    assert lt.clause_of(ask, ["装修/报价 单.md", "app.log", "x.md"]) == clause
+
+
+async def test_a_call_on_a_named_file_takes_its_optional_numbers_from_the_clause_that_names_it() -> None:
+    lines = {**READ_FILE, "parameters": {"type": "object", "required": ["path"], "properties": {
+        "path": {"type": "string", "description": "Relative path."},
+        "start_line": {"type": "number", "description": "First line to read."}}}}  # fmt: skip
+    ask = "Open costs/list.md from line 3, then check how far over the 80000 budget it goes"
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "costs/list.md", "start_line": 3}'])
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=[lines, CALC]))
+    assert response.tool_calls and response.tool_calls[0].args == {"path": "costs/list.md", "start_line": 3}
+    assert runtime.payloads[1]["json_schema"]["properties"]["start_line"] == {"type": "number", "enum": [3]}
+
+
+@pytest.mark.parametrize(
+    ("ask", "folder_tools"),
+    [("帮我看下 待办 这个文件，还有什么没做？", False), ("Show me the file Makefile", False),
+     ("Open the Makefile", True)],  # a name without an extension not called a file: a folder may be meant
+)  # fmt: skip
+def test_a_name_the_request_calls_a_file_is_not_offered_to_the_folder_tools(ask: str, folder_tools: bool) -> None:
+    lister = {**tool("list_directory", "path"), "description": "List a workspace folder."}
+    offered = lt.named_file_tools(defs(READ_FILE, lister), request(messages=_asking(ask)).messages)
+    assert ("list_directory" in [t.name for t in offered]) is folder_tools
