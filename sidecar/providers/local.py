@@ -525,7 +525,8 @@ class LocalAdapter(BaseAdapter):
                 parsed.pop(localtools.PLAN, None)
             args = localtools.spare_numbers(localtools.without_empty(parsed, declared), declared, asked)
             args = localtools.unasked(args, declared, request.messages, changes=tool.requires_permission)
-            if localtools.made_up(args, declared, request.messages):  # a name the request never gave: not guessed
+            described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
+            if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed
                 return False
         if localtools.repeated(choice, args, request.messages):
             return False

@@ -1823,6 +1823,21 @@ def _a_constant(key: str, value: Any, spec: dict[str, Any]) -> bool:
     return isinstance(value, str) and bool(_CONSTANT.fullmatch(value)) and asks_a_formula(key, spec)
 
 
+_ADDRESS = re.compile(r"\bhttps?://([^/\s?#:\"'<>]+)", re.IGNORECASE)
+
+
+def _unknown_address(value: Any, known: str) -> bool:
+    """``value`` (nested values too) holds a web address whose host ``known`` — the conversation, its results, the
+    tool's description and parameters, lower-cased — never writes: an address the model made up. Where no offered
+    function fitted, the 0.5B model sent an HTTP GET tool to ``https://api.open-meteo.com/v2/…`` with made-up
+    coordinates, ``https://api.example.com/intent`` and the like: 6 of the tuning half's recorded no-call failures
+    held an address, none of them written anywhere; the 6 other recorded calls with an address (4 of them right)
+    held one whose host the request wrote (BFCL's real users' and no-call kinds, MCP fetch, 2026-12-05)."""
+    return any(
+        host.lower().removeprefix("www.") not in known for text in _strings_in(value) for host in _ADDRESS.findall(text)
+    )
+
+
 _PLACEHOLDER = re.compile(
     r"\byour[_ -]?\w*|\w*_here\b|\bpath[_/]to[_/]|<[^<>\s]{2,}>|\bplaceholder\b|\bx{3,}\b|\binsert[_ ]", re.IGNORECASE
 )
@@ -1869,7 +1884,9 @@ def _unnamed_file(value: Any, said: set[str]) -> bool:
     return _unsaid(re.sub(r"[_.-]+", " ", stem), said)
 
 
-def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> list[str]:
+def made_up(
+    args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage], described: str = ""
+) -> list[str]:
     """The required arguments the model made up where the conversation (what the user wrote, the turn's tool results)
     left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time
     is it?" offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" →
@@ -1885,7 +1902,9 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     whose name nobody gave (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the
     possible answers hold is named by its request). Such a call is not made; the answer is written instead (it can
     ask for what is missing); prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`), or
-    one number (:func:`_a_constant`); a placeholder nobody wrote (:func:`_placeholder`). A
+    one number (:func:`_a_constant`); a placeholder nobody wrote (:func:`_placeholder`); a web address, any
+    argument's, whose host nothing wrote (:func:`_unknown_address`; ``described``: the tool's description and the
+    system prompt). A
     word matches one it starts or that starts it (three letters or more: ``EUR`` and
     "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
     every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
@@ -1908,6 +1927,8 @@ def made_up(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence
     out += [k for k in sorted(required & set(args)) if _prose_for_a_formula(k, args[k], _spec(parameters, k))]
     out += [k for k in sorted(required & set(args)) if k not in out and _a_constant(k, args[k], _spec(parameters, k))]
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
+    known = f"{written}\n{described}\n{json.dumps(parameters, ensure_ascii=False)}".lower()
+    out += [k for k in sorted(args) if k not in out and _unknown_address(args[k], known)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)

@@ -2005,3 +2005,42 @@ def test_a_name_the_request_calls_a_file_is_not_offered_to_the_folder_tools(ask:
     lister = {**tool("list_directory", "path"), "description": "List a workspace folder."}
     offered = lt.named_file_tools(defs(READ_FILE, lister), request(messages=_asking(ask)).messages)
     assert ("list_directory" in [t.name for t in offered]) is folder_tools
+
+
+GET = {
+    **tool("http_get", "url"),
+    "description": "Send a GET request to a URL.",
+    "parameters": {"type": "object", "required": ["url"], "properties": {
+        "url": {"type": "string", "description": "The address."},
+        "params": {"type": "object", "description": "Query parameters."}}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ask", "args", "described", "made"),
+    [
+        ("What's the weather like in Paris?", {"url": "https://api.weather-now.io/v2/current?q=Paris"}, "", ["url"]),
+        ("Fetch https://www.peps.python.org/pep-0008/ for me", {"url": "https://peps.python.org/pep-0008/"}, "", []),
+        ("What's the weather like in Paris?", {"url": "https://api.weather-now.io/v2?q=Paris"},
+         "Weather from https://api.weather-now.io.", []),  # the tool's description gives it
+        ("把 https://example.cn/a 这个页面抓下来", {"url": "https://example.cn/a", "params": {"n": "https://m.up/x"}},
+         "", ["params"]),  # an optional argument, nested
+        ("Fetch example.cn/a and follow its next link", {"url": "https://example.cn/a"}, "", []),
+    ],
+)  # fmt: skip
+def test_a_web_address_nothing_wrote_is_made_up(
+    ask: str, args: dict[str, Any], described: str, made: list[str]
+) -> None:
+    declared = defs(GET)[0].parameters.model_dump(mode="json", exclude_none=True)
+    messages = request(messages=_asking(ask)).messages
+    assert lt.made_up(args, declared, messages, described) == made
+
+
+async def test_a_call_to_a_web_address_the_tool_describes_is_made() -> None:
+    described = {**GET, "description": "Send a GET request to https://api.weather-now.io and return the JSON."}
+    url = "https://api.weather-now.io/v2?q=Paris"
+    for offered, called in ((GET, False), (described, True)):
+        runtime = ScriptedRuntime(['http_get"'], ['{"url": "' + url + '"}'], ["I cannot tell."])
+        asked = request(messages=_asking("What's the weather like in Paris?"), tools=[offered])
+        response, _ = await run(runtime, asked)
+        assert bool(response.tool_calls) is called
