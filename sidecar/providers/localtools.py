@@ -1838,6 +1838,17 @@ def _unknown_address(value: Any, known: str) -> bool:
     )
 
 
+_SECRET = re.compile(r"pass(?:word|wd|phrase|code)?$|token$|secret|api_?key$|credential|^pin$", re.IGNORECASE)
+
+
+def _untold_secret(key: str, value: Any, written: str) -> bool:
+    """A password, token, key or secret (its argument's name says so) that the conversation and its results,
+    lower-cased in ``written``, never wrote: never guessed. Where no offered function fitted, the 0.5B model
+    added a Postgres server with ``password: "plgah_password"`` (BFCL live_irrelevance_239-43-1, a tuning case);
+    the recorded right calls with a password or key held one the request wrote (``123412``, ``gorilla-123``)."""
+    return isinstance(value, str) and bool(value.strip()) and bool(_SECRET.search(key)) and value.lower() not in written
+
+
 _PLACEHOLDER = re.compile(
     r"\byour[_ -]?\w*|\w*_here\b|\bpath[_/]to[_/]|<[^<>\s]{2,}>|\bplaceholder\b|\bx{3,}\b|\binsert[_ ]", re.IGNORECASE
 )
@@ -1904,7 +1915,7 @@ def made_up(
     ask for what is missing); prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`), or
     one number (:func:`_a_constant`); a placeholder nobody wrote (:func:`_placeholder`); a web address, any
     argument's, whose host nothing wrote (:func:`_unknown_address`; ``described``: the tool's description and the
-    system prompt). A
+    system prompt); a password or a key nobody gave (:func:`_untold_secret`). A
     word matches one it starts or that starts it (three letters or more: ``EUR`` and
     "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
     every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
@@ -1929,6 +1940,7 @@ def made_up(
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     known = f"{written}\n{described}\n{json.dumps(parameters, ensure_ascii=False)}".lower()
     out += [k for k in sorted(args) if k not in out and _unknown_address(args[k], known)]
+    out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)

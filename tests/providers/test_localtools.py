@@ -2044,3 +2044,20 @@ async def test_a_call_to_a_web_address_the_tool_describes_is_made() -> None:
         asked = request(messages=_asking("What's the weather like in Paris?"), tools=[offered])
         response, _ = await run(runtime, asked)
         assert bool(response.tool_calls) is called
+
+
+@pytest.mark.parametrize(
+    ("ask", "args", "made"),
+    [
+        ("Add the db server at db.example.org as admin", {"host": "db.example.org", "password": "admin123"},
+         ["password"]),
+        ("Log me in as kim, password Tr0ub4dor", {"host": "kim", "password": "Tr0ub4dor"}, []),
+        ("Connect with API key AbC-123", {"host": "x", "api_key": "abc-123"}, []),  # as written, another case
+    ],
+)  # fmt: skip
+def test_a_password_or_key_nobody_gave_is_made_up(ask: str, args: dict[str, Any], made: list[str]) -> None:
+    server = {**tool("add_server", "host"), "parameters": {"type": "object", "required": ["host"], "properties": {
+        "host": {"type": "string", "description": "Host."}, "password": {"type": "string", "description": "Secret."},
+        "api_key": {"type": "string", "description": "Key."}}}}  # fmt: skip
+    declared = defs(server)[0].parameters.model_dump(mode="json", exclude_none=True)
+    assert lt.made_up(args, declared, request(messages=_asking(ask)).messages) == made
