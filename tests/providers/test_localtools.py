@@ -1275,7 +1275,9 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
 
     hi = asked("search my messages for 'hi shaked'")
     assert lt.made_up({"token": "your_token_here", "query": "hi shaked"}, params, hi) == ["token"]
-    assert lt.made_up({"token": "<slack token>", "query": "hi shaked"}, params, hi) == []  # a space: not a tag
+    given = asked("search my messages for 'hi shaked', my token is xoxb-1")
+    assert lt.made_up({"token": "xoxb-1", "query": "<slack token>"}, params, given) == []  # a space: not a tag
+    assert lt.made_up({"token": "<slack token>", "query": "hi shaked"}, params, hi) == ["token"]  # a token untold
     assert lt.made_up({"token": "<api_token>", "query": "hi"}, params, hi) == ["token"]
     assert lt.made_up({"token": {"key": "YOUR_API_KEY"}, "query": "x"}, params, hi) == ["token"]
     said = asked("My key is called YOUR_API_KEY, search for 'hi'")
