@@ -528,6 +528,8 @@ class LocalAdapter(BaseAdapter):
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
             if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed
                 return False
+            if rest and not localtools.from_the_data(args, declared, base["messages"][-1]["content"]):
+                return False  # a formula for what remains, of numbers neither that part nor the results hold
         if localtools.repeated(choice, args, request.messages):
             return False
         await asm.tool_call(name=choice, args=args)

@@ -2063,3 +2063,22 @@ def test_a_password_or_key_nobody_gave_is_made_up(ask: str, args: dict[str, Any]
         "api_key": {"type": "string", "description": "Key."}}}}  # fmt: skip
     declared = defs(server)[0].parameters.model_dump(mode="json", exclude_none=True)
     assert lt.made_up(args, declared, request(messages=_asking(ask)).messages) == made
+
+
+@pytest.mark.parametrize(
+    ("formula", "kept"),
+    [("4.75 + 12.40 + 1250", True), ("(4.75 + 12.40) / 2", True), ("5 * 3 + 2 / 4", False), ("4.75 * 100 * 7", False)],
+)
+def test_a_formula_for_what_remains_takes_its_numbers_from_the_data(formula: str, kept: bool) -> None:
+    declared = defs(SUM)[0].parameters.model_dump(mode="json", exclude_none=True)
+    data = "add them up\n\nitem,amount\ncoffee,4.75\nlunch,12.40\nrent,1,250"
+    assert lt.from_the_data({"expression": formula}, declared, data) is kept
+
+
+async def test_a_formula_for_what_remains_of_numbers_the_data_never_holds_is_not_called() -> None:
+    found = ("knowledge_search", {"query": "router address"}, True, "[1] Home network: the router is at 192.168.31.1")
+    messages = _turn("What's the router address again, router address? I think it is in my notes", found)
+    runtime = ScriptedRuntime(['knowledge_search"'], ['calculator"'], ['{"plan": "x", "expression": "5 * 3 + 2 / 4"}'],
+                              ["It is 192.168.31.1."])  # fmt: skip
+    response, _ = await run(runtime, request(messages=messages, tools=[NOTES, SUM]), FavouringEmbedder("calc"))
+    assert response.tool_calls is None and response.content == "It is 192.168.31.1."
