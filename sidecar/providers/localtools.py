@@ -1777,15 +1777,18 @@ _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
 def from_the_data(args: dict[str, Any], declared: dict[str, Any], data: str) -> bool:
     """Each formula argument (:func:`asks_a_formula`) takes at least two thirds of its numbers from ``data`` (a
-    part of the request and the results it is computed from, :func:`with_results`): a count or a constant it adds
-    is its own (the ``4`` of an average of four), a formula of numbers the data never holds is made up (after a
-    notes search found a router's address, ``5 * 3 + 2 / 4``; agent-mine-v3, a tuning set, 2026-12-05)."""
+    part of the request and the results it is computed from, :func:`with_results`), two of them values that tell
+    where they came from (not a single digit: the results' own numbering, ``[1]`` … ``[5]``, and counts hold
+    those): a count or a constant it adds is its own (the ``4`` of an average of four), a formula of numbers the
+    data never holds is made up (after a notes search found a router's address, ``5 * 3 + 2 / 4``; agent-mine-v3,
+    a tuning set, 2026-12-05)."""
     known = {float(n) for n in _DIGITS.findall(re.sub(r"(?<=\d),(?=\d{3}\b)", "", data))}  # 1,250 is 1250
     for key, spec in (declared.get("properties") or {}).items():
         value = args.get(key)
         if isinstance(spec, dict) and isinstance(value, str) and asks_a_formula(key, spec):
             numbers = [float(n) for n in _DIGITS.findall(value)]
-            if 3 * sum(n in known for n in numbers) < 2 * len(numbers):
+            traced = [n for n in numbers if n in known and not (n.is_integer() and n < 10)]
+            if 3 * sum(n in known for n in numbers) < 2 * len(numbers) or len(traced) < 2:
                 return False
     return True
 
