@@ -1772,7 +1772,7 @@ def numbers_only(schema: dict[str, Any], declared: dict[str, Any]) -> dict[str, 
     return {**schema, "properties": properties}
 
 
-_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_DECIMAL = re.compile(r"\d+(?:\.\d+)?")
 
 
 def from_the_data(args: dict[str, Any], declared: dict[str, Any], data: str) -> bool:
@@ -1782,11 +1782,11 @@ def from_the_data(args: dict[str, Any], declared: dict[str, Any], data: str) -> 
     those): a count or a constant it adds is its own (the ``4`` of an average of four), a formula of numbers the
     data never holds is made up (after a notes search found a router's address, ``5 * 3 + 2 / 4``; agent-mine-v3,
     a tuning set, 2026-12-05)."""
-    known = {float(n) for n in _DIGITS.findall(re.sub(r"(?<=\d),(?=\d{3}\b)", "", data))}  # 1,250 is 1250
+    known = {float(n) for n in _DECIMAL.findall(re.sub(r"(?<=\d),(?=\d{3}\b)", "", data))}  # 1,250 is 1250
     for key, spec in (declared.get("properties") or {}).items():
         value = args.get(key)
         if isinstance(spec, dict) and isinstance(value, str) and asks_a_formula(key, spec):
-            numbers = [float(n) for n in _DIGITS.findall(value)]
+            numbers = [float(n) for n in _DECIMAL.findall(value)]
             traced = [n for n in numbers if n in known and not (n.is_integer() and n < 10)]
             if 3 * sum(n in known for n in numbers) < 2 * len(numbers) or len(traced) < 2:
                 return False

@@ -2068,7 +2068,8 @@ def test_a_password_or_key_nobody_gave_is_made_up(ask: str, args: dict[str, Any]
 @pytest.mark.parametrize(
     ("formula", "kept"),
     [("4.75 + 12.40 + 1250", True), ("(4.75 + 12.40) / 2", True), ("5 * 3 + 2 / 4", False), ("4.75 * 100 * 7", False),
-     ("1 + 2 + 3", False)],  # single digits the data holds ("[1] … [3]") tell nothing of where they came from
+     ("1 + 2 + 3", False),  # single digits the data holds ("[1] … [3]") tell nothing of where they came from
+     ("0.75 + 4.12", False)],  # decimals are read whole: not the 75 and the 12 of the data
 )  # fmt: skip
 def test_a_formula_for_what_remains_takes_its_numbers_from_the_data(formula: str, kept: bool) -> None:
     declared = defs(SUM)[0].parameters.model_dump(mode="json", exclude_none=True)
