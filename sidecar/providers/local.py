@@ -371,7 +371,8 @@ class LocalAdapter(BaseAdapter):
         request that speaks of files, when it works on none, is decided again among those that do
         (:func:`localtools.spoken_of_files`). A first decision on a request that asks for something and then saves
         it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`); when that
-        calls no tool, on the whole request."""
+        calls no tool, on the whole request. After a result, when the model would do again what it has done, what
+        the request asks after it is decided on its own (:meth:`_next_part`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
