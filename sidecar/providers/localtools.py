@@ -411,8 +411,8 @@ _CONNECTIVE = re.compile(
 def clause_of(text: str, names: Sequence[str]) -> str:
     """The clause of the request ``text`` that writes the first of ``names`` (a file's path) found in it, from the
     connective before it to the one after it; the whole of ``text`` when it writes none. A call on a named file
-    takes its optional numbers from that clause only: "打开 a.md，把报价加起来，再看看比8万的预算超了多少" read
-    ``a.md`` from line 80000 (agent-mine-v4, a tuning set, 2026-12-05)."""
+    takes its optional numbers from that clause only: "打开 a.md，把各项加起来，看看比5万的上限多多少" would read
+    ``a.md`` from line 50000, as a budget in a later clause did in agent-mine-v4 (a tuning set, 2026-12-05)."""
     lowered = text.lower()
     found = [(at, name) for name in names if (at := lowered.find(name.lower())) >= 0]
     if not found:
