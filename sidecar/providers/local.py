@@ -414,15 +414,9 @@ class LocalAdapter(BaseAdapter):
         async def keep(text: str) -> None:
             written.append(text)
 
-        ask = {**base, "max_tokens": 24, "prefix": localtools.DECISION_PREFIX, "stop": ['"'], "score": True}
-
         async def decide(among: list[str], answer: bool = True) -> tuple[dict[str, Any], str, str | None]:
-            """One decision among the names ``among`` (and ``answer``): its step, its text and the name it wrote."""
-            written.clear()
-            step = await self._generate({**ask, "regex": localtools.choice_regex(among, answer=answer)}, keep, asm)
-            steps.append(step)
-            decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
-            return step, decision, localtools.decision_of(decision, among)
+            """One decision on the request among the names ``among`` (and ``answer``), :meth:`_decision`."""
+            return await self._decision(base["messages"], among, asm, steps, answer=answer)
 
         step, decision, choice = await decide(names, answer=not (unfinished or on_a_file))
         asked = localtools.question(request.messages)
@@ -538,6 +532,35 @@ class LocalAdapter(BaseAdapter):
         await asm.tool_call(name=choice, args=args)
         return True
 
+    async def _decision(
+        self,
+        messages: list[dict[str, Any]],
+        among: list[str],
+        asm: StreamAssembler,
+        steps: list[dict[str, Any]],
+        *,
+        answer: bool = True,
+    ) -> tuple[dict[str, Any], str, str | None]:
+        """One constrained decision on ``messages`` (a decision prompt and its conversation) among the names
+        ``among`` (and ``answer``): its step (kept in ``steps``), its text and the name it wrote."""
+        written: list[str] = []
+
+        async def keep(text: str) -> None:
+            written.append(text)
+
+        payload = {
+            "messages": messages,
+            "max_tokens": 24,
+            "prefix": localtools.DECISION_PREFIX,
+            "stop": ['"'],
+            "score": True,
+            "regex": localtools.choice_regex(among, answer=answer),
+        }
+        step = await self._generate(payload, keep, asm)
+        steps.append(step)
+        decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
+        return step, decision, localtools.decision_of(decision, among)
+
     async def _next_part(
         self,
         rest: str,
@@ -561,25 +584,10 @@ class LocalAdapter(BaseAdapter):
             return {}, answer, localtools.ANSWER
         ranking = await self._similarities(rest, [localtools.tool_summary(t) for t in candidates])
         near = {t.name: x for t, x in zip(candidates, ranking, strict=True)}
-        names = [t.name for t in localtools.ranked(candidates, ranking)]
-        system = localtools.tool_prompt(localtools.ranked(candidates, ranking), order=[t.name for t in candidates])
-        written: list[str] = []
-
-        async def keep(text: str) -> None:
-            written.append(text)
-
-        payload = {
-            "messages": [{"role": "system", "content": system}, *part],
-            "max_tokens": 24,
-            "prefix": localtools.DECISION_PREFIX,
-            "stop": ['"'],
-            "score": True,
-            "regex": localtools.choice_regex(names),
-        }
-        step = await self._generate(payload, keep, asm)
-        steps.append(step)
-        decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'
-        choice = localtools.decision_of(decision, names)
+        ranked = localtools.ranked(candidates, ranking)
+        system = localtools.tool_prompt(ranked, order=[t.name for t in candidates])
+        messages = [{"role": "system", "content": system}, *part]
+        step, decision, choice = await self._decision(messages, [t.name for t in ranked], asm, steps)
         if (
             choice is None
             or choice == localtools.ANSWER

@@ -1474,13 +1474,7 @@ def _numbers_in(value: Any) -> list[int | float]:
 def _date_parts(value: Any) -> list[int]:
     """The year, month and day of each date a value writes (``"04/22/2023"``: 4, 22, 2023; ``"2024-03-19T10:00"``:
     2024, 3, 19), its items' and keys' values too."""
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _date_parts(v)]
-    if isinstance(value, list):
-        return [n for v in value for n in _date_parts(v)]
-    if not isinstance(value, str):
-        return []
-    return [int(p) for m in _DATE.finditer(value) for p in re.split(r"[-/]", m.group(0))]
+    return [int(p) for text in _strings_in(value) for m in _DATE.finditer(text) for p in re.split(r"[-/]", m.group(0))]
 
 
 _DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}")
@@ -1880,11 +1874,7 @@ def _placeholder(value: Any, said: str) -> bool:
     model had no value and wrote where one goes (``your_token_here``, ``YOUR_API_KEY``, ``path_to_image.jpg``,
     ``<user_id>``). Tuning: BFCL's real users' and general no-call cases (``search_messages(token:
     "your_token_here")``); none of the 1018 tuning truths holds one the request did not write."""
-    if isinstance(value, dict):
-        return any(_placeholder(v, said) for v in value.values())
-    if isinstance(value, list):
-        return any(_placeholder(v, said) for v in value)
-    return isinstance(value, str) and any(m.group(0).lower() not in said for m in _PLACEHOLDER.finditer(value))
+    return any(m.group(0).lower() not in said for text in _strings_in(value) for m in _PLACEHOLDER.finditer(text))
 
 
 _CODE = re.compile(r"[A-Z]{2,4}")
