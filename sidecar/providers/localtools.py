@@ -1767,6 +1767,8 @@ def numbers_only(schema: dict[str, Any], declared: dict[str, Any]) -> dict[str, 
 
 
 _DECIMAL = re.compile(r"\d+(?:\.\d+)?")
+_DATA_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?")
+"""A number in data: ``1,250`` whole, and a table's ``300.10,280.50`` as two."""
 
 
 def from_the_data(args: dict[str, Any], declared: dict[str, Any], data: str) -> bool:
@@ -1776,7 +1778,7 @@ def from_the_data(args: dict[str, Any], declared: dict[str, Any], data: str) -> 
     those): a count or a constant it adds is its own (the ``4`` of an average of four), a formula of numbers the
     data never holds is made up (after a notes search found a router's address, ``5 * 3 + 2 / 4``; agent-mine-v3,
     a tuning set, 2026-12-05)."""
-    known = {float(n) for n in _DECIMAL.findall(re.sub(r"(?<=\d),(?=\d{3}\b)", "", data))}  # 1,250 is 1250
+    known = {float(n.replace(",", "")) for n in _DATA_NUMBER.findall(data)}
     for key, spec in (declared.get("properties") or {}).items():
         value = args.get(key)
         if isinstance(spec, dict) and isinstance(value, str) and asks_a_formula(key, spec):

@@ -2084,3 +2084,10 @@ async def test_a_formula_for_what_remains_of_numbers_the_data_never_holds_is_not
                               ["It is 192.168.31.1."])  # fmt: skip
     response, _ = await run(runtime, request(messages=messages, tools=[NOTES, SUM]), FavouringEmbedder("calc"))
     assert response.tool_calls is None and response.content == "It is 192.168.31.1."
+
+
+def test_a_table_of_decimals_is_read_a_number_a_cell() -> None:
+    """``300.10,280.50`` is two cells, not one number: the formula of a CSV's values comes from the data."""
+    declared = defs(SUM)[0].parameters.model_dump(mode="json", exclude_none=True)
+    data = "add up the quarter\n\ncategory,jul,aug\nrent,1000.00,1000.00\nfood,300.10,280.50"
+    assert lt.from_the_data({"expression": "1000.00 + 1000.00 + 300.10 + 280.50"}, declared, data)
