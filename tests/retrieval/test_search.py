@@ -194,3 +194,21 @@ async def test_a_root_folder_filter_means_every_note_as_in_notes_list(env: Env) 
             assert {h.note_id for h in hits} == {a.note_id, b.note_id}, (folder, mode)
     only_b = {"folder": "/", "note_ids": [b.note_id]}
     assert {h.note_id for h in (await env.retrieval.search("光合作用", "fts", filters=only_b)).items} == {b.note_id}
+
+
+async def test_a_first_sync_of_many_batches_leaves_every_row_in_the_keyword_index(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword index is built on the first batch so the rest can be searched meanwhile; rows left outside it
+    are scored on their own statistics, so a block's rank would depend on where the batches split (a paper's
+    sentence came second to a heading on one machine, first on another). The sync ends with every row indexed."""
+    from sidecar.retrieval import indexer
+
+    monkeypatch.setattr(indexer, "SYNC_BATCH", 4)
+    blocks = [BlockInput(text=f"paragraph {i} about rivers and lakes") for i in range(10)]
+    await env.knowledge.create_note(CreateNoteParams(title="many", blocks=blocks))
+    state = env.retrieval._state
+    table = state.store._open(state.meta["fts_table"])
+    (name,) = [ix.name for ix in table.list_indices() if ix.index_type == "FTS"]
+    stats = table.index_stats(name)
+    assert (stats.num_indexed_rows, stats.num_unindexed_rows) == (10, 0)
