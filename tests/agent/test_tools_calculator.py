@@ -61,6 +61,9 @@ async def run(tool: str, args: dict[str, Any]) -> ToolExecution:
         ("mean(0.1, 0.2) + average(2)", 2.15),
         ("floor(2.7) + ceil(2.1)", 5),
         ("factorial(10)", 3_628_800),
+        ("monthly_payment(4.5%, 360, 250000)", 1266.71327456471),  # a 30-year mortgage
+        ("monthly_payment(5.25%, 36, 14000)", 421.165787204975),
+        ("monthly_payment(0, 10, 1000)", 100.0),  # no interest: the principal in equal parts
         ("1 < 2 <= 2", True),
         ("3 == 4", False),
         ("2 ** 100", 1_267_650_600_228_229_401_496_703_205_376),
@@ -112,6 +115,9 @@ def test_trig_and_constants() -> None:
         ("(-8) ** 0.5", "MATH_ERROR"),
         ("factorial(-1)", "MATH_ERROR"),
         ("factorial(2.5)", "MATH_ERROR"),
+        ("monthly_payment(5%, 0, 1000)", "MATH_ERROR"),
+        ("monthly_payment(-1300%, 10, 1000)", "MATH_ERROR"),
+        ("monthly_payment(5%, 36)", "INVALID_EXPRESSION"),
         ("9 ** 9 ** 9", "RESULT_TOO_LARGE"),
         ("2 ** 100000", "RESULT_TOO_LARGE"),
         ("10 ** 5000", "RESULT_TOO_LARGE"),

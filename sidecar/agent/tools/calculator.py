@@ -75,6 +75,21 @@ def _factorial(x: Number) -> int:
     return math.factorial(x)
 
 
+def _monthly_payment(annual_rate: Number, months: Number, principal: Number) -> float:
+    """The monthly payment that repays ``principal`` in ``months`` equal payments at ``annual_rate`` a year,
+    compounded monthly (an annuity: a loan's or a mortgage's payment, ``monthly_payment(4.5%, 360, 250000)``
+    = 1266.71); the arithmetic behind it (``P * r / (1 - (1 + r) ** -n)``, ``r`` a month's rate) is where the
+    small local model went wrong (multiplying where it divides, the year's rate as a month's)."""
+    if months <= 0:
+        raise ToolError("monthly_payment needs a number of months > 0", "MATH_ERROR")
+    rate = annual_rate / 12
+    if rate == 0:
+        return principal / months
+    if rate <= -1:
+        raise ToolError("monthly_payment needs an annual rate above -1200%", "MATH_ERROR")
+    return principal * rate / (1 - (1 + rate) ** -months)
+
+
 def _min(*args: Number) -> Number:
     return min(args)
 
@@ -115,6 +130,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
     "floor": (math.floor, 1, 1),
     "ceil": (math.ceil, 1, 1),
     "factorial": (_factorial, 1, 1),
+    "monthly_payment": (_monthly_payment, 3, 3),
 }
 
 
@@ -283,7 +299,8 @@ class Calculator(Tool):
         "Evaluate an arithmetic expression exactly: + - * / // % ** and comparisons (a number then % with no "
         "operand after it is a percentage: 7.5% = 0.075); pi, e, tau; sqrt, sin, cos, "
         "tan, asin, acos, atan (radians), log(x[, base]), log10, log2, exp, abs, round(x[, digits]), min, max, "
-        "sum, mean (avg, average), floor, ceil, factorial."
+        "sum, mean (avg, average), floor, ceil, factorial, monthly_payment(annual rate, months, "
+        "principal) (a loan's)."
     )
     Params = CalculatorParams
     category = MetonaToolCategory.CALCULATION
