@@ -1841,6 +1841,7 @@ def _a_constant(key: str, value: Any, spec: dict[str, Any]) -> bool:
 
 
 _ADDRESS = re.compile(r"\bhttps?://([^/\s?#:\"'<>]+)", re.IGNORECASE)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
 def _unknown_address(value: Any, known: str) -> bool:
@@ -1849,10 +1850,13 @@ def _unknown_address(value: Any, known: str) -> bool:
     function fitted, the 0.5B model sent an HTTP GET tool to ``https://api.open-meteo.com/v2/…`` with made-up
     coordinates, ``https://api.example.com/intent`` and the like: 6 of the tuning half's recorded no-call failures
     held an address, none of them written anywhere; the 6 other recorded calls with an address (4 of them right)
-    held one whose host the request wrote (BFCL's real users' and no-call kinds, MCP fetch, 2026-12-05)."""
-    return any(
-        host.lower().removeprefix("www.") not in known for text in _strings_in(value) for host in _ADDRESS.findall(text)
-    )
+    held one whose host the request wrote (BFCL's real users' and no-call kinds, MCP fetch, 2026-12-05). So is an
+    e-mail address nobody wrote, whole ("I have a transaction, can you do it?" → ``receiver:
+    "example@example.com"``, "… to my landlord's email" → ``landlord@landlord.com``; of the tuning half's recorded
+    calls, the one right call with an address held the request's own)."""
+    texts = _strings_in(value)
+    hosts = [host.lower().removeprefix("www.") for text in texts for host in _ADDRESS.findall(text)]
+    return any(h not in known for h in hosts) or any(m.lower() not in known for t in texts for m in _EMAIL.findall(t))
 
 
 _SECRET = re.compile(r"pass(?:word|wd|phrase|code)?$|token$|secret|api_?key$|credential|^pin$", re.IGNORECASE)

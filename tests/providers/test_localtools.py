@@ -2028,6 +2028,10 @@ GET = {
         ("把 https://example.cn/a 这个页面抓下来", {"url": "https://example.cn/a", "params": {"n": "https://m.up/x"}},
          "", ["params"]),  # an optional argument, nested
         ("Fetch example.cn/a and follow its next link", {"url": "https://example.cn/a"}, "", []),
+        ("Send the report to my landlord's email", {"url": "https://mail.example.cn", "params": {
+            "to": "landlord@landlord.com"}}, "Mail through https://mail.example.cn.", ["params"]),
+        ("Mail Ana.Lee@Firm.example the notes", {"url": "https://mail.example.cn", "params": {
+            "to": "ana.lee@firm.example"}}, "Mail through https://mail.example.cn.", []),  # as written, any case
     ],
 )  # fmt: skip
 def test_a_web_address_nothing_wrote_is_made_up(
