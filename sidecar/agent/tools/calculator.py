@@ -137,7 +137,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int]] = {
 _PERCENT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*%(?!\s*[\w.(])")
 """A number followed by ``%`` that no operand follows: a percentage (``12% * 250``, ``200 * 15%``), not the
 remainder operator (``10 % 3``)."""
-_SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-"})
+_SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-", "^": "**"})
 _IN_PERCENT = re.compile(r"(?<=[\d)])(\s*\*\s*100)\s*%\s*$")
 """``* 100%`` ending a ratio (an expression with a ``/``): the ratio asked for in percent (``2800 / 8600 * 100 %`` is
 32.56, the share in percent), not a multiplication by one (``50 * 100%`` is still 50). The arguments model wrote
@@ -147,9 +147,10 @@ it so for "what percent of my pay is the rent?" and "增长了百分之几？" (
 
 def _written(expression: str) -> str:
     """The expression as people (and models) write it, in Python's arithmetic: ``7.5%`` → ``(7.5/100)``,
-    ``×`` ``÷`` ``−`` → ``*`` ``/`` ``-``. A model asked for a percentage of an amount wrote ``12% * 250``,
-    which Python reads as a remainder and refused. ``* 100%`` ending a ratio gives it in percent
-    (:data:`_IN_PERCENT`)."""
+    ``×`` ``÷`` ``−`` → ``*`` ``/`` ``-``, ``^`` → ``**`` (a power, as calculators and spreadsheets read it: the
+    arguments model wrote ``5000 * (1 + 0.06)^10`` for a compound interest, and was refused). A model asked for a
+    percentage of an amount wrote ``12% * 250``, which Python reads as a remainder and refused. ``* 100%`` ending
+    a ratio gives it in percent (:data:`_IN_PERCENT`)."""
     text = expression.translate(_SIGNS).rstrip()
     if "/" in text:
         text = _IN_PERCENT.sub(r"\1", text)
@@ -218,8 +219,6 @@ class _Evaluator:
         raise ToolError(f"{_describe(node.op)} is not allowed in a calculation", "INVALID_EXPRESSION")
 
     def visit_BinOp(self, node: ast.BinOp) -> Number:
-        if isinstance(node.op, ast.BitXor):
-            raise ToolError("'^' is not a power operator here; use '**' (e.g. 2**8)", "INVALID_EXPRESSION")
         left, right = self.visit(node.left), self.visit(node.right)
         if isinstance(node.op, ast.Pow):
             return _power(left, right)
@@ -289,14 +288,17 @@ class CalculatorParams(ToolParams):
     expression: str = Field(
         min_length=1,
         max_length=MAX_EXPRESSION_CHARS,
-        description="e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'",
+        description=(
+            "e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'; 18% of 64.50: '64.50 * 18%'; 64.50 split 3 ways: '64.50 / 3'; "
+            "a 9000 loan at 6% a year over 2 years: 'monthly_payment(6%, 2 * 12, 9000)'"
+        ),
     )
 
 
 class Calculator(Tool):
     name = "calculator"
     description = (
-        "Evaluate an arithmetic expression exactly: + - * / // % ** and comparisons (a number then % with no "
+        "Evaluate an arithmetic expression exactly: + - * / // % ** (or ^) and comparisons (a number then % with no "
         "operand after it is a percentage: 7.5% = 0.075); pi, e, tau; sqrt, sin, cos, "
         "tan, asin, acos, atan (radians), log(x[, base]), log10, log2, exp, abs, round(x[, digits]), min, max, "
         "sum, mean (avg, average), floor, ceil, factorial, monthly_payment(annual rate, months, "
