@@ -436,13 +436,15 @@ class LocalAdapter(BaseAdapter):
         if first and choice not in (None, localtools.ANSWER) and not on_a_file and lister is None:
             named = {name: words for name, words in localtools.named_by(tools, asked).items() if name in near}
 
+            computing = localtools.computes_instead(choice, tools, near, step.get("score"), asked)
+
             def nearness(name: str) -> float:  # a tool the request names (or its files, one on files) is near enough
-                spoken = named[name] or name in about_files
+                spoken = named[name] or name in about_files or name == computing  # (or its amounts, one computing)
                 return max(near[name], localtools.RELEVANT_COSINE) if spoken else near[name]
 
             instead = (
                 None if localtools.chinese(request.messages) else localtools.nearer(choice, near, step.get("score"))
-            )
+            ) or computing
             if instead and named[choice] and not named[instead]:
                 instead = None  # a pick the request names never gives way to one it does not name
             instead = localtools.named_instead(choice, named, step.get("score")) or instead

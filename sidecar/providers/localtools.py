@@ -1143,6 +1143,40 @@ def nearer(choice: str, cosines: dict[str, float], score: float | None) -> str |
     return best if cosines[best] - cosines[choice] >= NEARER_GAP else None
 
 
+_A_QUANTITY = re.compile(
+    r"\bhow (?:much|many|long|far|often)\b|\b(?:total|sum|average|per cent|percent(?:age)?)\b|"
+    r"多少|几[个天年月次倍成]|一共|总共|合计|平均|百分之",
+    re.IGNORECASE,
+)
+"""A request that asks for a quantity (how much, a total, an average; 多少, 一共): what computing answers."""
+
+
+def computes_instead(
+    choice: str, tools: Sequence[MetonaToolDef], cosines: dict[str, float], score: float | None, request: str
+) -> str | None:
+    """The offered tool that computes (:func:`computes`) to call instead of ``choice``, a first pick the model is
+    unsure of (:func:`sure`) that computes nothing, when the request states two amounts or more (numbers of its
+    own, :func:`stated_numbers`, not a date's, :func:`_dated`), asks for a quantity (:data:`_A_QUANTITY`) and that
+    tool is nearer the request than the pick (cosine); None to keep it. A request that gives its numbers and asks
+    what they come to is arithmetic, even when it speaks of the user's own money: "My salary is $5,800 a month and
+    I save 22% of it. How much do I save in a year?" went to the notes search at p 0.51 (the calculator 0.10
+    nearer, under :data:`NEARER_GAP`), "我存了5万块，年化2.75%，存3年复利一共能拿多少？" to the notes search at p 0.46
+    and, far from it, was answered from memory (requests written for this, 2026-12-05). The swap holds for a
+    Chinese request too: a computing tool is not one of the file tools whose English summaries the cross-language
+    cosine confused (:data:`NEARER_P`); where the cosine leaves it under :data:`RELEVANT_COSINE`, the request's
+    amounts make it near enough. Not "What did I write about the 2 job offers, 450 and 520 a day?" (no quantity
+    asked: its notes are)."""
+    if sure(score) or choice not in cosines:
+        return None
+    if any(t.name == choice and computes(t) for t in tools):
+        return None
+    dated = set(_dated(request))
+    if len([n for n in stated_numbers(request) if n not in dated]) < 2 or not _A_QUANTITY.search(request):
+        return None
+    fits = [t.name for t in tools if computes(t) and cosines.get(t.name, -1.0) > cosines[choice]]
+    return max(fits, key=lambda name: cosines[name]) if fits else None
+
+
 NAMED_WORDS = 2
 """Words of one offered tool's own summary (and no other's) a request must name for an unsure first pick it names
 nothing of to give way to that tool (:func:`named_instead`)."""

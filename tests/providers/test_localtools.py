@@ -2095,3 +2095,55 @@ def test_a_table_of_decimals_is_read_a_number_a_cell() -> None:
     declared = defs(SUM)[0].parameters.model_dump(mode="json", exclude_none=True)
     data = "add up the quarter\n\ncategory,jul,aug\nrent,1000.00,1000.00\nfood,300.10,280.50"
     assert lt.from_the_data({"expression": "1000.00 + 1000.00 + 300.10 + 280.50"}, declared, data)
+
+
+@pytest.mark.parametrize(
+    ("ask", "swapped"),
+    [
+        ("My rent is $1,450 a month and I put 15% aside. How much is that a year?", True),
+        ("我每月工资9000，房租占30%，一年房租一共多少钱？", True),
+        ("What did I write about the 2 offers, 450 and 520 a day?", False),  # no quantity asked: the notes are
+        ("In my notes from 2023, how much did I pay on 14 March?", False),  # a year and a date: no amounts
+        ("How much did the 3 of us spend in Lisbon?", False),  # one amount: the rest is to be looked up
+    ],
+)  # fmt: skip
+def test_an_unsure_pick_gives_way_to_a_nearer_tool_that_computes_when_the_request_gives_its_amounts(
+    ask: str, swapped: bool
+) -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = default_registry().definitions(["knowledge_search", "calculator"])
+    unsure, sure = math.log(lt.NEARER_P) - 0.01, math.log(lt.NEARER_P)
+    near = {"knowledge_search": 0.03, "calculator": 0.12}
+    assert lt.computes_instead("knowledge_search", tools, near, unsure, ask) == ("calculator" if swapped else None)
+    assert lt.computes_instead("knowledge_search", tools, near, sure, ask) is None  # the model sure of its own
+    farther = {"knowledge_search": 0.2, "calculator": 0.12}
+    assert lt.computes_instead("knowledge_search", tools, farther, unsure, ask) is None
+    assert lt.computes_instead("calculator", tools, near, unsure, ask) is None
+
+
+async def test_a_chinese_request_that_gives_its_amounts_is_computed_where_the_model_picked_the_notes() -> None:
+    """The cross-language cosine leaves the calculator under the relevance bar (0.12) and the model's notes search
+    farther still: the computing tool the request's amounts call for counts as near enough."""
+    from sidecar.agent.tools.builtin import default_registry
+
+    (calculator,) = default_registry().definitions(["calculator"])
+
+    class Weak(FavouringEmbedder):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            def at(c: float) -> list[float]:
+                return [c, math.sqrt(1 - c * c)]
+
+            return np.array([[1.0, 0.0] if i == 0 else at(0.12 if t.startswith("calculator") else 0.03)
+                             for i, t in enumerate(texts)])  # fmt: skip
+
+    unsure = math.log(lt.RELEVANT_P) - 0.1
+    ask = "我每月工资9000，房租占30%，一年房租一共多少钱？"
+    runtime = ScriptedRuntime(['notes_search"'], ['{"expression": "9000 * 12 * 30%"}'], score=unsure)
+    tools = [NOTES_SEARCH, calculator.model_dump(mode="json", exclude_none=True)]
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), Weak())
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 30%"})]
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "报价 450 520"}'], score=unsure)
+    asked = request(messages=_asking("我的笔记里写的那两个报价，450 和 520，是哪家的？"), tools=tools)
+    response, _ = await run(runtime, asked, Weak())
+    assert [c.name for c in response.tool_calls or ()] == ["notes_search"]  # no quantity asked: the notes it names
