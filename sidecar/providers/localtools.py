@@ -353,7 +353,11 @@ def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     return bool(files or roots or named_folder(asked))
 
 
-_SAVE_WORDS = re.compile(r"\b(?:save[ds]?|saving|store)\b|保存|存到|存入|存为|存成|存下|另存", re.IGNORECASE)
+_SAVE_WORDS = re.compile(
+    r"\b(?:save[ds]?|saving|store)\b(?!\s*[$¥€£]?\s*\d)|保存|存到|存入|存为|存成|存下(?!\s*[$¥€£]?\d)|另存",
+    re.IGNORECASE,
+)
+"""Saving an outcome; not money saved ("I save 22% of it", "每月存下2000"): a number follows."""
 _WRITE_WORDS = re.compile(r"\b(?:write|put|record|export)\b|写入|写到|写进|写成|记到|记下|导出", re.IGNORECASE)
 _FILE_WORDS = re.compile(r"\b(?:files?|document)\b|文件|文档", re.IGNORECASE)
 

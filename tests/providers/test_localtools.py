@@ -1591,6 +1591,9 @@ def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wan
         ("What is 19 * 23? Write it to a.txt", "What is 19 * 23"),  # the end of a sentence
         ("3.5万存3年，一共多少？算完把结果记到 定期.txt 里", "3.5万存3年，一共多少？"),  # done calculating
         ("Hello. Write a poem to poem.md", None),
+        ("My pay is $5,800 a month and I save 22% of it. How much is that a year?", None),  # money saved
+        ("我每月工资9000，存下20%，一年一共能存多少？", None),
+        ("I earn 4000, then save $300 of it; how much is left?", None),
     ],
 )
 def test_what_a_request_asks_before_saving_is_its_first_part(ask: str, part: str | None) -> None:
