@@ -289,8 +289,7 @@ class CalculatorParams(ToolParams):
         min_length=1,
         max_length=MAX_EXPRESSION_CHARS,
         description=(
-            "e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'; 18% of 64.50: '64.50 * 18%'; 64.50 split 3 ways: '64.50 / 3'; "
-            "a 9000 loan at 6% a year over 2 years: 'monthly_payment(6%, 2 * 12, 9000)'"
+            "e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'; 18% of 64.50: '64.50 * 18%'; 64.50 split 3 ways: '64.50 / 3'"
         ),
     )
 
@@ -301,8 +300,8 @@ class Calculator(Tool):
         "Evaluate an arithmetic expression exactly: + - * / // % ** (or ^) and comparisons (a number then % with no "
         "operand after it is a percentage: 7.5% = 0.075); pi, e, tau; sqrt, sin, cos, "
         "tan, asin, acos, atan (radians), log(x[, base]), log10, log2, exp, abs, round(x[, digits]), min, max, "
-        "sum, mean (avg, average), floor, ceil, factorial, monthly_payment(annual rate, months, "
-        "principal) (a loan's)."
+        "sum, mean (avg, average), floor, ceil, factorial, monthly_payment(annual rate, "
+        "months (years * 12), principal) (a loan's)."
     )
     Params = CalculatorParams
     category = MetonaToolCategory.CALCULATION
