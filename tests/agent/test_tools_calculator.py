@@ -62,6 +62,8 @@ async def run(tool: str, args: dict[str, Any]) -> ToolExecution:
         ("floor(2.7) + ceil(2.1)", 5),
         ("factorial(10)", 3_628_800),
         ("2 ^ 3", 8),  # a power, as calculators write it (no bitwise XOR here)
+        ("15.5% of 8460 + 1240", 2551.3),  # a percentage of an amount
+        ("10 % 3 + 50% OF 8", 5.0),  # the remainder stays one
         ("5000 * (1 + 0.06)^10", 8954.23848271427),
         ("-2^2 + 2^3^2", 508),
         ("monthly_payment(4.5%, 360, 250000)", 1266.71327456471),  # a 30-year mortgage

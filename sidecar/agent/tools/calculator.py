@@ -138,6 +138,8 @@ _PERCENT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*%(?!\s*[\w.(])")
 """A number followed by ``%`` that no operand follows: a percentage (``12% * 250``, ``200 * 15%``), not the
 remainder operator (``10 % 3``)."""
 _SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-", "^": "**"})
+_PERCENT_OF = re.compile(r"%\s*of\b", re.IGNORECASE)
+"""``15.5% of 8460``: a percentage of an amount, as calculators read it (``15.5% * 8460``)."""
 _IN_PERCENT = re.compile(r"(?<=[\d)])(\s*\*\s*100)\s*%\s*$")
 """``* 100%`` ending a ratio (an expression with a ``/``): the ratio asked for in percent (``2800 / 8600 * 100 %`` is
 32.56, the share in percent), not a multiplication by one (``50 * 100%`` is still 50). The arguments model wrote
@@ -149,9 +151,9 @@ def _written(expression: str) -> str:
     """The expression as people (and models) write it, in Python's arithmetic: ``7.5%`` → ``(7.5/100)``,
     ``×`` ``÷`` ``−`` → ``*`` ``/`` ``-``, ``^`` → ``**`` (a power, as calculators and spreadsheets read it: the
     arguments model wrote ``5000 * (1 + 0.06)^10`` for a compound interest, and was refused). A model asked for a
-    percentage of an amount wrote ``12% * 250``, which Python reads as a remainder and refused. ``* 100%`` ending
-    a ratio gives it in percent (:data:`_IN_PERCENT`)."""
-    text = expression.translate(_SIGNS).rstrip()
+    percentage of an amount wrote ``12% * 250``, which Python reads as a remainder and refused, and ``15.5% of 8460
+    + 1240`` (:data:`_PERCENT_OF`). ``* 100%`` ending a ratio gives it in percent (:data:`_IN_PERCENT`)."""
+    text = _PERCENT_OF.sub("% *", expression.translate(_SIGNS)).rstrip()
     if "/" in text:
         text = _IN_PERCENT.sub(r"\1", text)
     return _PERCENT.sub(r"(\1/100)", text)
@@ -288,9 +290,7 @@ class CalculatorParams(ToolParams):
     expression: str = Field(
         min_length=1,
         max_length=MAX_EXPRESSION_CHARS,
-        description=(
-            "e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'; 18% of 64.50: '64.50 * 18%'; 64.50 split 3 ways: '64.50 / 3'"
-        ),
+        description="e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'",
     )
 
 
