@@ -72,7 +72,9 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "invalid_tool_call_rate": 0.0,
 }
 """The same held-out halves with the arguments written by the packaged 1.5B model (``metadata.arguments_model``; the
-default where it is installed), measured at 8c086bd (2026-12-05 09:54–10:09, load 2, nothing beside it: a web address, a
+default where it is installed), measured at 5de87c8 (2026-12-05 12:45–13:00, load 2, nothing beside it: an e-mail
+address nobody gave made up, an unsure pick giving way to a tool that computes where the request gives its amounts) with
+the same counts as at 8c086bd (09:54–10:09: a web address, a
 password or a key nobody gave made up, what remains of a request after a read computed from the results): single 25/30 +
 MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 24/30 + MCP 18/21 (real users'
 no-call sessions 22 → 24). Before, at f35773e (07:58–08:14, load 2, nothing beside it) and at 5d45377 (07:10–07:25;
