@@ -1912,7 +1912,7 @@ def _untold_secret(key: str, value: Any, written: str) -> bool:
 
 
 _PLACEHOLDER = re.compile(
-    r"\byour[_ -]?\w*|\w*_here\b|\bpath[_/]to[_/]|<[^<>\s]{2,}>|\bplaceholder\b|\bx{3,}\b|\binsert[_ ]", re.IGNORECASE
+    r"\byour[_ -]?\w*|\b\w*_here\b|\bpath[_/]to[_/]|<[^<>\s]{2,}>|\bplaceholder\b|\bx{3,}\b|\binsert[_ ]", re.IGNORECASE
 )
 
 
