@@ -2150,3 +2150,13 @@ async def test_a_chinese_request_that_gives_its_amounts_is_computed_where_the_mo
     asked = request(messages=_asking("我的笔记里写的那两个报价，450 和 520，是哪家的？"), tools=tools)
     response, _ = await run(runtime, asked, Weak())
     assert [c.name for c in response.tool_calls or ()] == ["notes_search"]  # no quantity asked: the notes it names
+
+
+def test_names_and_folders_are_found_deep_in_a_long_request() -> None:
+    """A pasted page before the request proper: the same names as without it (read in linear time; the folder
+    pattern and the look back for a spaced name had scanned from every character)."""
+    page = "这是一段很长的粘贴文字没有空格" * 400 + " " + "and some words " * 200
+    assert lt.named_paths(page + "then read reports/May sales.csv") == ["reports/May sales.csv"]
+    assert lt.named_paths(page + "save it to a file called tax estimate.txt") == ["tax estimate.txt"]
+    assert lt.named_folder(page + "，然后在 日记 文件夹里建一个 a.md") == "日记"
+    assert lt.named_folder(page) is None
