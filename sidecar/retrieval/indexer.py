@@ -160,19 +160,19 @@ class Indexer:
 
     async def _sync_kind(self, kind: TableKind) -> None:
         state = self._state
-        fts_index_checked = False
-        fts_index_built = more_after_build = False
+        batches = 0
+        fts_index_built = False  # on this sync's first batch
         while True:
             name = await self._ensure_table(kind)
             batch = await state.db.read(functools.partial(_next_batch, kind=kind, limit=SYNC_BATCH))
             if not batch.settled:
-                if more_after_build:
+                if fts_index_built and batches > 1:
                     # the index was built on this sync's first batch (so the rest could be searched meanwhile);
                     # built again over every row, a block's BM25 score no longer depends on where the batches
                     # happened to split (rows outside the index are scored on their own statistics)
                     await anyio.to_thread.run_sync(state.store.create_fts_index, name)
                 return
-            more_after_build = fts_index_built
+            batches += 1
             dirty, gone = batch.dirty, batch.gone
             if dirty:
                 await state.write(name, kind, dirty, state.embedder, None, append=False, mirror=True)
@@ -201,8 +201,7 @@ class Indexer:
                 )
 
             await state.db.run(record)
-            if kind == "fts" and not fts_index_checked:
-                fts_index_checked = True
+            if kind == "fts" and batches == 1:
                 if not await anyio.to_thread.run_sync(state.store.has_fts_index, name):
                     await anyio.to_thread.run_sync(state.store.create_fts_index, name)
                     fts_index_built = True
