@@ -429,6 +429,7 @@ class LocalAdapter(BaseAdapter):
         elif first and choice not in (None, localtools.ANSWER) and not on_a_file:
             about_files = [t.name for t in localtools.spoken_of_files(tools, request.messages)]
             unsure = not localtools.sure(step.get("score")) or localtools.speaks_of_folders(asked)
+            unsure = unsure or localtools.asks_which_files(asked)
             if about_files and choice not in about_files and unsure:
                 names = about_files  # a request about files, a pick that works on none: among those that do
                 step, decision, choice = await decide(names)
@@ -696,7 +697,7 @@ def _folded(messages: list[MetonaMessage]) -> list[dict[str, Any]]:
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     head = [_message(m) for m in messages[: max(last_user, 0)]]
     question = messages[last_user].content if last_user >= 0 else ""
-    lines = localtools.done_lines(messages)
+    lines = localtools.done_lines(messages, indent=localtools.RESULT_INDENT)
     ask = ANSWER_AFTER_TOOLS_ZH if localtools.chinese(messages) else ANSWER_AFTER_TOOLS
     text = f"{question}\n\nTool results:\n" + "\n".join(lines) + f"\n\n{ask}"
     return [*head, {"role": "user", "content": text.strip()}]

@@ -65,6 +65,13 @@ FORMAT = (
 QUERY_CHARS = 1000
 """Most characters of the request, and of the latest tool result, that the tool ranking embeds."""
 DONE_SO_FAR = "Done so far:"
+RESULT_INDENT = "    "
+"""A result's further lines, in the prompt the answer is written from (:func:`done_lines`), are indented under its
+``- tool(…) returned:`` item, so that a listing's or a search's entries read as the result's own and not as text
+of the request's. Unindented, the 1.5B model answered a listing by its count ("学习资料文件夹里有4个文件。") or
+named one file of two; on 24 results written for this (listings, searches, reads, a sum, the time, the notes;
+2026-12-05, f32), the answers held every expected fact in 17 unindented, 21 indented (the question asked again
+after the results: 19; the results before the question: 17)."""
 DECISION_PREFIX = '{"tool": "'
 """The start of the decision's reply, written into the prompt (the model goes on with the name): what the model
 generates is then only the name, and its score is the model's confidence in that name."""
@@ -825,11 +832,30 @@ def spoken_of_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMes
     says nothing of files, with a tool that finds which files mention a text offered (requests written for this,
     2026-12-04). The tool so chosen counts as near the request (its relevance bar, :func:`relevant`): the request
     spoke of what it works on. Chosen again among the file tools, a Chinese "which files mention …?" got
-    search_files at p 0.09, cosine 0.13, and was answered from nothing (agent-mine-v4, a tuning set, 2026-12-05)."""
+    search_files at p 0.09, cosine 0.13, and was answered from nothing (agent-mine-v4, a tuning set, 2026-12-05).
+    Where the request looks for a text in the files (quoted, or what they mention), not among the tools that only
+    list a folder or take one file (no file is named here): "哪些文件里写了“报销”？", decided again, went to
+    list_directory on a folder "报销", "归档 文件夹里有哪些文件提到了预算？" to read_file with no file to read."""
     text = question(messages)
     if not (_FILE_WORDS.search(text) or speaks_of_folders(text)):
         return []
-    return for_files(tools, messages)
+    among = for_files(tools, messages)
+    if _A_QUOTE.search(text) or _A_TEXT_IN_FILES.search(text):  # a text to look for, in files it does not name
+        among = [t for t in among if not (_lists(t) or takes_a_file(t))] or among
+    return among
+
+
+_WHICH_FILES = re.compile(
+    r"\bwhich\b[^.?!,;]{0,24}\bfiles?\b|哪些[^，。？！,?!]{0,6}文件|哪个[^，。？！,?!]{0,6}文件", re.IGNORECASE
+)
+
+
+def asks_which_files(text: str) -> bool:
+    """``text`` asks which files ("which of my files mention …", "哪些文件里写了 …"): the answer is files, so a pick
+    with no file or folder argument is made again among those that have one (:func:`spoken_of_files`) however sure
+    the model was. The 0.5B model sent "哪些文件里写了“报销”？" to the notes search at p 0.84 (a request written for
+    this, 2026-12-05)."""
+    return bool(_WHICH_FILES.search(text))
 
 
 def speaks_of_folders(text: str) -> bool:
@@ -894,18 +920,49 @@ def folder_first(
     what is in the folder first, then the file read is one of those it holds (:func:`known_paths`). None to keep
     the choice. A Chinese request to open the newest file of a named folder went to read_file with no file to read,
     and was answered with steps for the user to take (agent-mine-v4, a tuning set, 2026-12-05). The swap is not
-    weighed by the relevance bar (:func:`relevant`): the request named the folder it works in."""
+    weighed by the relevance bar (:func:`relevant`): the request named the folder it works in.
+
+    So too a pick of a tool that works in a folder and needs more than the folder (a search's text), when the
+    request asks what the folder holds and quotes nothing to look for (:func:`asks_what_it_holds`): "照片整理
+    这个文件夹里都有啥" went to search_files, which searched the folder for its own name (agent-mine-v4, a tuning
+    set)."""
     tool = next((t for t in tools if t.name == choice), None)
-    if tool is None or not takes_a_file(tool) or changes_things(tool) or on_a_folder(tool) or request_paths(messages):
+    if tool is None or changes_things(tool) or request_paths(messages):
         return None
-    if named_folder(question(messages)) is None:
+    asked = question(messages)
+    if named_folder(asked) is None:
         return None
-    listers = [
-        t
-        for t in tools
-        if on_a_folder(t) and set(t.parameters.model_dump(exclude_none=True).get("required") or ()) <= {PATH_ARGUMENT}
-    ]
+    if not takes_a_file(tool) or on_a_folder(tool):
+        if not on_a_folder(tool) or _lists(tool) or not asks_what_it_holds(asked):
+            return None
+    listers = [t for t in tools if _lists(t)]
     return listers[0] if listers else None
+
+
+def _lists(tool: MetonaToolDef) -> bool:
+    """The tool works in a folder (:func:`on_a_folder`) and needs nothing but the folder: it lists what it holds."""
+    return on_a_folder(tool) and set(tool.parameters.model_dump(exclude_none=True).get("required") or ()) <= {
+        PATH_ARGUMENT
+    }
+
+
+_WHAT_IT_HOLDS = re.compile(
+    r"\bwhat(?:'s| is| are| do| does)?\b[^.?!,;]{0,24}\b(?:in|inside|under)\b|\bcontents?\b|"
+    r"有什么|有啥|有哪些|是什么东西|放了(?:些)?(?:什么|啥)|都放了|内容列出|列(?:一下|出)",
+    re.IGNORECASE,
+)
+
+
+_A_TEXT_IN_FILES = re.compile(r"\b(?:mention|contain|say|says|said|about)|提到|提及|写了|写着|写到|包含|含有|关于")
+
+
+def asks_what_it_holds(text: str) -> bool:
+    """``text`` asks what a folder holds ("what's in …", "… 里都有啥", "列一下 …"), and no text to look for in its
+    files (none quoted, nothing they mention or are about)."""
+    return bool(_WHAT_IT_HOLDS.search(text)) and not (_A_QUOTE.search(text) or _A_TEXT_IN_FILES.search(text))
+
+
+_A_QUOTE = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|“[^”\n]+”|「[^」\n]+」|‘[^’\n]+’")
 
 
 def ground_folder(schema: dict[str, Any], folder: str) -> dict[str, Any]:
@@ -1877,14 +1934,15 @@ def _prose_for_a_formula(key: str, value: Any, spec: dict[str, Any]) -> bool:
     return isinstance(value, str) and not _ARITHMETIC.search(value) and asks_a_formula(key, spec)
 
 
-_CONSTANT = re.compile(r"\s*[-+]?\s*\d+(?:[.,]\d+)?\s*")
+_AN_OPERATION = re.compile(r"[+*/×÷^%()<>=!]|\d\s*-")
 
 
 def _a_constant(key: str, value: Any, spec: dict[str, Any]) -> bool:
-    """One number where the argument asks for a formula (:func:`asks_a_formula`): nothing is computed, the model
-    wrote its answer into the formula ("How many moons does Mars have?" offered a calculator → ``expression:
-    "4"``, a question written for this, 2026-12-05: the call "returned" the made-up answer as if computed)."""
-    return isinstance(value, str) and bool(_CONSTANT.fullmatch(value)) and asks_a_formula(key, spec)
+    """One value with no operation in it where the argument asks for a formula (:func:`asks_a_formula`): nothing is
+    computed, the model wrote its answer into the formula ("How many moons does Mars have?" offered a calculator →
+    ``expression: "4"``, "水的化学式是什么？" → ``"H2O"``; questions written for this, 2026-12-05: the call "returned"
+    the made-up answer as if computed, or failed)."""
+    return isinstance(value, str) and not _AN_OPERATION.search(value) and asks_a_formula(key, spec)
 
 
 _ADDRESS = re.compile(r"\bhttps?://([^/\s?#:\"'<>]+)", re.IGNORECASE)
@@ -2072,8 +2130,9 @@ def _canonical(args: dict[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False)
 
 
-def done_lines(messages: Sequence[MetonaMessage]) -> list[str]:
-    """The current turn's results, one line each: ``- tool({arguments}) returned: result``."""
+def done_lines(messages: Sequence[MetonaMessage], *, indent: str = "") -> list[str]:
+    """The current turn's results, one item each: ``- tool({arguments}) returned: result``, the result's further
+    lines after ``indent`` (:data:`RESULT_INDENT` in the answer's prompt, none in the decision's)."""
     start = turn_start(messages)
     args = {c.id: c.args for m in messages[start:] for c in m.tool_calls or ()}
     lines = []
@@ -2081,7 +2140,8 @@ def done_lines(messages: Sequence[MetonaMessage]) -> list[str]:
         if m.role == "tool":
             name = m.tool_result.tool_name if m.tool_result else "tool"
             call = args.get(m.tool_result.tool_call_id, {}) if m.tool_result else {}
-            lines.append(f"- {name}({json.dumps(call, ensure_ascii=False)}) returned: {tool_text(m)}")
+            result = tool_text(m).replace("\n", "\n" + indent) if indent else tool_text(m)
+            lines.append(f"- {name}({json.dumps(call, ensure_ascii=False)}) returned: {result}")
     return lines
 
 

@@ -325,6 +325,16 @@ async def test_after_tool_results_the_answer_is_asked_for(runtime: FakeRuntime) 
     assert response.tool_calls is None  # no tools offered: what it writes is the answer
 
 
+async def test_a_results_further_lines_are_indented_under_its_item_in_the_answers_prompt(
+    runtime: FakeRuntime,
+) -> None:
+    listing = [dict(m) for m in HISTORY]
+    listing[-1] = {**listing[-1], "toolResult": {**listing[-1]["toolResult"], "summary": "docs: 2 entries\na.md\nb.md"}}
+    await adapter(runtime, tool_mode="text").send(request(messages=listing, tools=[CALC]))
+    (payload,) = runtime.payloads
+    assert "returned: docs: 2 entries\n    a.md\n    b.md\n\n" in payload["messages"][-1]["content"]
+
+
 async def test_tool_followup_free_keeps_the_tools_and_the_native_history(runtime: FakeRuntime) -> None:
     await adapter(runtime, tool_followup="free", tool_mode="text").send(request(messages=HISTORY, tools=[CALC]))
     (payload,) = runtime.payloads

@@ -936,8 +936,9 @@ async def test_an_unsure_pick_that_works_on_no_file_is_decided_again_for_a_reque
     assert response.tool_calls and response.tool_calls[0].name == "find_in_files"
     again = runtime.payloads[1]
     assert again["regex"] == lt.choice_regex(["find_in_files"]) and again["messages"] == runtime.payloads[0]["messages"]
-    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "Falcon"}'])  # the model sure of it: kept
-    response, _ = await run(runtime, request(messages=asking, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "Falcon"}'])  # the model sure of it: kept (unless the
+    files = _asking("Is Falcon in any of my files?")  # request asks which files: the answer is files)
+    response, _ = await run(runtime, request(messages=files, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
     assert response.tool_calls and response.tool_calls[0].name == "notes_search"
     notes = _asking("What did I note about Falcon?")  # no file spoken of: kept, however unsure
     runtime = ScriptedRuntime(['notes_search"'], ['{"query": "Falcon"}'], score=unsure)
@@ -959,6 +960,47 @@ async def test_a_pick_chosen_again_for_a_request_about_files_is_near_enough_and_
     assert response.tool_calls and response.tool_calls[0].name == "find_in_files"
     assert runtime.payloads[1]["regex"] == lt.choice_regex(["find_in_files"])
     assert lt.speaks_of_folders("在 合同 文件夹里找找") and not lt.speaks_of_folders("Which of my files mention X?")
+
+
+async def test_a_request_asking_which_files_overrules_a_sure_pick_that_works_on_none() -> None:
+    asking = _asking("哪些文件里写了“报销”？")
+    runtime = ScriptedRuntime(['notes_search"'], ['find_in_files"'], ['{"query": "报销"}'])  # sure of each
+    response, _ = await run(runtime, request(messages=asking, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
+    assert response.tool_calls and response.tool_calls[0].name == "find_in_files"
+    assert lt.asks_which_files("Which of my markdown files mention Kubernetes?")
+    assert lt.asks_which_files("哪个文件提到了王经理的电话？") and not lt.asks_which_files("我的笔记里写了什么？")
+
+
+def test_a_request_looking_for_a_text_in_files_is_not_for_a_listing_or_a_one_file_read() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = default_registry().definitions(["read_file", "list_directory", "search_files", "knowledge_search"])
+
+    def among(text: str) -> list[str]:
+        return [t.name for t in lt.spoken_of_files(tools, request(messages=_asking(text)).messages)]
+
+    assert among("哪些文件里写了“报销”？") == among("归档 文件夹里有哪些文件提到了预算？") == ["search_files"]
+    assert among("Which files in the docs folder mention OAuth?") == ["search_files"]
+    assert among("What files are in the invoices folder?") == ["read_file", "list_directory", "search_files"]
+
+
+async def test_a_search_picked_for_what_a_named_folder_holds_lists_the_folder() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+             for t in default_registry().definitions(["read_file", "list_directory", "search_files"])]  # fmt: skip
+    ask = _asking("照片整理 这个文件夹里都有啥")
+    runtime = ScriptedRuntime(['search_files"'], ['{"path": "照片整理"}'])
+    response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("search"))
+    assert response.tool_calls and (response.tool_calls[0].name, response.tool_calls[0].args) == (
+        "list_directory",
+        {"path": "照片整理"},
+    )
+    for text in ("在 归档 文件夹里有哪些文件提到了发票？", 'What\'s in the reports folder that says "Q3"?'):
+        runtime = ScriptedRuntime(['search_files"'], ['{"query": "发票"}'])  # a text to look for: the search
+        response, _ = await run(runtime, request(messages=_asking(text), tools=tools), FavouringEmbedder("search"))
+        assert response.tool_calls and response.tool_calls[0].name == "search_files"
+    assert lt.asks_what_it_holds("What's inside the Desktop folder?") and lt.asks_what_it_holds("列一下 音乐 文件夹")
 
 
 async def test_a_request_in_chinese_keeps_the_models_pick_over_a_nearer_tool() -> None:
@@ -1969,9 +2011,14 @@ async def test_what_remains_is_not_computed_from_results_without_numbers() -> No
     assert response.tool_calls is None and len(runtime.payloads) == 2
 
 
-@pytest.mark.parametrize(("value", "made"), [("4", ["expression"]), (" -2.5 ", ["expression"]), ("2 + 2", [])])
-def test_one_number_for_a_formula_is_an_answer_written_into_the_call(value: str, made: list[str]) -> None:
-    """ "How many moons does Mars have?" offered a calculator → ``expression: "4"``: nothing computed."""
+@pytest.mark.parametrize(
+    ("value", "made"),
+    [("4", ["expression"]), (" -2.5 ", ["expression"]), ("H2O", ["expression"]), ("1,000,000", ["expression"]),
+     ("2 + 2", []), ("10 - 2", []), ("sqrt(2)", []), ("-3 ** 2", []), ("5!", [])],
+)  # fmt: skip
+def test_one_value_for_a_formula_is_an_answer_written_into_the_call(value: str, made: list[str]) -> None:
+    """ "How many moons does Mars have?" offered a calculator → ``expression: "4"``, "水的化学式是什么？" → "H2O":
+    nothing computed."""
     declared = defs(SUM)[0].parameters.model_dump(mode="json", exclude_none=True)
     messages = request(messages=_asking("How many moons does Mars have? Or 2 + 2?")).messages
     assert lt.made_up({"expression": value}, declared, messages) == made
