@@ -840,7 +840,7 @@ def spoken_of_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMes
     if not (_FILE_WORDS.search(text) or speaks_of_folders(text)):
         return []
     among = for_files(tools, messages)
-    if _A_QUOTE.search(text) or _A_TEXT_IN_FILES.search(text):  # a text to look for, in files it does not name
+    if looks_for_text(text):  # a text to look for, in files it does not name
         among = [t for t in among if not (_lists(t) or takes_a_file(t))] or among
     return among
 
@@ -959,10 +959,22 @@ _A_TEXT_IN_FILES = re.compile(r"\b(?:mention|contain|say|says|said|about)|提到
 def asks_what_it_holds(text: str) -> bool:
     """``text`` asks what a folder holds ("what's in …", "… 里都有啥", "列一下 …"), and no text to look for in its
     files (none quoted, nothing they mention or are about)."""
-    return bool(_WHAT_IT_HOLDS.search(text)) and not (_A_QUOTE.search(text) or _A_TEXT_IN_FILES.search(text))
+    return bool(_WHAT_IT_HOLDS.search(text)) and not looks_for_text(text)
 
 
 _A_QUOTE = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|“[^”\n]+”|「[^」\n]+」|‘[^’\n]+’")
+_FOLDER_AFTER = re.compile(r"\s*(?:folders?\b|director(?:y|ies)\b|dir\b|文件夹|目录)", re.IGNORECASE)
+_FOLDER_BEFORE = re.compile(r"(?:\bfolders?|\bdirector(?:y|ies)|\bdir|文件夹|目录)\s*$", re.IGNORECASE)
+
+
+def looks_for_text(text: str) -> bool:
+    """``text`` gives a text to look for in files: one quoted that is not a folder's name (「学习资料」文件夹, the
+    "Tax Return 2024" folder), or what they mention, say or are about (:data:`_A_TEXT_IN_FILES`)."""
+    for quote in _A_QUOTE.finditer(text):
+        named = _FOLDER_AFTER.match(text, quote.end()) or _FOLDER_BEFORE.search(text, 0, quote.start())
+        if not named:
+            return True
+    return bool(_A_TEXT_IN_FILES.search(text))
 
 
 def ground_folder(schema: dict[str, Any], folder: str) -> dict[str, Any]:

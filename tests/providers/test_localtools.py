@@ -982,6 +982,9 @@ def test_a_request_looking_for_a_text_in_files_is_not_for_a_listing_or_a_one_fil
     assert among("哪些文件里写了“报销”？") == among("归档 文件夹里有哪些文件提到了预算？") == ["search_files"]
     assert among("Which files in the docs folder mention OAuth?") == ["search_files"]
     assert among("What files are in the invoices folder?") == ["read_file", "list_directory", "search_files"]
+    assert among('List everything in the "Tax Return 2024" folder.') == among("「学习资料」文件夹里现在都放了些什么？")
+    assert "list_directory" in among("「学习资料」文件夹里现在都放了些什么？")  # a quoted folder name is no text to find
+    assert lt.looks_for_text('search the recipes folder for "cardamom"')
 
 
 async def test_a_search_picked_for_what_a_named_folder_holds_lists_the_folder() -> None:
@@ -989,13 +992,13 @@ async def test_a_search_picked_for_what_a_named_folder_holds_lists_the_folder() 
 
     tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
              for t in default_registry().definitions(["read_file", "list_directory", "search_files"])]  # fmt: skip
-    ask = _asking("照片整理 这个文件夹里都有啥")
-    runtime = ScriptedRuntime(['search_files"'], ['{"path": "照片整理"}'])
-    response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("search"))
-    assert response.tool_calls and (response.tool_calls[0].name, response.tool_calls[0].args) == (
-        "list_directory",
-        {"path": "照片整理"},
-    )
+    for ask, folder in (("照片整理 这个文件夹里都有啥", "照片整理"), ("「学习资料」文件夹里现在都放了些什么？", "学习资料")):
+        runtime = ScriptedRuntime(['search_files"'], ['{"path": "' + folder + '"}'])
+        response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("search"))
+        assert response.tool_calls and (response.tool_calls[0].name, response.tool_calls[0].args) == (
+            "list_directory",
+            {"path": folder},
+        )
     for text in ("在 归档 文件夹里有哪些文件提到了发票？", 'What\'s in the reports folder that says "Q3"?'):
         runtime = ScriptedRuntime(['search_files"'], ['{"query": "发票"}'])  # a text to look for: the search
         response, _ = await run(runtime, request(messages=_asking(text), tools=tools), FavouringEmbedder("search"))
