@@ -983,7 +983,7 @@ def test_a_request_looking_for_a_text_in_files_is_not_for_a_listing_or_a_one_fil
     assert among("Which files in the docs folder mention OAuth?") == ["search_files"]
     assert among("What files are in the invoices folder?") == ["read_file", "list_directory", "search_files"]
     assert among('List everything in the "Tax Return 2024" folder.') == among("「学习资料」文件夹里现在都放了些什么？")
-    assert "list_directory" in among("「学习资料」文件夹里现在都放了些什么？")  # a quoted folder name is no text to find
+    assert "list_directory" in among("「学习资料」文件夹里现在都放了些什么？")  # a quoted folder: no text to find
     assert lt.looks_for_text('search the recipes folder for "cardamom"')
 
 
@@ -992,7 +992,8 @@ async def test_a_search_picked_for_what_a_named_folder_holds_lists_the_folder() 
 
     tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
              for t in default_registry().definitions(["read_file", "list_directory", "search_files"])]  # fmt: skip
-    for ask, folder in (("照片整理 这个文件夹里都有啥", "照片整理"), ("「学习资料」文件夹里现在都放了些什么？", "学习资料")):
+    asks = (("照片整理 这个文件夹里都有啥", "照片整理"), ("「学习资料」文件夹里现在都放了些什么？", "学习资料"))
+    for ask, folder in asks:
         runtime = ScriptedRuntime(['search_files"'], ['{"path": "' + folder + '"}'])
         response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("search"))
         assert response.tool_calls and (response.tool_calls[0].name, response.tool_calls[0].args) == (
