@@ -440,7 +440,8 @@ class LocalAdapter(BaseAdapter):
             unsure = not localtools.sure(step.get("score")) or localtools.speaks_of_folders(asked)
             unsure = unsure or localtools.asks_which_files(asked)
             if about_files and choice not in about_files and unsure:
-                names = about_files  # a request about files, a pick that works on none: among those that do
+                finders = localtools.finding([t for t in tools if t.name in about_files], asked)
+                names = about_files = [t.name for t in finders]  # about files, a pick on none: among those that do
                 step, decision, choice = await decide(names)
                 near = {name: near[name] for name in names}
             else:

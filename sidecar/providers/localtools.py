@@ -832,17 +832,22 @@ def spoken_of_files(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMes
     says nothing of files, with a tool that finds which files mention a text offered (requests written for this,
     2026-12-04). The tool so chosen counts as near the request (its relevance bar, :func:`relevant`): the request
     spoke of what it works on. Chosen again among the file tools, a Chinese "which files mention …?" got
-    search_files at p 0.09, cosine 0.13, and was answered from nothing (agent-mine-v4, a tuning set, 2026-12-05).
-    Where the request looks for a text in the files (quoted, or what they mention), not among the tools that only
-    list a folder or take one file (no file is named here): "哪些文件里写了“报销”？", decided again, went to
-    list_directory on a folder "报销", "归档 文件夹里有哪些文件提到了预算？" to read_file with no file to read."""
+    search_files at p 0.09, cosine 0.13, and was answered from nothing (agent-mine-v4, a tuning set, 2026-12-05)."""
     text = question(messages)
     if not (_FILE_WORDS.search(text) or speaks_of_folders(text)):
         return []
-    among = for_files(tools, messages)
-    if looks_for_text(text):  # a text to look for, in files it does not name
-        among = [t for t in among if not (_lists(t) or takes_a_file(t))] or among
-    return among
+    return for_files(tools, messages)
+
+
+def finding(tools: Sequence[MetonaToolDef], text: str) -> list[MetonaToolDef]:
+    """Of the tools a request about files is decided again among (:func:`spoken_of_files`), those for a request
+    that looks for a text in files it does not name (:func:`looks_for_text`): not the tools that only list a folder
+    or take one file. "哪些文件里写了“报销”？", decided again among all of them, went to list_directory on a folder
+    "报销", "归档 文件夹里有哪些文件提到了预算？" to read_file with no file to read (requests written for this,
+    2026-12-05). All of them when the request looks for no text, or none would be left."""
+    if not looks_for_text(text):
+        return list(tools)
+    return [t for t in tools if not (_lists(t) or takes_a_file(t))] or list(tools)
 
 
 _WHICH_FILES = re.compile(

@@ -977,7 +977,7 @@ def test_a_request_looking_for_a_text_in_files_is_not_for_a_listing_or_a_one_fil
     tools = default_registry().definitions(["read_file", "list_directory", "search_files", "knowledge_search"])
 
     def among(text: str) -> list[str]:
-        return [t.name for t in lt.spoken_of_files(tools, request(messages=_asking(text)).messages)]
+        return [t.name for t in lt.finding(lt.spoken_of_files(tools, request(messages=_asking(text)).messages), text)]
 
     assert among("哪些文件里写了“报销”？") == among("归档 文件夹里有哪些文件提到了预算？") == ["search_files"]
     assert among("Which files in the docs folder mention OAuth?") == ["search_files"]
@@ -985,6 +985,18 @@ def test_a_request_looking_for_a_text_in_files_is_not_for_a_listing_or_a_one_fil
     assert among('List everything in the "Tax Return 2024" folder.') == among("「学习资料」文件夹里现在都放了些什么？")
     assert "list_directory" in among("「学习资料」文件夹里现在都放了些什么？")  # a quoted folder: no text to find
     assert lt.looks_for_text('search the recipes folder for "cardamom"')
+
+
+async def test_a_pick_that_works_on_files_is_kept_for_a_request_that_looks_for_a_text() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+             for t in default_registry().definitions(["list_directory", "search_files"])]  # fmt: skip
+    ask = _asking("Tell me about the files in the docs folder")  # "about": a text to look for, were it decided again
+    runtime = ScriptedRuntime(['list_directory"'], ['{"path": "docs"}'], score=math.log(lt.NEARER_P) - 0.01)
+    response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("list"))
+    assert response.tool_calls and response.tool_calls[0].name == "list_directory"
+    assert runtime.payloads[1]["prefix"] == '{"tool": "list_directory", "arguments": '
 
 
 async def test_a_search_picked_for_what_a_named_folder_holds_lists_the_folder() -> None:
