@@ -1984,25 +1984,6 @@ def _unknown_address(value: Any, known: str) -> bool:
     return any(h not in known for h in hosts) or any(m not in known for m in mails)
 
 
-_A_DAY_SPOKEN_OF = re.compile(
-    r"\b(?:today|tonight|tomorrow|yesterday|weekends?|weeks?|weekdays?|months?|years?|now|current(?:ly)?|latest|"
-    r"recent|upcoming|next|last|this|morning|evening|afternoon|night|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|"
-    rf"{_MONTH})(?!\w)|今天|今晚|明天|后天|昨天|前天|周|星期|礼拜|号|日|月|年|上午|下午|晚上|这几天|最近|现在|目前",
-    re.IGNORECASE,
-)
-
-
-def _untold_date(value: Any, known: str) -> bool:
-    """A date (``2023-04-15``, ``4/15/2023``) in an argument where nothing ``known`` (what the user wrote, the
-    results, the tool's description, the host's prompt) speaks of a day at all — no date, no month, no "today",
-    "next week", 明天, 周五: the model made one up ("What is the price of the water?" → ``date: "2023-04-01"``,
-    "Please help me to find a full circle flight." → ``departure_date: "2023-04-01"``). On the recorded tuning calls
-    (389, 2026-12-05) it flags 7, all wrong, 3 of them where no offered function fitted; no right call."""
-    if not isinstance(value, str) or not _DATE.search(value):
-        return False
-    return not (_DATE.search(known) or _dated(known) or _A_DAY_SPOKEN_OF.search(known))
-
-
 _SECRET = re.compile(r"pass(?:word|wd|phrase|code)?$|token$|secret|api_?key$|credential|^pin$", re.IGNORECASE)
 
 
@@ -2076,8 +2057,7 @@ def made_up(
     ask for what is missing); prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`), or
     one number (:func:`_a_constant`); a placeholder nobody wrote (:func:`_placeholder`); a web address, any
     argument's, whose host nothing wrote (:func:`_unknown_address`; ``described``: the tool's description and the
-    system prompt); a password or a key nobody gave (:func:`_untold_secret`); a date, any argument's, where nothing
-    speaks of a day (:func:`_untold_date`). A
+    system prompt); a password or a key nobody gave (:func:`_untold_secret`). A
     word matches one it starts or that starts it (three letters or more: ``EUR`` and
     "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
     every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
@@ -2103,7 +2083,6 @@ def made_up(
     known = f"{written}\n{described}\n{json.dumps(parameters, ensure_ascii=False)}".lower()
     out += [k for k in sorted(args) if k not in out and _unknown_address(args[k], known)]
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
-    out += [k for k in sorted(args) if k not in out and _untold_date(args[k], f"{written}\n{described}")]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)

@@ -2136,27 +2136,6 @@ def test_a_password_or_key_nobody_gave_is_made_up(ask: str, args: dict[str, Any]
 
 
 @pytest.mark.parametrize(
-    ("ask", "args", "made"),
-    [
-        ("Please help me find a flight from Boston.", {"origin": "Boston", "departure_date": "2023-04-01"},
-         ["departure_date"]),
-        ("帮我订一张去上海的机票", {"origin": "上海", "departure_date": "2023-04-01"}, ["departure_date"]),
-        ("Find me a flight on March 14th.", {"origin": "x", "departure_date": "2024-03-14"}, []),
-        ("Find me a flight for next Friday.", {"origin": "x", "departure_date": "2024-03-14"}, []),
-        ("帮我订一张明天去上海的机票", {"origin": "上海", "departure_date": "2024-03-14"}, []),
-        ("Find me a flight leaving 2024-03-14.", {"origin": "x", "departure_date": "2024-03-14"}, []),
-    ],
-)  # fmt: skip
-def test_a_date_where_nothing_speaks_of_a_day_is_made_up(ask: str, args: dict[str, Any], made: list[str]) -> None:
-    flights = {**tool("find_flights", "origin"), "parameters": {"type": "object", "required": ["origin"],
-        "properties": {"origin": {"type": "string", "description": "Where from."},
-                       "departure_date": {"type": "string", "description": "YYYY-MM-DD."}}}}  # fmt: skip
-    declared = defs(flights)[0].parameters.model_dump(mode="json", exclude_none=True)
-    assert lt.made_up(args, declared, request(messages=_asking(ask)).messages) == made
-    assert lt.made_up(args, declared, request(messages=_asking(ask)).messages, "Today is 2024-03-10.") == []
-
-
-@pytest.mark.parametrize(
     ("formula", "kept"),
     [("4.75 + 12.40 + 1250", True), ("(4.75 + 12.40) / 2", True), ("5 * 3 + 2 / 4", False), ("4.75 * 100 * 7", False),
      ("1 + 2 + 3", False),  # single digits the data holds ("[1] … [3]") tell nothing of where they came from
