@@ -976,7 +976,8 @@ def looks_for_text(text: str) -> bool:
     """``text`` gives a text to look for in files: one quoted that is not a folder's name (「学习资料」文件夹, the
     "Tax Return 2024" folder), or what they mention, say or are about (:data:`_A_TEXT_IN_FILES`)."""
     for quote in _A_QUOTE.finditer(text):
-        named = _FOLDER_AFTER.match(text, quote.end()) or _FOLDER_BEFORE.search(text, 0, quote.start())
+        before = max(0, quote.start() - 24)  # a folder word just before it: read near the quote, not the whole text
+        named = _FOLDER_AFTER.match(text, quote.end()) or _FOLDER_BEFORE.search(text, before, quote.start())
         if not named:
             return True
     return bool(_A_TEXT_IN_FILES.search(text))
