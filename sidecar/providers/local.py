@@ -438,11 +438,12 @@ class LocalAdapter(BaseAdapter):
         if lister is not None:  # a read with no file named, in a folder named: what the folder holds, first
             choice, decision = lister.name, localtools.DECISION_PREFIX + lister.name + '"'
         elif first and choice not in (None, localtools.ANSWER) and not on_a_file:
-            about_files = [t.name for t in localtools.spoken_of_files(tools, request.messages)]
-            unsure = not localtools.sure(step.get("score")) or localtools.speaks_of_folders(asked)
-            unsure = unsure or localtools.asks_which_files(asked)
+            file_tools = localtools.spoken_of_files(tools, request.messages)
+            about_files = [t.name for t in file_tools]
+            surely_files = localtools.speaks_of_folders(asked) or localtools.asks_which_files(asked)
+            unsure = not localtools.sure(step.get("score")) or surely_files
             if about_files and choice not in about_files and unsure:
-                finders = localtools.finding([t for t in tools if t.name in about_files], asked)
+                finders = localtools.finding(file_tools, asked)
                 names = about_files = [t.name for t in finders]  # about files, a pick on none: among those that do
                 step, decision, choice = await decide(names)
                 near = {name: near[name] for name in names}

@@ -902,7 +902,8 @@ def ground_arguments(schema: dict[str, Any], paths: Sequence[str]) -> dict[str, 
     return {**schema, "properties": properties}
 
 
-_FOLDER_WORDS = re.compile(r"\b(?:folders?|director(?:y|ies)|dir)\b|文件夹|目录", re.IGNORECASE)
+_FOLDER_WORD = r"(?:\b(?:folders?|director(?:y|ies)|dir)\b|文件夹|目录)"
+_FOLDER_WORDS = re.compile(_FOLDER_WORD, re.IGNORECASE)
 _FILE_WORD = re.compile(r"\bfiles?\b|文件(?!夹)", re.IGNORECASE)
 
 
@@ -937,9 +938,10 @@ def folder_first(
     asked = question(messages)
     if named_folder(asked) is None:
         return None
-    if not takes_a_file(tool) or on_a_folder(tool):
-        if not on_a_folder(tool) or _lists(tool) or not asks_what_it_holds(asked):
-            return None
+    reads = takes_a_file(tool) and not on_a_folder(tool)
+    searches = on_a_folder(tool) and not _lists(tool) and asks_what_it_holds(asked)
+    if not (reads or searches):
+        return None
     listers = [t for t in tools if _lists(t)]
     return listers[0] if listers else None
 
@@ -968,8 +970,10 @@ def asks_what_it_holds(text: str) -> bool:
 
 
 _A_QUOTE = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|“[^”\n]+”|「[^」\n]+」|‘[^’\n]+’")
-_FOLDER_AFTER = re.compile(r"\s*(?:folders?\b|director(?:y|ies)\b|dir\b|文件夹|目录)", re.IGNORECASE)
-_FOLDER_BEFORE = re.compile(r"(?:\bfolders?|\bdirector(?:y|ies)|\bdir|文件夹|目录)\s*$", re.IGNORECASE)
+"""A quoted text, as :data:`_QUOTED` reads one but without straight single quotes (in "what's in … I don't" the
+apostrophes would pair) and with 「」."""
+_FOLDER_AFTER = re.compile(r"\s*" + _FOLDER_WORD, re.IGNORECASE)
+_FOLDER_BEFORE = re.compile(_FOLDER_WORD + r"\s*$", re.IGNORECASE)
 
 
 def looks_for_text(text: str) -> bool:
@@ -2158,7 +2162,7 @@ def done_lines(messages: Sequence[MetonaMessage], *, indent: str = "") -> list[s
         if m.role == "tool":
             name = m.tool_result.tool_name if m.tool_result else "tool"
             call = args.get(m.tool_result.tool_call_id, {}) if m.tool_result else {}
-            result = tool_text(m).replace("\n", "\n" + indent) if indent else tool_text(m)
+            result = tool_text(m).replace("\n", "\n" + indent)
             lines.append(f"- {name}({json.dumps(call, ensure_ascii=False)}) returned: {result}")
     return lines
 
