@@ -384,8 +384,10 @@ class LocalAdapter(BaseAdapter):
         request that speaks of files, when it works on none, is decided again among those that do
         (:func:`localtools.spoken_of_files`). A first decision on a request that asks for something and then saves
         it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`); when that
-        calls no tool, on the whole request. After a result, when the model would do again what it has done, what
-        the request asks after it is decided on its own (:meth:`_next_part`)."""
+        calls no tool, on the whole request. After a result, when the model would do again what it has done, or answer
+        a quantity the request asks after it, what the request asks after it is decided on its own
+        (:meth:`_next_part`). A request that asks which file is not served by a one-file tool the model names the
+        file for (:func:`localtools.needs_the_answer`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -442,7 +444,10 @@ class LocalAdapter(BaseAdapter):
             about_files = [t.name for t in file_tools]
             surely_files = localtools.speaks_of_folders(asked) or localtools.asks_which_files(asked)
             unsure = not localtools.sure(step.get("score")) or surely_files
-            if about_files and choice not in about_files and unsure:
+            picked = next(t for t in tools if t.name == choice)
+            elsewhere = choice not in about_files and not localtools.about_files_itself(picked)
+            misplaced = elsewhere or localtools.needs_the_answer(picked, asked)
+            if about_files and misplaced and unsure:
                 finders = localtools.finding(file_tools, asked)
                 names = about_files = [t.name for t in finders]  # about files, a pick on none: among those that do
                 step, decision, choice = await decide(names)
@@ -475,10 +480,14 @@ class LocalAdapter(BaseAdapter):
             ):
                 choice = likeliest
                 decision = localtools.DECISION_PREFIX + choice + '"'
-        if choice is None or choice == localtools.ANSWER:
+        again = choice in done or choice == localtools.ANSWER  # what it has done again, or an answer after it
+        rest = localtools.what_remains(asked, calls) if calls and again and not unfinished else None
+        if choice == localtools.ANSWER and not (rest and localtools.asks_a_quantity(rest)):
+            return False  # an answer after a result is decided again only for a quantity asked after it
+        if choice is None:
             return False
-        rest = localtools.what_remains(asked, calls) if choice in done and not unfinished else None
-        if rest:  # the model would do again what it has done: what the request asks after it, decided on its own
+        if rest:  # the model would do again what it has done, or answer a quantity asked after it uncomputed: what
+            # the request asks after it, decided on its own
             history = localtools.render_history(request.messages[: localtools.turn_start(request.messages) - 1])
             remaining = [*history, {"role": "user", "content": localtools.with_results(rest, request.messages)}]
             step, decision, choice = await self._next_part(rest, remaining, tools, done, asm, steps)
@@ -591,7 +600,9 @@ class LocalAdapter(BaseAdapter):
         """The decision on ``rest``, what the request asks after the part the turn's calls served
         (:func:`localtools.what_remains`), when the model, shown the whole request and what was done, would do
         again what it has done (the 0.5B model named the read again after "read x.csv and add up …", and the sum
-        was made up in the answer). Made as a first decision is, on that part and the turn's results (``part``,
+        was made up in the answer), or would answer when that part asks a quantity
+        (:func:`localtools.asks_a_quantity`: "…，我们四个人平摊的话每人要出多少？" was answered with the file's first
+        number). Made as a first decision is, on that part and the turn's results (``part``,
         the conversation), among the tools not yet called that compute (:func:`localtools.computes`, a formula
         is the one argument the results can fill), with ``answer``; the pick must clear
         :func:`localtools.sure_of_next`. Its step, decision text and choice (:data:`localtools.ANSWER` when

@@ -388,9 +388,12 @@ def wants_a_file(messages: Sequence[MetonaMessage]) -> bool:
 
 _OBJECT_BEFORE = re.compile(r"(?:把|将)[^\s,，。;；]{0,12}$")
 _CONNECTIVE_END = re.compile(
-    r"(?:[,，;；:：.!?。！？]|\band(?:\s+then)?|\bthen|然后|并且|并|再|之后|后|[算做读查]完)\s*$",
+    r"(?:[,，;；:：.!?。！？]|\band(?:\s+then)?|\bthen|然后|并且|并|再|之后|后|[算做读查写弄](?:完|好))\s*$",
     re.IGNORECASE,
 )
+_ASKING_WORDS = re.compile(r"(?:\s*(?:请|麻烦|帮我|给我|帮忙|顺便|顺手|\bplease\b))+\s*$", re.IGNORECASE)
+"""Words that ask, at the end of what comes before a saving clause ("…每期要还多少？算好帮我记到 分期.txt 里"): not
+part of the clause before it."""
 _CLAUSE_WORDS = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W_]+")
 
 
@@ -411,6 +414,7 @@ def before_saving(text: str) -> str | None:
     if not saving:
         return None
     head = _OBJECT_BEFORE.sub("", text[: min(saving)].rstrip()).rstrip()
+    head = _ASKING_WORDS.sub("", head).rstrip()
     connective = _CONNECTIVE_END.search(head)
     if connective is None:
         return None
@@ -590,6 +594,37 @@ _EN_NOT_A_FOLDER = frozenset(
 file stays as the request names it."""
 
 
+_ZH_STOP = "\\s「」“”\"'‘’，。、；：？！,;:?!()（）"
+_ZH_SLASHED = re.compile(
+    rf"(?:在|到|往|进|去)\s*[「“\"'‘]?([^{_ZH_STOP}]{{1,64}}?)[/\\]?[」”\"'’]?\s*(?:这个|那个)?\s*"
+    r"(?:下面|下边|底下|里面|里头|下|里|中)"
+)
+_EN_SLASHED = re.compile(
+    r"\b(?:in|into|inside|under|within)\s+(?:the\s+|my\s+|our\s+)?[\"'`“‘]?"
+    r"((?:[\w.\-\u3400-\u9fff]+[/\\])+[\w\-\u3400-\u9fff]+(?:\.[\w\-\u3400-\u9fff]+)*)[/\\]?[\"'`”’]?(?=[\s,;:!?]|\.(?!\w)|$)",
+    re.IGNORECASE,
+)
+"""A folder named by its path, without the word folder ("在 工作/周计划 下面新建一个 第49周.md", "save it in
+docs/2024"): a path with a folder in it that names no file (:func:`_is_file_name`), after a word that says where."""
+
+
+def _slashed_spans(text: str) -> list[tuple[str, int, int]]:
+    """[(folder, start, end)] of the folders a request names by their path (:data:`_ZH_SLASHED`)."""
+    spans = [(m.group(1), m.start(), m.end()) for m in (*_ZH_SLASHED.finditer(text), *_EN_SLASHED.finditer(text))]
+    return [
+        (f, a, b)
+        for f, a, b in spans
+        if re.search(r"[/\\]", f)
+        and re.search(r"[^\W\d_]", f)
+        and not _is_file_name(f)
+        and not _ABBREVIATION.fullmatch(f)
+    ]
+
+
+_ABBREVIATION = re.compile(r"[A-Z0-9]{1,4}(?:[/\\][A-Z0-9]{1,4})+|[a-z]{1,2}/[a-z]{1,2}|and/or")
+"""Slashed words that are no folder: "TCP/IP", "I/O", "km/h", "and/or"."""
+
+
 def named_folder(text: str) -> str | None:
     """The one folder a request names as where its file is ("在 日记 文件夹里建一个 a.md", "「项目资料」这个文件夹",
     "put it in the drafts folder"), without a trailing ``/``; None when it names none or several, or says which
@@ -602,6 +637,7 @@ def _folder_spans(text: str) -> list[tuple[str, int, int]]:
     """[(folder, start, end)] of :func:`named_folder`'s one folder (every place the request names it), or []."""
     spans = [(_zh_folder_name(m.group(1)), m.start(), m.end()) for m in _ZH_FOLDER.finditer(text)]
     spans += [(m.group(1), m.start(), m.end()) for m in _EN_FOLDER.finditer(text)]
+    spans = spans or _slashed_spans(text)  # by its path only when no folder word names one
     spans = [(f.strip().rstrip("/\\"), a, b) for f, a, b in spans if f and f.strip().rstrip("/\\")]
     folders = {f for f, _, _ in spans}
     if len(folders) != 1:
@@ -804,8 +840,15 @@ def named_file_tools(tools: Sequence[MetonaToolDef], messages: Sequence[MetonaMe
     if not paths:
         return []
     asked = question(messages)
-    files_only = all(_EXTENSION.search(p) or _called_a_file(p, asked) for p in paths) and named_folder(asked) is None
+    files_only = all(_a_file(p, asked) for p in paths) and named_folder(asked) is None
     return [t for t in for_files(tools, messages) if not (files_only and on_a_folder(t))]
+
+
+def _a_file(path: str, text: str) -> bool:
+    """``path`` is a file, not a folder: it has an extension, is a conventional file name without one
+    (:data:`FILE_NAMES`: "项目里那个 Dockerfile 用的基础镜像是哪个 Python 版本？" drew search_files, which found the
+    name and never read the file — agent-mine-v5, a tuning set, 2026-12-05), or the request calls it a file."""
+    return bool(_EXTENSION.search(path)) or re.split(r"[/\\]", path)[-1] in FILE_NAMES or _called_a_file(path, text)
 
 
 def _called_a_file(path: str, text: str) -> bool:
@@ -844,10 +887,32 @@ def finding(tools: Sequence[MetonaToolDef], text: str) -> list[MetonaToolDef]:
     that looks for a text in files it does not name (:func:`looks_for_text`): not the tools that only list a folder
     or take one file. "哪些文件里写了“报销”？", decided again among all of them, went to list_directory on a folder
     "报销", "归档 文件夹里有哪些文件提到了预算？" to read_file with no file to read (requests written for this,
-    2026-12-05). All of them when the request looks for no text, or none would be left."""
-    if not looks_for_text(text):
-        return list(tools)
-    return [t for t in tools if not (_lists(t) or takes_a_file(t))] or list(tools)
+    2026-12-05). A request that asks which files (:func:`asks_which_files`) and looks for no text: not the tools that
+    take one file (the file is what it asks for; "Which file did I put the gate code for the lake cabin in?" read a
+    file named by the model, agent-mine-v5, a tuning set). All of them when the request does neither, or none would
+    be left."""
+    if looks_for_text(text):
+        kept = [t for t in tools if not (_lists(t) or takes_a_file(t))]
+    elif asks_which_files(text):
+        kept = [t for t in tools if not takes_a_file(t)]
+    else:
+        kept = []
+    return kept or list(tools)
+
+
+def about_files_itself(tool: MetonaToolDef) -> bool:
+    """The tool's first sentence speaks of files or folders though it takes no file or folder: a pick of it for a
+    request about files or folders is no pick of a tool for something else (list_allowed_directories for
+    "你现在能访问哪些目录？" was decided again among the tools with a path, and answered — the tuning half's MCP
+    cases, 2026-12-05)."""
+    summary = first_sentence(tool.description or "")
+    return bool(_FOLDER_WORDS.search(summary) or _FILE_WORD.search(summary))
+
+
+def needs_the_answer(tool: MetonaToolDef, text: str) -> bool:
+    """``tool`` takes one file (:func:`takes_a_file`) and ``text`` asks which file (:func:`asks_which_files`): the
+    file it needs is what the request asks for — the pick is made again (:func:`finding`)."""
+    return takes_a_file(tool) and asks_which_files(text)
 
 
 _WHICH_FILES = re.compile(
@@ -1241,6 +1306,14 @@ _A_QUANTITY = re.compile(
     re.IGNORECASE,
 )
 """A request that asks for a quantity (how much, a total, an average; 多少, 一共): what computing answers."""
+
+
+def asks_a_quantity(text: str) -> bool:
+    """``text`` asks for a quantity (:data:`_A_QUANTITY`). What remains of a request after a result
+    (:func:`what_remains`) that asks one, and was answered without computing, is decided on its own: "读一下
+    旅行/日本行花费.txt，我们四个人平摊的话每人要出多少？" was answered with the file's first number after the read
+    (agent-mine-v5, a tuning set, 2026-12-05)."""
+    return bool(_A_QUANTITY.search(text))
 
 
 def computes_instead(

@@ -405,6 +405,11 @@ def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None
         ("帮我打开装修/预算 清单.md", ["装修/预算 清单.md"]),  # a lead word glued before the folder
         ("compare src/a.md b.md", ["src/a.md", "b.md"]),  # a file before it: two names
         ("在src/目录下新建 main.py", ["src/main.py"]),  # the folder word is no part of the name
+        ("在 工作/周计划 下面新建一个 第50周.md", ["工作/周计划/第50周.md"]),  # a folder by its path, no folder word
+        ("create notes.md under projects/alpha", ["projects/alpha/notes.md"]),
+        ("save plan.md in docs/2024.", ["docs/2024/plan.md"]),
+        ("write speed.txt with the speed in km/h", ["speed.txt"]),  # a unit, not a folder
+        ("read docs/guide.md in TCP/IP terms", ["docs/guide.md"]),
         ("see http://x.com/a b.md", ["b.md"]),
         ("帮我看下 待办 这个文件，还有哪几件事没做完？", ["待办"]),  # "the file 待办": no extension needed
         ("打开「随手记」这个文件", ["随手记"]),
@@ -971,6 +976,36 @@ async def test_a_request_asking_which_files_overrules_a_sure_pick_that_works_on_
     assert lt.asks_which_files("哪个文件提到了王经理的电话？") and not lt.asks_which_files("我的笔记里写了什么？")
 
 
+async def test_a_request_asking_which_file_is_not_answered_by_reading_a_file_the_model_names() -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+             for t in default_registry().definitions(["read_file", "search_files"])]  # fmt: skip
+    asking = _asking("Which file did I write the boat's mooring number in?")
+    runtime = ScriptedRuntime(['read_file"'], ['search_files"'], ['{"query": "mooring"}'])  # sure of each
+    response, _ = await run(runtime, request(messages=asking, tools=tools), FavouringEmbedder("read"))
+    assert response.tool_calls and response.tool_calls[0].name == "search_files"
+    assert runtime.payloads[1]["regex"] == lt.choice_regex(["search_files"])  # no one-file read among them
+    reading = _asking("What does the mooring.txt file say about the boat?")  # a file named: read, not asked again
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "mooring.txt"}'])
+    response, _ = await run(runtime, request(messages=reading, tools=tools), FavouringEmbedder("read"))
+    assert response.tool_calls and response.tool_calls[0].name == "read_file"
+
+
+async def test_a_pick_about_folders_itself_is_kept_for_a_request_about_folders() -> None:
+    allowed = {
+        **tool("list_allowed_directories"),
+        "description": "Returns the list of directories that this server is allowed to access.",
+        "parameters": {"type": "object", "properties": {}},
+    }
+    lister = {**tool("list_directory", "path"), "description": "List a workspace folder."}
+    runtime = ScriptedRuntime(['list_allowed_directories"'])  # sure; a request about folders
+    response, _ = await run(runtime, request(messages=_asking("你能访问哪些目录？"), tools=[allowed, lister]))
+    assert response.tool_calls and response.tool_calls[0].name == "list_allowed_directories"
+    assert len(runtime.payloads) == 1  # not decided again among the tools with a path
+    assert not lt.about_files_itself(defs(NOTES_SEARCH)[0])
+
+
 def test_a_request_looking_for_a_text_in_files_is_not_for_a_listing_or_a_one_file_read() -> None:
     from sidecar.agent.tools.builtin import default_registry
 
@@ -982,6 +1017,8 @@ def test_a_request_looking_for_a_text_in_files_is_not_for_a_listing_or_a_one_fil
     assert among("哪些文件里写了“报销”？") == among("归档 文件夹里有哪些文件提到了预算？") == ["search_files"]
     assert among("Which files in the docs folder mention OAuth?") == ["search_files"]
     assert among("What files are in the invoices folder?") == ["read_file", "list_directory", "search_files"]
+    assert among("Tell me about the files in the invoices folder") == ["search_files"]
+    assert among("Which file did I put the wifi password in?") == ["list_directory", "search_files"]
     assert among('List everything in the "Tax Return 2024" folder.') == among("「学习资料」文件夹里现在都放了些什么？")
     assert "list_directory" in among("「学习资料」文件夹里现在都放了些什么？")  # a quoted folder: no text to find
     assert lt.looks_for_text('search the recipes folder for "cardamom"')
@@ -1648,6 +1685,8 @@ def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wan
         ("Work out 15.5% of 8,460 plus 1,240. Save the result in bonus.txt", "Work out 15.5% of 8,460 plus 1,240"),
         ("What is 19 * 23? Write it to a.txt", "What is 19 * 23"),  # the end of a sentence
         ("3.5万存3年，一共多少？算完把结果记到 定期.txt 里", "3.5万存3年，一共多少？"),  # done calculating
+        ("2400 元的电视分 6 期，每期多少？算好帮我写进 电视.txt", "2400 元的电视分 6 期，每期多少？"),  # asking words
+        ("Add 12 and 30, then please save it to sum.txt", "Add 12 and 30"),
         ("Hello. Write a poem to poem.md", None),
         ("My pay is $5,800 a month and I save 22% of it. How much is that a year?", None),  # money saved
         ("我每月工资9000，存下20%，一年一共能存多少？", None),
@@ -1760,6 +1799,11 @@ def test_a_folder_named_without_a_file_changes_nothing() -> None:
     assert lt.named_folder("Which file in the docs folder mentions the rate limit?") == "docs"
     assert lt.in_folder([], "in the docs folder") == []
     assert lt.named_folder("What is a folder?") is None
+    assert (
+        lt.named_folder("把它存到 资料/合同 里") == "资料/合同"
+        and lt.named_folder("explain flow control in TCP/IP") is None
+    )
+    assert lt.named_folder("what is in docs/readme.md?") is None  # a file's path is no folder
 
 
 def test_a_tool_that_works_in_a_folder_is_given_the_folder_the_request_names() -> None:
@@ -1792,7 +1836,9 @@ def test_a_request_that_names_only_files_is_not_offered_the_tools_that_work_in_a
         "list_directory",
         "search_files",
     ]
-    assert offered_for("What does the Makefile do?") == ["read_file", "list_directory", "search_files"]
+    assert offered_for("What does the Makefile do?") == ["read_file"]  # a conventional file name is a file
+    assert offered_for("项目里那个 Dockerfile 用的是哪个基础镜像？") == ["read_file"]
+    assert offered_for("What is in the build directory?") == []  # a folder named: no file
     assert offered_for("What is a hash table?") == []
 
 
@@ -2019,6 +2065,30 @@ async def test_what_remains_is_answered_unless_a_tool_that_computes_is_near_it_a
     assert len(runtime.payloads) == payloads + 1
 
 
+@pytest.mark.parametrize(
+    ("ask", "decided_again"),
+    [
+        ("Open receipts/may.csv and tell me how much I spent in total", True),  # a quantity asked after the read
+        ("打开 receipts/may.csv，一共花了多少钱？", True),
+        ("Open receipts/may.csv and tell me what I bought", False),  # no quantity asked: the answer
+    ],
+)
+async def test_a_quantity_asked_after_a_read_and_answered_uncomputed_is_decided_on_its_own(
+    ask: str, decided_again: bool
+) -> None:
+    picks = [['calculator"'], ['{"plan": "sum", "expression": "4.75 + 12.40"}']] if decided_again else []
+    runtime = ScriptedRuntime(['answer"'], *picks, ["You bought coffee and lunch."])
+    response, _ = await run(
+        runtime, request(messages=_turn(ask, SPENT), tools=[READ_FILE, SUM]), FavouringEmbedder("calc")
+    )
+    if decided_again:
+        assert response.tool_calls and response.tool_calls[0].args == {"expression": "4.75 + 12.40"}
+        assert runtime.payloads[1]["regex"] == lt.choice_regex(["calculator"])
+    else:
+        assert response.tool_calls is None and len(runtime.payloads) == 2
+    assert lt.asks_a_quantity("每人要出多少？") and not lt.asks_a_quantity("what did I buy?")
+
+
 async def test_what_remains_is_not_computed_from_results_without_numbers() -> None:
     words = ("read_file", {"path": "notes/list.md"}, True, "- eggs\n- milk")
     messages = _turn("Read notes/list.md and add up the items", words)
@@ -2067,7 +2137,8 @@ async def test_a_call_on_a_named_file_takes_its_optional_numbers_from_the_clause
 @pytest.mark.parametrize(
     ("ask", "folder_tools"),
     [("帮我看下 待办 这个文件，还有什么没做？", False), ("Show me the file Makefile", False),
-     ("Open the Makefile", True)],  # a name without an extension not called a file: a folder may be meant
+     ("Open the Makefile", False),  # a conventional file name (FILE_NAMES) is a file
+     ("Open the Makefile in the build folder", True)],  # a folder named too: the folder tools may be meant
 )  # fmt: skip
 def test_a_name_the_request_calls_a_file_is_not_offered_to_the_folder_tools(ask: str, folder_tools: bool) -> None:
     lister = {**tool("list_directory", "path"), "description": "List a workspace folder."}
