@@ -602,7 +602,9 @@ class LocalAdapter(BaseAdapter):
         again what it has done (the 0.5B model named the read again after "read x.csv and add up …", and the sum
         was made up in the answer), or would answer when that part asks a quantity
         (:func:`localtools.asks_a_quantity`: "…，我们四个人平摊的话每人要出多少？" was answered with the file's first
-        number). Made as a first decision is, on that part and the turn's results (``part``,
+        number). A part that asks a quantity is near enough to the tools that compute whatever the cosine (a
+        Chinese part's cosine with an English summary fell under :data:`localtools.NEXT_PART_COSINE`, p 0.71).
+        Made as a first decision is, on that part and the turn's results (``part``,
         the conversation), among the tools not yet called that compute (:func:`localtools.computes`, a formula
         is the one argument the results can fill), with ``answer``; the pick must clear
         :func:`localtools.sure_of_next`. Its step, decision text and choice (:data:`localtools.ANSWER` when
@@ -613,6 +615,8 @@ class LocalAdapter(BaseAdapter):
             return {}, answer, localtools.ANSWER
         ranking = await self._similarities(rest, [localtools.tool_summary(t) for t in candidates])
         near = {t.name: x for t, x in zip(candidates, ranking, strict=True)}
+        if localtools.asks_a_quantity(rest):  # a quantity asked of results with numbers: near enough to computing
+            near = {name: max(x, localtools.NEXT_PART_COSINE) for name, x in near.items()}
         ranked = localtools.ranked(candidates, ranking)
         system = localtools.tool_prompt(ranked, order=[t.name for t in candidates])
         messages = [{"role": "system", "content": system}, *part]

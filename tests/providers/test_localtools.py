@@ -2089,6 +2089,14 @@ async def test_a_quantity_asked_after_a_read_and_answered_uncomputed_is_decided_
     assert lt.asks_a_quantity("每人要出多少？") and not lt.asks_a_quantity("what did I buy?")
 
 
+async def test_a_quantity_asked_of_results_is_near_enough_to_the_tool_that_computes() -> None:
+    """A Chinese part far from the calculator's English summary by the cosine: its quantity makes it near."""
+    runtime = ScriptedRuntime(['read_file"'], ['calculator"'], ['{"plan": "sum", "expression": "4.75 + 12.40"}'])
+    messages = _turn("打开 receipts/may.csv，一共花了多少？", SPENT)
+    response, _ = await run(runtime, request(messages=messages, tools=[READ_FILE, SUM]), FavouringEmbedder("nothing"))
+    assert response.tool_calls and response.tool_calls[0].args == {"expression": "4.75 + 12.40"}
+
+
 async def test_what_remains_is_not_computed_from_results_without_numbers() -> None:
     words = ("read_file", {"path": "notes/list.md"}, True, "- eggs\n- milk")
     messages = _turn("Read notes/list.md and add up the items", words)
