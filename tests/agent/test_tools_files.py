@@ -366,6 +366,23 @@ async def test_search_files(tree: Path) -> None:
 
 
 @pytest.mark.anyio
+async def test_search_files_falls_back_to_the_longest_part_of_a_chinese_text_a_file_holds(ws: Path) -> None:
+    (ws / "生活").mkdir()
+    (ws / "生活" / "物业.txt").write_text("物业服务中心\n门禁密码：#2580\n", encoding="utf-8")
+    (ws / "生活" / "快递.txt").write_text("密码锁的电池该换了\n", encoding="utf-8")
+    result = await run("search_files", {"query": "小区门禁密码"}, ws)
+    out = result.result.result
+    assert (out["matched"], out["part"]) == ("part", "门禁密码")  # the longest part any file holds: not "密码"
+    assert out["matches"] == [{"path": "生活/物业.txt", "kind": "content", "line": 2, "text": "门禁密码：#2580"}]
+    assert "'门禁密码', the longest part of '小区门禁密码' any file holds" in (result.result.summary or "")
+    assert (await run("search_files", {"query": "门禁密码"}, ws)).result.result.get("matched") is None  # whole
+    none = await run("search_files", {"query": "停车位编号"}, ws)
+    assert none.result.result["matches"] == [] and "matched" not in none.result.result
+    english = await run("search_files", {"query": "gate code"}, ws)  # no Chinese run: no parts
+    assert english.result.result["matches"] == []
+
+
+@pytest.mark.anyio
 async def test_search_files_falls_back_to_the_files_that_hold_every_word(ws: Path) -> None:
     (ws / "docs").mkdir()
     (ws / "docs" / "api.md").write_text("# API\n\nRate limits: 100 requests a minute.\nAuth: a key.\n")

@@ -758,7 +758,8 @@ class SearchFiles(_FileTool):
     description = (
         "Find which files in a workspace folder mention a text (plain, not a regex), in their names or lines; "
         "answers path:line: text. When no line holds the text whole, the files that hold all of its words are "
-        "given. Binary files, files over 2 MiB and hidden folders are skipped."
+        "given (for Chinese text, its longest part any file holds). Binary files, files over 2 MiB and hidden "
+        "folders are skipped."
     )
     Params = SearchFilesParams
     category = MetonaToolCategory.SEARCH
@@ -776,6 +777,14 @@ class SearchFiles(_FileTool):
                 args.path, ctx, lambda w, stop: _search(w.real, args, w.roots, stop, _all_words(args, words))
             )
             by_words = bool(matches)
+        part = None
+        for parts in _cjk_parts(args.query) if not matches else ():
+            where, (matches, truncated, scanned) = await _in_thread(
+                args.path, ctx, lambda w, stop, parts=parts: _search(w.real, args, w.roots, stop, _any_part(parts))
+            )
+            if matches:
+                part = next((p for p in parts if any(p in (m.get("text") or m["path"]) for m in matches)), parts[0])
+                break
         shown = where.shown
         matches = [{**m, "path": _from_root(shown, m["path"])} for m in matches]
         result = {
@@ -785,8 +794,10 @@ class SearchFiles(_FileTool):
             "truncated": truncated,
             "files_scanned": scanned,
             **({"matched": "all words"} if by_words else {}),
+            **({"matched": "part", "part": part} if part else {}),
         }
-        return ToolOutput(result=result, summary=_search_summary(args, shown, matches, truncated, scanned, by_words))
+        summary = _search_summary(args, shown, matches, truncated, scanned, by_words, part)
+        return ToolOutput(result=result, summary=summary)
 
 
 SUMMARY_FILES = 10
@@ -796,11 +807,19 @@ the local model's answer to "which files mention …?" named the first file of t
 
 
 def _search_summary(
-    args: SearchFilesParams, shown: str, matches: list[dict[str, Any]], truncated: bool, n: int, by_words: bool = False
+    args: SearchFilesParams,
+    shown: str,
+    matches: list[dict[str, Any]],
+    truncated: bool,
+    n: int,
+    by_words: bool = False,
+    part: str | None = None,
 ) -> str:
     if not matches:
         return f"No matches for {args.query!r} in {shown} ({n} files scanned)."
     what = f"the words of {args.query!r} (no line holds it whole)" if by_words else repr(args.query)
+    if part:
+        what = f"{part!r}, the longest part of {args.query!r} any file holds"
     files = list(dict.fromkeys(m["path"] for m in matches))
     named = ", ".join(files[:SUMMARY_FILES]) + (
         f", and {len(files) - SUMMARY_FILES} more" if len(files) > SUMMARY_FILES else ""
@@ -868,6 +887,40 @@ def _query_words(query: str) -> list[str]:
     character left out ("API rate limit" → API, rate, limit)."""
     words = re.findall(r"[^\W_]+(?:[-'][^\W_]+)*", query)
     return list(dict.fromkeys(w for w in words if len(w) > 1))
+
+
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]{3,}")
+CJK_PART_RUN = 12
+"""Most characters of a Chinese run whose parts :func:`_cjk_parts` gives (one search per part length)."""
+
+
+def _cjk_parts(query: str) -> list[list[str]]:
+    """When neither the query whole nor all its words are found: the parts of its longest run of Chinese characters
+    (written without spaces, so one "word"), grouped by length, longest first, down to two characters — the
+    search keeps the first length any file holds. "小区门禁密码" finds a file of "门禁密码：#2580" (a request's extra
+    words, the model's query: agent-mine-v5, a tuning set, 2026-12-05). Empty for a query without such a run."""
+    runs = _CJK_RUN.findall(query)
+    if not runs:
+        return []
+    run = max(runs, key=len)[:CJK_PART_RUN]
+    return [
+        list(dict.fromkeys(run[i : i + size] for i in range(len(run) - size + 1)))
+        for size in range(len(run) - 1, 1, -1)
+    ]
+
+
+def _any_part(parts: list[str]) -> Finder:
+    """A file's matches of any of ``parts`` (Chinese, so no case): its name, then each line that holds one."""
+
+    def find(full: str, rel: str, name: str, roots: list[str]) -> Iterator[dict[str, Any]]:
+        if any(p in name for p in parts):
+            yield {"path": rel, "kind": "name"}
+        for line_no, line in _text_lines(full, roots):
+            at = min((i for p in parts if (i := line.find(p)) >= 0), default=-1)
+            if at >= 0:
+                yield {"path": rel, "kind": "content", "line": line_no, "text": _excerpt(line, at)}
+
+    return find
 
 
 def _all_words(args: SearchFilesParams, words: list[str]) -> Finder:
