@@ -458,9 +458,11 @@ class LocalAdapter(BaseAdapter):
             named = {name: words for name, words in localtools.named_by(tools, asked).items() if name in near}
 
             computing = localtools.computes_instead(choice, tools, near, step.get("score"), asked)
+            sums = {t.name for t in tools if localtools.computes(t)} if localtools.arithmetic(asked) else set()
 
-            def nearness(name: str) -> float:  # a tool the request names (or its files, one on files) is near enough
-                spoken = named[name] or name in about_files or name == computing  # (or its amounts, one computing)
+            def nearness(name: str) -> float:  # a tool the request names (or its files, one on files; its
+                # amounts, one that computes) is near enough
+                spoken = named[name] or name in about_files or name == computing or name in sums
                 return max(near[name], localtools.RELEVANT_COSINE) if spoken else near[name]
 
             instead = (
@@ -547,7 +549,8 @@ class LocalAdapter(BaseAdapter):
                 return False
             if planned:
                 parsed.pop(localtools.PLAN, None)
-            args = localtools.spare_numbers(localtools.without_empty(parsed, declared), declared, asked)
+            args = localtools.without_its_value(localtools.without_empty(parsed, declared), declared)
+            args = localtools.spare_numbers(args, declared, asked)
             args = localtools.unasked(args, declared, request.messages, changes=tool.requires_permission)
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
             if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed

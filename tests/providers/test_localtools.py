@@ -2267,6 +2267,31 @@ def test_an_unsure_pick_gives_way_to_a_nearer_tool_that_computes_when_the_reques
     assert lt.computes_instead("calculator", tools, near, unsure, ask) is None
 
 
+@pytest.mark.parametrize(
+    ("written", "kept"),
+    [
+        ("487 / 3 = 162.33", "487 / 3"),  # the model's own result, cut
+        ("round(487 / 3, 2) = 162.33", "round(487 / 3, 2)"),
+        ("pi * 7.5 ** 2 = 176.71", "pi * 7.5 ** 2"),
+        ("2 * x = 8", "2 * x = 8"),  # an unknown: an equation, kept
+        ("3 >= 2", "3 >= 2"),
+        ("5 == 5", "5 == 5"),
+        ("(3 + 4) * 2", "(3 + 4) * 2"),
+    ],
+)
+def test_a_formula_written_with_its_value_is_cut_before_it(written: str, kept: str) -> None:
+    from sidecar.agent.tools.builtin import default_registry
+
+    (calculator,) = default_registry().definitions(["calculator"])
+    declared = calculator.parameters.model_dump(mode="json", exclude_none=True)
+    assert lt.without_its_value({"expression": written}, declared) == {"expression": kept}
+    solver = {
+        "type": "object",
+        "properties": {"equation": {"type": "string", "description": "An equation, e.g. 2 + 2 = 4"}},
+    }
+    assert lt.without_its_value({"equation": "2 + 2 = 4"}, solver) == {"equation": "2 + 2 = 4"}
+
+
 async def test_a_chinese_request_that_gives_its_amounts_is_computed_where_the_model_picked_the_notes() -> None:
     """The cross-language cosine leaves the calculator under the relevance bar (0.12) and the model's notes search
     farther still: the computing tool the request's amounts call for counts as near enough."""
@@ -2292,6 +2317,10 @@ async def test_a_chinese_request_that_gives_its_amounts_is_computed_where_the_mo
     asked = request(messages=_asking("我的笔记里写的那两个报价，450 和 520，是哪家的？"), tools=tools)
     response, _ = await run(runtime, asked, Weak())
     assert [c.name for c in response.tool_calls or ()] == ["notes_search"]  # no quantity asked: the notes it names
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "9000 * 12 * 30%"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), Weak())  # its own pick: near too
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 30%"})]
+    assert lt.arithmetic(ask) and not lt.arithmetic("我的笔记里写的那两个报价，450 和 520，是哪家的？")
 
 
 def test_names_and_folders_are_found_deep_in_a_long_request() -> None:
