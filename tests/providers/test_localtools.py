@@ -1977,6 +1977,19 @@ async def test_a_named_file_is_written_only_when_the_request_asks_for_a_change()
         assert lt.asks_for_a_change(request(messages=[{**save, "content": text}]).messages) is change, text
 
 
+async def test_a_long_question_is_not_asked_again_after_the_results() -> None:
+    long = "What is 37*43? " + "Some pasted context. " * 40
+    runtime = ScriptedRuntime(['answer"'], ["1591."])
+    await run(runtime, request(messages=[{**HISTORY[0], "content": long}, *HISTORY[1:]], tools=[CALC]))
+    text = runtime.payloads[-1]["messages"][-1]["content"]
+    assert text.count("Some pasted context.") == 40 and "Question:" not in text
+    runtime = ScriptedRuntime(['answer"'], ["1591。"])
+    await run(runtime, request(messages=[{**HISTORY[0], "content": "37乘43等于多少？"}, *HISTORY[1:]], tools=[CALC]))
+    assert runtime.payloads[-1]["messages"][-1]["content"].endswith(
+        "问题：37乘43等于多少？\n" + local_module.ANSWER_AFTER_TOOLS_ZH
+    )
+
+
 @pytest.mark.parametrize(("installed", "slot"), [(True, "arguments"), (False, None)])
 async def test_the_answer_from_tool_results_is_written_by_the_arguments_model_where_it_writes_arguments(
     monkeypatch: pytest.MonkeyPatch, installed: bool, slot: str | None
@@ -1992,7 +2005,9 @@ async def test_the_answer_from_tool_results_is_written_by_the_arguments_model_wh
     assert response.content == "It is 1591."
     decision, answer = runtime.payloads
     assert "slot" not in decision and answer.get("slot") == slot and "regex" not in answer
-    assert answer["messages"][-1]["content"].endswith(local_module.ANSWER_AFTER_TOOLS)
+    assert answer["messages"][-1]["content"].endswith(
+        "\n\nQuestion: What is 37*43?\n" + local_module.ANSWER_AFTER_TOOLS
+    )  # the question asked again after the results
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Hello."])
     await run(runtime, request(tools=[CALC]))
     assert [p.get("slot") for p in runtime.payloads] == [None, None, None]  # no results: the deciding model
