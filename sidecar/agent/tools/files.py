@@ -779,9 +779,7 @@ class SearchFiles(_FileTool):
             by_words = bool(matches)
         part = None
         for parts in _cjk_parts(args.query) if not matches else ():
-            where, (matches, truncated, scanned) = await _in_thread(
-                args.path, ctx, lambda w, stop, parts=parts: _search(w.real, args, w.roots, stop, _any_part(parts))
-            )
+            where, (matches, truncated, scanned) = await _in_thread(args.path, ctx, _searching(args, _any_part(parts)))
             if matches:
                 part = next((p for p in parts if any(p in (m.get("text") or m["path"]) for m in matches)), parts[0])
                 break
@@ -907,6 +905,13 @@ def _cjk_parts(query: str) -> list[list[str]]:
         list(dict.fromkeys(run[i : i + size] for i in range(len(run) - size + 1)))
         for size in range(len(run) - 1, 1, -1)
     ]
+
+
+def _searching(
+    args: SearchFilesParams, find: Finder
+) -> Callable[[_Where, threading.Event], tuple[list[dict[str, Any]], bool, int]]:
+    """The work of one search of ``find`` in the resolved folder (:func:`_search`), for :func:`_in_thread`."""
+    return lambda where, stop: _search(where.real, args, where.roots, stop, find)
 
 
 def _any_part(parts: list[str]) -> Finder:
