@@ -72,7 +72,8 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "invalid_tool_call_rate": 0.0,
 }
 """The same held-out halves with the arguments written by the packaged 1.5B model (``metadata.arguments_model``; the
-default where it is installed), the same counts on 2026-12-05 in the evening (BFCL's kinds at 5552bf8, 15:56–16:08,
+default where it is installed), the same counts on 2026-12-05 at night at bfdcea2 (19:00–19:35, load ~3.7: two agent
+runs beside it) as in the evening (BFCL's kinds at 5552bf8, 15:56–16:08,
 nothing beside it; the MCP kinds at the final code, with the made-up date rule that had cost two of them taken out) as
 measured at 5de87c8 (2026-12-05 12:45–13:00, load 2, nothing beside it: an e-mail
 address nobody gave made up, an unsure pick giving way to a tool that computes where the request gives its amounts) with
