@@ -609,7 +609,8 @@ docs/2024"): a path with a folder in it that names no file (:func:`_is_file_name
 
 
 def _slashed_spans(text: str) -> list[tuple[str, int, int]]:
-    """[(folder, start, end)] of the folders a request names by their path (:data:`_ZH_SLASHED`)."""
+    """[(folder, start, end)] of the folders a request names by their path (:data:`_ZH_SLASHED`,
+    :data:`_EN_SLASHED`): not a file's path, a number's, nor an abbreviation's (:data:`_ABBREVIATION`)."""
     spans = [(m.group(1), m.start(), m.end()) for m in (*_ZH_SLASHED.finditer(text), *_EN_SLASHED.finditer(text))]
     return [
         (f, a, b)
