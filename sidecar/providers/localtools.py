@@ -569,9 +569,12 @@ def question(messages: Sequence[MetonaMessage]) -> str:
     return messages[start - 1].content if start > 0 else ""
 
 
+_ZH_STOP = "\\s「」“”\"'‘’，。、；：？！,;:?!()（）"
+"""What ends a Chinese word as :data:`_ZH_FOLDER` and :data:`_ZH_SLASHED` read one (spaces, quotes, punctuation,
+brackets); a folder's name also ends at ``.`` and 《》, a folder's path does not end at ``.``."""
 _ZH_FOLDER = re.compile(
-    r"(?:^|(?<=[\s，。、；：？！,.;:?!「」“”\"'‘’《》()（）]))"
-    r"([^\s，。、；：？！,.;:?!「」“”\"'‘’《》()（）]+?)[」”\"'’]?\s*(?:这个|那个)?\s*(?:文件夹|目录)"
+    rf"(?:^|(?<=[{_ZH_STOP}.《》]))"
+    rf"([^{_ZH_STOP}.《》]+?)[」”\"'’]?\s*(?:这个|那个)?\s*(?:文件夹|目录)"
 )
 """A Chinese "X 文件夹" / "X 目录": X from the start of its word (the same matches as from any character, found in
 linear time: from every character, a pasted page of Chinese took seconds)."""
@@ -594,7 +597,6 @@ _EN_NOT_A_FOLDER = frozenset(
 file stays as the request names it."""
 
 
-_ZH_STOP = "\\s「」“”\"'‘’，。、；：？！,;:?!()（）"
 _ZH_SLASHED = re.compile(
     rf"(?:在|到|往|进|去)\s*[「“\"'‘]?([^{_ZH_STOP}]{{1,64}}?)[/\\]?[」”\"'’]?\s*(?:这个|那个)?\s*"
     r"(?:下面|下边|底下|里面|里头|下|里|中)"
@@ -606,6 +608,8 @@ _EN_SLASHED = re.compile(
 )
 """A folder named by its path, without the word folder ("在 工作/周计划 下面新建一个 第49周.md", "save it in
 docs/2024"): a path with a folder in it that names no file (:func:`_is_file_name`), after a word that says where."""
+_ABBREVIATION = re.compile(r"[A-Z0-9]{1,4}(?:[/\\][A-Z0-9]{1,4})+|[a-z]{1,2}/[a-z]{1,2}|and/or")
+"""Slashed words that are no folder: "TCP/IP", "I/O", "km/h", "and/or"."""
 
 
 def _slashed_spans(text: str) -> list[tuple[str, int, int]]:
@@ -620,10 +624,6 @@ def _slashed_spans(text: str) -> list[tuple[str, int, int]]:
         and not _is_file_name(f)
         and not _ABBREVIATION.fullmatch(f)
     ]
-
-
-_ABBREVIATION = re.compile(r"[A-Z0-9]{1,4}(?:[/\\][A-Z0-9]{1,4})+|[a-z]{1,2}/[a-z]{1,2}|and/or")
-"""Slashed words that are no folder: "TCP/IP", "I/O", "km/h", "and/or"."""
 
 
 def named_folder(text: str) -> str | None:
@@ -1325,7 +1325,7 @@ def arithmetic(request: str) -> bool:
     calculator at p 0.46 and, its cosine with the English summary low, was answered from memory
     (agent-bilingual-v1, a tuning set, 2026-12-05)."""
     dated = set(_dated(request))
-    return len([n for n in stated_numbers(request) if n not in dated]) >= 2 and bool(_A_QUANTITY.search(request))
+    return len([n for n in stated_numbers(request) if n not in dated]) >= 2 and asks_a_quantity(request)
 
 
 def computes_instead(
