@@ -480,15 +480,25 @@ class LocalAdapter(BaseAdapter):
             ) or computing
             if instead and named[choice] and not named[instead]:
                 instead = None  # a pick the request names never gives way to one it does not name
-            instead = localtools.named_instead(choice, named, step.get("score")) or instead
+            own = localtools.spoken_of_as_theirs(tools, asked)
+            instead = localtools.named_instead(choice, named, step.get("score"), own) or instead
             if not localtools.relevant(nearness(choice), step.get("score"), nearness(instead) if instead else None):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
+            if localtools.not_the_users(next(t for t in tools if t.name == choice), named[choice], asked, len(tools)):
+                return False  # a question of general knowledge: answered, not looked up in the user's own things
         if first and choice == localtools.ANSWER:
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
-            if likeliest is not None and localtools.worth_calling(  # against its "answer"
-                step.get("score"), probe.get("score"), near[likeliest]
+            if (
+                likeliest is not None
+                and localtools.worth_calling(step.get("score"), probe.get("score"), near[likeliest])  # against its
+                and not localtools.not_the_users(  # "answer"; a general question is no search of the user's things
+                    next(t for t in tools if t.name == likeliest),
+                    localtools.named_by(tools, asked)[likeliest],
+                    asked,
+                    len(tools),
+                )
             ):
                 choice = likeliest
                 decision = localtools.DECISION_PREFIX + choice + '"'

@@ -33,7 +33,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from decimal import Decimal
 from typing import Any, TypeGuard
 
@@ -1358,17 +1358,80 @@ NAMED_WORDS = 2
 nothing of to give way to that tool (:func:`named_instead`)."""
 
 
-def named_instead(choice: str, named: dict[str, set[str]], score: float | None) -> str | None:
+def named_instead(
+    choice: str, named: dict[str, set[str]], score: float | None, own: Collection[str] = ()
+) -> str | None:
     """The one offered tool the request names by :data:`NAMED_WORDS` or more of its own words (:func:`named_by`), to
     call instead of ``choice``, a pick the model is unsure of (:func:`sure`) that the request names nothing of; None
     to keep it. On the tuning half's decisions (2026-12-04, 300 a kind, decisions only) 11 picks moved so, all to the
     right tool ("get a list of attractions in Paris that are suitable for children?" →
     Flights_4_SearchRoundtripFlights at p 0.51; Travel_1_FindAttractions names "attraction", "children", "list"),
-    none from it; by one word alone, 9 more moved right and 12 wrong (a request's "find", "play", "provide")."""
+    none from it; by one word alone, 9 more moved right and 12 wrong (a request's "find", "play", "provide"). One
+    word is enough for a tool in ``own``, one that searches the user's own things for a request that speaks of
+    the user (:func:`spoken_of_as_theirs`): "翻翻我的笔记，京都那次旅行第二天是怎么安排的？" went to list_directory
+    at p 0.44 and, far from it, was answered from memory (agent-bilingual-v1, a tuning set, 2026-12-05)."""
     if sure(score) or named.get(choice):
         return None
-    fits = [name for name, words in named.items() if len(words) >= NAMED_WORDS]
+    fits = [name for name, words in named.items() if len(words) >= NAMED_WORDS or (words and name in own)]
     return fits[0] if len(fits) == 1 else None
+
+
+_SEARCHES_OWN = re.compile(
+    r"\b(?:search|find|look)\w*\b(?:\s+(?:up|through|in|into))?\s+(?:(?:the|a) user's|your)\s+[a-z]"
+    r"|\b(?:search|find|look)\w*\b[^.;:]*?\b(?:in|within|through|across)\s+(?:(?:the|a) user's|your)\s+[a-z]",
+    re.IGNORECASE,
+)
+"""A description's first sentence that searches what is the user's own, named as what is searched: "Search the
+user's notes for …", "Searches a user's calendar for …", "Search for events … within a user's calendar", "Find …
+in your mailbox"; not "Search for movies that fit a user's preferences"."""
+_FIRST_PERSON = re.compile(
+    r"(?<![\w'’])(?:i|i['’](?:m|ve|d|ll)|me|my|mine|myself|we|we['’](?:re|ve|d|ll)|us|our|ours)(?![\w'’])|[我咱]",
+    re.IGNORECASE,
+)
+
+
+_TITLE = re.compile(r"《[^》\n]+》")
+_HOW_TO = re.compile(r"\bhow (?:do|can|could|should|would) (?:i|we)\b", re.IGNORECASE)
+"""A how-to's "I" ("How do I say … in French?", "How can I …") is anyone's."""
+
+
+_MODEL_NAME = re.compile(r"(?<![\w.])(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])[A-Za-z][A-Za-z\d-]*\d[A-Za-z\d]*(?![\w.])")
+"""A name of letters and digits that begins with a letter: X1, Q3, RTX-4090, iPhone15 (not 4K, 24-hour or 2.5L)."""
+
+
+def searches_the_users(tool: MetonaToolDef) -> bool:
+    """The tool searches the user's own things, by its description's first sentence (:data:`_SEARCHES_OWN`): the
+    notes search, a plugin's search of the user's calendar or mail."""
+    return _SEARCHES_OWN.search(first_sentence(tool.description)) is not None
+
+
+def speaks_of_the_user(text: str) -> bool:
+    """``text`` speaks of the user, outside what it quotes (:data:`_A_QUOTE`), titles (《…》) and a how-to's "how do
+    I" (:data:`_HOW_TO`): I, my, we, our (:data:`_FIRST_PERSON`), 我, 咱 — "把“我明天下午三点有空”翻译成英文" does
+    not."""
+    return _FIRST_PERSON.search(_HOW_TO.sub(" ", _TITLE.sub(" ", _A_QUOTE.sub(" ", text)))) is not None
+
+
+def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_tools: int) -> bool:
+    """A pick that searches the user's own things (:func:`searches_the_users`) for a request that speaks neither of
+    the user (:func:`speaks_of_the_user`) nor of what the tool names (``named``, :func:`named_by`), among other
+    tools: a question of general knowledge, answered rather than looked up in the user's notes.
+    "《红楼梦》的作者是谁？", "Who wrote Pride and Prejudice?", "二十四节气里排第一个的是哪个？" and a translation
+    went to the notes search at p 0.58-0.95 (agent-bilingual-v1 and agent-mine-v5, tuning sets, 2026-12-05), while
+    each of those sets' eight notes questions speaks of the user ("According to my notes, …", "…我笔记里应该有。").
+    A tool offered alone is the host's choice (the demo's document question with only the notes search offered):
+    kept. So is a request that names a thing by a model's name of letters and digits (:data:`_MODEL_NAME`: "the
+    Metona X1", "the Q3 plan"): a product or a plan of the user's that an imported document may describe."""
+    if offered_tools < 2 or not searches_the_users(tool) or named or speaks_of_the_user(request):
+        return False
+    return _MODEL_NAME.search(_A_QUOTE.sub(" ", request)) is None
+
+
+def spoken_of_as_theirs(tools: Sequence[MetonaToolDef], request: str) -> set[str]:
+    """The offered tools that search the user's own things (:func:`searches_the_users`) when the request speaks of
+    the user (:func:`speaks_of_the_user`): "my notes", "我的笔记" name the notes search as much as two of its words
+    would (:func:`named_instead`)."""
+    return {t.name for t in tools if searches_the_users(t)} if speaks_of_the_user(request) else set()
 
 
 def _known(score: float | None) -> TypeGuard[float]:

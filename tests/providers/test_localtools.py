@@ -1471,7 +1471,8 @@ def test_a_chinese_request_with_no_number_of_its_own_makes_a_formula_made_up() -
 
 async def test_a_question_without_i_or_my_is_still_sent_to_the_notes_search_the_model_picked() -> None:
     """The notes hold the user's documents, whatever they are about: "How long is the warranty of the Metona X1?"
-    asks about an imported manual (the demo's document step) though it says nothing of the one asking."""
+    asks about an imported manual (the demo's document step) though it says nothing of the one asking (a model's
+    name of letters and digits: what a document may describe, :func:`localtools.not_the_users`)."""
     runtime = ScriptedRuntime(['notes_search"'], ['{"query": "Metona X1 warranty"}'])
     asked = request(messages=_asking("How long is the warranty of the Metona X1?"), tools=[NOTES_SEARCH, CALC])
     response, _ = await run(runtime, asked)
@@ -2346,3 +2347,82 @@ def test_names_and_folders_are_found_deep_in_a_long_request() -> None:
     assert lt.named_paths(page + "save it to a file called tax estimate.txt") == ["tax estimate.txt"]
     assert lt.named_folder(page + "，然后在 日记 文件夹里建一个 a.md") == "日记"
     assert lt.named_folder(page) is None
+
+
+def test_a_search_of_the_users_own_things_is_known_by_its_description() -> None:
+    """What is searched is the user's own, named as what the search looks in (not what it fits)."""
+    from sidecar.agent.tools.builtin import default_registry
+
+    builtin = default_registry().definitions(default_registry().names())
+    assert [t.name for t in builtin if lt.searches_the_users(t)] == ["knowledge_search"]
+    own = defs(NOTES_SEARCH, {**tool("calendar_query", "query"),
+                              "description": "Searches a user's calendar for events that match a query."},
+               {**tool("mail_find", "query"), "description": "Find the messages in your mailbox that mention a text."},
+               {**tool("events", "query"), "description": "Search for events within a user's calendar."})  # fmt: skip
+    assert all(lt.searches_the_users(t) for t in own)
+    other = defs({**tool("movies", "genre"), "description": "Search for movies that fit a user's preferences."},
+                 {**tool("profile", "token"), "description": "Retrieves a user's profile."}, FIND)  # fmt: skip
+    assert not any(lt.searches_the_users(t) for t in other)
+
+
+@pytest.mark.parametrize(
+    ("text", "theirs"),
+    [("According to my notes, how often should I feed it?", True), ("What did we decide on the budget?", True),
+     ("I'm sure it was in there", True), ("客房的 Wi-Fi 密码是多少？我笔记里应该有。", True),
+     ("咱家宽带账号是啥", True),
+     ("Who wrote Pride and Prejudice?", False), ("《红楼梦》的作者是谁？", False),
+     ("把“我明天下午三点有空”翻译成英文。", False), ('How do I say "I am lost" in French?', False),
+     ("《我的前半生》是谁写的？", False), ("What's the iPhone's screen size?", False),
+     ("How can I fix my bike chain?", True)],
+)  # fmt: skip
+def test_a_request_speaks_of_the_user_outside_what_it_quotes(text: str, theirs: bool) -> None:
+    assert lt.speaks_of_the_user(text) is theirs
+
+
+async def test_a_question_of_general_knowledge_is_answered_not_looked_up_in_the_users_notes() -> None:
+    """The model picks the notes search for "Who wrote Pride and Prejudice?" (p 0.95 measured): a request that speaks
+    neither of the user nor of the notes, among other tools, is answered; one that speaks of the user, or of the
+    notes, or a notes search offered alone, is the search's."""
+    sure = -0.05
+    tools = [NOTES_SEARCH, CALC]
+    for ask in ("Who wrote Pride and Prejudice?", "《红楼梦》的作者是谁？"):
+        runtime = ScriptedRuntime(['notes_search"'], ["He was"], score=sure)
+        response, _ = await run(runtime, request(messages=_asking(ask), tools=tools))
+        assert not response.tool_calls and response.content == "He was"
+        assert len(runtime.payloads) == 2 and "json_schema" not in runtime.payloads[1]  # no arguments written
+    for ask in ("Who wrote the book I liked last week?", "What do the notes say about the launch?"):
+        runtime = ScriptedRuntime(['notes_search"'], ['{"query": "book"}'], score=sure)
+        response, _ = await run(runtime, request(messages=_asking(ask), tools=tools))
+        assert [c.name for c in response.tool_calls or ()] == ["notes_search"]
+    runtime = ScriptedRuntime(['notes_search"'], ['{"query": "warranty"}'], score=sure)
+    alone = request(messages=_asking("How long is the warranty of the Metona?"), tools=[NOTES_SEARCH])
+    response, _ = await run(runtime, alone)
+    assert [c.name for c in response.tool_calls or ()] == ["notes_search"]  # the host offered it alone
+    named = {name: set() for name in ("notes_search", "calculator")}
+    (search,) = defs(NOTES_SEARCH)
+    assert lt.not_the_users(search, named["notes_search"], "How long is the warranty of the Metona?", 2)
+    assert not lt.not_the_users(search, named["notes_search"], "How long is the warranty of the Metona X1?", 2)
+
+
+async def test_a_second_look_does_not_send_a_general_question_to_the_users_notes() -> None:
+    """An ``answer`` whose second look names the notes search by a wide margin stays an answer for a question of
+    general knowledge; asked of the user's notes, the search is made."""
+    runtime = ScriptedRuntime(['answer"'], ['notes_search"'], ["Canberra."], score=-0.05)
+    tools = [NOTES_SEARCH, CALC]
+    worth = FavouringEmbedder("notes search")
+    response, _ = await run(runtime, request(messages=_asking("What is the capital of Australia?"), tools=tools), worth)
+    assert not response.tool_calls and response.content == "Canberra."
+
+
+async def test_my_notes_name_the_notes_search_for_an_unsure_pick_of_another_tool() -> None:
+    """"翻翻我的笔记，…" went to list_directory at p 0.44: one word of the notes search ("笔记", note) and the user's
+    own is enough for it to give way; without the user, one word is not."""
+    unsure = math.log(lt.NEARER_P) - 0.4
+    lister = {**tool("list_folder", "path"), "description": "List a folder."}
+    tools = [lister, NOTES_SEARCH]
+    runtime = ScriptedRuntime(['list_folder"'], ['{"query": "京都 第二天"}'], score=unsure)
+    ask = "翻翻我的笔记，京都那次旅行第二天是怎么安排的？"
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("list folder"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("notes_search", {"query": "京都 第二天"})]
+    assert lt.spoken_of_as_theirs(defs(*tools), ask) == {"notes_search"}
+    assert lt.spoken_of_as_theirs(defs(*tools), "笔记软件有哪些推荐？") == set()
