@@ -350,8 +350,9 @@ class LocalAdapter(BaseAdapter):
                 return
             after_results = bool(localtools.turn_calls(request.messages))
             payload = self.payload(request, [], None, fold=after_results)
-            if after_results and self.arguments_model:
-                payload["slot"] = ARGUMENTS_SLOT  # the answer from the results: the larger model reads them
+            fact = localtools.asks_a_fact(localtools.question(request.messages))
+            if (after_results or fact) and self.arguments_model:
+                payload["slot"] = ARGUMENTS_SLOT  # the answer from the results, or a fact: the larger model
         else:
             if tools and schema is None and not self.answer_mode(request):
                 asm.tool_fallback(tools)

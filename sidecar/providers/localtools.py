@@ -1038,6 +1038,8 @@ def asks_what_it_holds(text: str) -> bool:
 _A_QUOTE = re.compile(r"`[^`\n]+`|\"[^\"\n]+\"|“[^”\n]+”|「[^」\n]+」|‘[^’\n]+’")
 """A quoted text, as :data:`_QUOTED` reads one but without straight single quotes (in "what's in … I don't" the
 apostrophes would pair) and with 「」."""
+_TITLE = re.compile(r"《[^》\n]+》")
+"""A title (a book's, a film's), which speaks of nobody's own."""
 _FOLDER_AFTER = re.compile(r"\s*" + _FOLDER_WORD, re.IGNORECASE)
 _FOLDER_BEFORE = re.compile(_FOLDER_WORD + r"\s*$", re.IGNORECASE)
 
@@ -1317,6 +1319,35 @@ def asks_a_quantity(text: str) -> bool:
     return bool(_A_QUANTITY.search(text))
 
 
+_A_FACT = re.compile(
+    r"\b(?:who|whom|whose|when|where|which)\b|\bwhat\b|\bhow (?:many|much|long|far|old|big|tall|high|deep|heavy|"
+    r"fast|often)\b|\bhow do (?:i|you|we) say\b|谁|哪|几|多少|什么时候|是什么|叫什么|怎么说|等于",
+    re.IGNORECASE,
+)
+_COMPOSING = re.compile(
+    r"\b(?:write|compose|draft|explain|describe|list|tips?|ideas?|suggest\w*|recommend\w*|advice|steps?|"
+    r"summar\w+|why|compare)\b|写|建议|介绍|解释|列出|推荐|总结|为什么|怎么(?!说)|如何|比较",
+    re.IGNORECASE,
+)
+FACT_CHARS = 160
+"""Longest request (characters) :func:`asks_a_fact` reads as one fact asked."""
+
+
+def asks_a_fact(text: str) -> bool:
+    """``text`` asks one fact (who, what, when, how many; 谁, 哪, 多少, 怎么说 — outside what it quotes) in a
+    question of at most :data:`FACT_CHARS`, and asks nothing to be written, explained, listed or advised
+    (:data:`_COMPOSING`): an answer of a few words, which the larger model knows better. Answered by the 0.5B model,
+    "What's the capital of Australia? I always mix it up with Sydney." was "…is Sydney.", "一个小时等于多少秒来着？"
+    60 seconds, "二十四节气里排第一个的是哪个？" "春", "…half past four in the afternoon, what's that in 24-hour time?"
+    12:00; by the 1.5B model, Canberra, 3600, 春分 (立春 is right) and 16:30 (tuning sets' questions,
+    2026-12-05)."""
+    text = text.strip()
+    if not text or len(text) > FACT_CHARS or not re.search(r"[?？]|[吗呢]$", text):
+        return False
+    bare = _TITLE.sub(" ", _A_QUOTE.sub(" ", text))
+    return _A_FACT.search(bare) is not None and _COMPOSING.search(bare) is None
+
+
 def arithmetic(request: str) -> bool:
     """The request states two amounts or more (numbers of its own, :func:`stated_numbers`, not a date's,
     :func:`_dated`) and asks for a quantity (:data:`_A_QUANTITY`): what a tool that computes is near, whatever the
@@ -1390,7 +1421,6 @@ _FIRST_PERSON = re.compile(
 )
 
 
-_TITLE = re.compile(r"《[^》\n]+》")
 _HOW_TO = re.compile(r"\bhow (?:do|can|could|should|would) (?:i|we)\b", re.IGNORECASE)
 """A how-to's "I" ("How do I say … in French?", "How can I …") is anyone's."""
 
@@ -1887,7 +1917,13 @@ def _spec(parameters: dict[str, Any], key: str) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
-_PROPER_NOUN = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+_PROPER_NOUN = re.compile(
+    r"(?<![.!?]\s)(?<!^)\b(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b|(?:January|February|March|April|May|June|"
+    r"July|August|September|October|November|December)\b)[A-Z][a-z]+"
+)
+"""A capitalised word within a sentence: a name whose numbers can be looked up (a city's coordinates), not a
+weekday's or a month's ("Ugh, Mondays. …" → ``calculator("100 * 0.075")`` had passed for a formula of a name's
+numbers: agent-mine-v5, a tuning set, 2026-12-05)."""
 
 
 def _numbers_given(messages: Sequence[MetonaMessage], looked_up: bool = True) -> bool:

@@ -1576,6 +1576,9 @@ def test_a_formula_whose_numbers_the_conversation_never_gave_is_made_up() -> Non
     assert lt.made_up({"expression": "366"}, params, asked("How many days are there in a leap year?")) == ["expression"]
     greeting = asked("Good morning! I finally finished my thesis yesterday, feeling pretty great.")
     assert lt.made_up({"expression": "100 * 0.075"}, params, greeting) == ["expression"]
+    mondays = asked("Ugh, Mondays. Just got to the office and the coffee machine is broken.")
+    assert lt.made_up({"expression": "100 * 0.075"}, params, mondays) == ["expression"], "a weekday has no numbers"
+    assert lt.made_up({"expression": "52.52 + 13.40"}, params, asked("Is it cold in Berlin?")) == [], "a city's"
     assert lt.made_up({"expression": "(3 + 4) / 2"}, params, asked("What is the mean of three and four?")) == []
     assert lt.made_up({"expression": "86.40 * 0.15"}, params, asked("A 15% tip on $86.40?")) == []
     assert lt.made_up({"expression": "213000000 / 8515767"}, params, asked("Population density of Brazil?")) == []
@@ -2010,8 +2013,8 @@ async def test_the_answer_from_tool_results_is_written_by_the_arguments_model_wh
         "\n\nQuestion: What is 37*43?\n" + local_module.ANSWER_AFTER_TOOLS
     )  # the question asked again after the results
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Hello."])
-    await run(runtime, request(tools=[CALC]))
-    assert [p.get("slot") for p in runtime.payloads] == [None, None, None]  # no results: the deciding model
+    await run(runtime, request(messages=_asking("Say hello to the team."), tools=[CALC]))
+    assert [p.get("slot") for p in runtime.payloads] == [None, None, None]  # no results, no fact: the deciding model
 
 
 @pytest.mark.parametrize(
@@ -2426,3 +2429,38 @@ async def test_my_notes_name_the_notes_search_for_an_unsure_pick_of_another_tool
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [("notes_search", {"query": "京都 第二天"})]
     assert lt.spoken_of_as_theirs(defs(*tools), ask) == {"notes_search"}
     assert lt.spoken_of_as_theirs(defs(*tools), "笔记软件有哪些推荐？") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [("What's the capital of Australia? I always mix it up with Sydney.", True), ("一个小时等于多少秒来着？", True),
+     ('How do I say "Where is the train station?" in French?', True), ("“请问这个座位有人吗？”用日语怎么说？", True),
+     ("《红楼梦》的作者是谁？", True), ("How many days are there in a leap year?", True),
+     ("Markdown 里怎么写一个两列的表格？", False), ("最近老是失眠，你有什么睡前放松的小建议吗？", False),
+     ("Explain what a hash table is?", False), ("Why is the sky blue?", False), ("帮我写一首关于秋天的诗。", False),
+     ("Good morning! I finally finished my thesis.", False), ('把“谁在那里？”翻译成英文。', False),
+     ("What is " + "very " * 40 + "long?", False)],
+)  # fmt: skip
+def test_a_question_of_one_fact_is_known_from_one_that_asks_for_writing(text: str, fact: bool) -> None:
+    assert lt.asks_a_fact(text) is fact
+
+
+@pytest.mark.parametrize(("installed", "slot"), [(True, "arguments"), (False, None)])
+async def test_a_fact_asked_without_tools_is_answered_by_the_larger_model(
+    monkeypatch: pytest.MonkeyPatch, installed: bool, slot: str | None
+) -> None:
+    """The 0.5B model answered "What's the capital of Australia?" with Sydney: a question of one fact the decision
+    answers is written by the 1.5B model where it writes arguments; a request to write something stays on the
+    deciding model."""
+    from sidecar.localmodel import assets
+
+    monkeypatch.setattr(assets, "arguments_status", lambda: (installed, None if installed else "missing"))
+    monkeypatch.setattr(assets, "physical_memory", lambda: 16 * GIB)
+    runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Canberra."], score=-0.05)
+    ask = _asking("What's the capital of Australia?")
+    response, _ = await run(runtime, request(messages=ask, tools=[CALC, TIME]))
+    assert response.content == "Canberra."
+    assert [p.get("slot") for p in runtime.payloads] == [None, None, slot]
+    runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Leaves fall."], score=-0.05)
+    await run(runtime, request(messages=_asking("Write a haiku about autumn."), tools=[CALC, TIME]))
+    assert [p.get("slot") for p in runtime.payloads] == [None, None, None]
