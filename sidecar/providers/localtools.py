@@ -490,11 +490,25 @@ _CHANGE_WORDS = re.compile(
 )
 
 
+_WH_QUESTION = re.compile(
+    r"(?:^|(?<=[.!?;:]\s)|(?<=[。！？；：]))\s*(?:which|what|when|who|whom|whose|where|why|how)\b(?:[^.!?\n]|\.(?=\S))*\?"
+    r"|(?:^|(?<=[.!?;:]\s)|(?<=[。！？；：]))(?:(?!帮|请|能不能|可不可以|能否|可以|麻烦)[^。！？；：.!?\n])*"
+    r"(?:哪|什么|谁|几|多少|为什么|是不是)(?:(?!帮|请|能不能|可不可以|能否|可以|麻烦)[^。！？；：.!?\n])*[?？]",
+    re.IGNORECASE,
+)
+"""A question that asks for something to be told (which, what, when…; 哪, 什么, 谁…, up to its question mark),
+not done: "Which version added CSV export?", "哪个版本加上了导出功能？". Not "Can you save …?" or "能帮我存到 a.txt
+吗？"."""
+
+
 def asks_for_a_change(messages: Sequence[MetonaMessage]) -> bool:
-    """The current request asks for something to be written, saved or changed (any of :data:`_CHANGE_WORDS`). A
-    tool that :func:`names_its_file` is offered on a named file only then: a question about what a named file
-    says drew the 0.5B model's write_file, which replaced the file with the question."""
-    return bool(_CHANGE_WORDS.search(question(messages)))
+    """The current request asks for something to be written, saved or changed (any of :data:`_CHANGE_WORDS`) outside
+    its questions that ask to be told something (:data:`_WH_QUESTION`). A tool that :func:`names_its_file` is
+    offered on a named file only then: a question about what a named file says drew the 0.5B model's write_file,
+    which replaced the file with the question; "Which version added CSV export? Should be in the CHANGELOG." (its
+    "export" a change word) drew an append of a made-up line to the CHANGELOG (agent-mine-v5, a tuning set,
+    2026-12-05)."""
+    return bool(_CHANGE_WORDS.search(_WH_QUESTION.sub(" ", question(messages))))
 
 
 def chinese(messages: Sequence[MetonaMessage]) -> bool:

@@ -1977,7 +1977,12 @@ async def test_a_named_file_is_written_only_when_the_request_asks_for_a_change()
     assert lt.grounded(write, request(messages=[save]).messages)
     for text, change in (("我在 笔记.md 里写了什么？", False), ("What is in app.log?", False),
                          ("在 日记 文件夹里建一个 2024-12-03.md，写上：交了报名表", True),
-                         ("Read groceries.txt and put the urgent items into urgent.txt", True)):  # fmt: skip
+                         ("Read groceries.txt and put the urgent items into urgent.txt", True),
+                         ("Which version added CSV export? Should be in the CHANGELOG.", False),
+                         ("What did I add to groceries.txt yesterday?", False),
+                         ("哪个版本加上了导出功能？看 CHANGELOG。", False),
+                         ("What is 3*4? Save the result in r.txt", True),
+                         ("能帮我把结果存到 a.txt 吗？", True)):  # fmt: skip
         assert lt.asks_for_a_change(request(messages=[{**save, "content": text}]).messages) is change, text
 
 
