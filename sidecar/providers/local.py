@@ -411,9 +411,12 @@ class LocalAdapter(BaseAdapter):
         on_files: list[Any] = []
         opening = localtools.to_open(request.messages) if calls else []  # "…, open it": a file the results named
         if localtools.unfinished(request.messages) or opening:  # a step on a named file is due: the tools for it
-            failed = localtools.failed_on(request.messages, opening or localtools.untouched_paths(request.messages))
+            due = opening or localtools.untouched_paths(request.messages)
+            failed = localtools.failed_on(request.messages, due)
             on_files = [t for t in localtools.for_files(tools, request.messages)
                         if localtools.takes_a_file(t) and t.name not in failed]  # fmt: skip
+            if not opening:  # a file the request names: the tools its clause asks for (a change, or none)
+                on_files = localtools.as_the_clause_asks(on_files, localtools.question(request.messages), due)
         unfinished = bool(on_files)
         if not (on_files or {t.name for t in tools} - done):
             return False  # every offered tool has done its part: the answer, without a decision

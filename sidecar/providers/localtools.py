@@ -786,6 +786,20 @@ def to_open(messages: Sequence[MetonaMessage]) -> list[str]:
     return files
 
 
+def as_the_clause_asks(tools: Sequence[MetonaToolDef], text: str, paths: Sequence[str]) -> list[MetonaToolDef]:
+    """Of the ``tools`` for a step on a file the turn has not yet worked on (``paths``, :func:`untouched_paths`),
+    those its own clause of the request (:func:`clause_of`) asks for: the tools that change things
+    (:func:`changes_things`) when it asks for a change (:data:`_CHANGE_WORDS`, outside a question that asks to be
+    told, :data:`_WH_QUESTION`), the others when it does not; all of them when none fits. After "读一下 todo.md，
+    把没做完的事情单独存到 pending.md 里" had read todo.md, the 0.5B model read pending.md at p 0.99 and the list was
+    never saved; "What time is it now? Add it as a line to timelog.txt", after the time, read timelog.txt
+    (requests written for this, 2026-12-05)."""
+    clause = clause_of(text, paths)
+    change = _CHANGE_WORDS.search(_WH_QUESTION.sub(" ", clause)) is not None
+    fit = [t for t in tools if changes_things(t) == change]
+    return fit or list(tools)
+
+
 def target_paths(messages: Sequence[MetonaMessage]) -> list[str]:
     """The files a call that :func:`names_its_file` may work on: those the request names that no call of the turn
     was given yet ("read a.txt and save a summary to b.txt": after the read, b.txt only, never the file read),

@@ -2469,3 +2469,20 @@ async def test_a_fact_asked_without_tools_is_answered_by_the_larger_model(
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Leaves fall."], score=-0.05)
     await run(runtime, request(messages=_asking("Write a haiku about autumn."), tools=[CALC, TIME]))
     assert [p.get("slot") for p in runtime.payloads] == [None, None, None]
+
+
+async def test_a_file_due_after_a_result_is_offered_the_tools_its_clause_asks_for() -> None:
+    """After the read of todo.md, pending.md is due: its clause asks it saved, so only the tools that change
+    things are offered (the 0.5B model read pending.md at p 0.99); a clause that asks nothing changed offers the
+    others."""
+    ask = "读一下 todo.md，把没做完的事情单独存到 pending.md 里"
+    read = ("read_file", {"path": "todo.md"}, True, "- [ ] 买牛奶\n- [x] 交房租")
+    runtime = ScriptedRuntime(['write_file"'], ['{"path": "pending.md", "content": "- [ ] 买牛奶"}'])
+    response, _ = await run(runtime, request(messages=_turn(ask, read), tools=[READ_FILE, PERMITTED_WRITE]))
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["write_file"], answer=False)
+    assert [(c.name, c.args["path"]) for c in response.tool_calls or ()] == [("write_file", "pending.md")]
+    tools = defs(READ_FILE, PERMITTED_WRITE)
+    then_read = "Save the total to total.txt, then read notes.txt"
+    assert [t.name for t in lt.as_the_clause_asks(tools, then_read, ["notes.txt"])] == ["read_file"]
+    assert [t.name for t in lt.as_the_clause_asks(tools, then_read, ["total.txt"])] == ["write_file"]
+    assert [t.name for t in lt.as_the_clause_asks(defs(READ_FILE), then_read, ["total.txt"])] == ["read_file"]
