@@ -773,17 +773,57 @@ def to_open(messages: Sequence[MetonaMessage]) -> list[str]:
     step reads one of them (:func:`unfinished`'s way: the tools that take a file, no ``answer``). "Which file
     has the trip's details? Open it and tell me …" found the file and was answered without it; a request to list a
     folder and open the newest file in it was answered from the listing (agent-mine-v4, a tuning set, 2026-12-05).
-    Not when what is opened is a folder ("open the docs folder")."""
+    Not when what is opened is a folder ("open the docs folder"). A request that asks no opening: those of the
+    files that what it asks after the served part asks about (:func:`asked_of`)."""
     asked = question(messages)
     opening = [m for m in _OPEN_WORDS.finditer(asked) if not _FOLDER_WORDS.search(asked[m.end() : m.end() + 25])]
-    if not opening or request_paths(messages):
+    if request_paths(messages):
         return []
     seen = seen_files(messages[turn_start(messages) :])
     files = [p for p in seen if not any(q != p and re.split(r"[/\\]", q)[-1] == p for q in seen)]
     given = {p for _, args, _ in turn_outcomes(messages) for p in _paths_given(args)} | _paths_worked_on(messages)
     if any(_bare(p) in given for p in files):
         return []
+    if not opening:
+        return asked_of(asked, turn_calls(messages), files)
     return files
+
+
+TOLD_OF_FILES = 3
+"""Most files a turn's results named for the next step to read one of them when the request asks what it says
+without naming it or asking to open it (:func:`asked_of`)."""
+_WHICH_OR_FOUND = re.compile(r"\bwhich\b|\bwhere\b|\bfind\b|\bfound\b|哪|找到", re.IGNORECASE)
+
+
+def asked_of(text: str, calls: Sequence[tuple[str, dict[str, Any]]], files: Sequence[str]) -> list[str]:
+    """Of the ``files`` the turn's results named, those that what the request ``text`` asks after the part the
+    turn's ``calls`` served (:func:`what_remains`) asks to be told about, when it asks no change
+    (:data:`_CHANGE_WORDS`) nor which files: the ones whose name it writes a word of ("List the recipes folder and
+    tell me what's in the pancake one" → ``recipes/pancakes.md``), else, when it asks neither which, where, what was
+    found, what a folder holds (:func:`asks_what_it_holds`: the listing says that) nor a quantity
+    (:func:`asks_a_quantity`: how many there are), every one of at most :data:`TOLD_OF_FILES` ("Find the file
+    that mentions the dentist appointment and tell me what time it is at" had been answered from the matched line's
+    "moved, see calendar"; requests written for this, 2026-12-05). :func:`to_open` reads one of them next."""
+    rest = what_remains(text, calls)
+    if rest is None or _CHANGE_WORDS.search(rest) or asks_which_files(rest):
+        return []
+    words = {_singular(w) for w in _NAMING_WORD.findall(rest.lower()) if w not in _COMMON}
+    named = [f for f in files if _named_file(f, words, rest)]
+    if named:
+        return named
+    told = _WHICH_OR_FOUND.search(rest) or asks_what_it_holds(rest) or asks_a_quantity(rest)
+    if told or len(files) > TOLD_OF_FILES:
+        return []
+    return list(files)
+
+
+def _named_file(path: str, words: set[str], text: str) -> bool:
+    """``text`` (its naming ``words``) writes a word of the file's name: "the pancake one" → ``pancakes.md``,
+    "第三季度那份" → ``第三季度.md``."""
+    stem = re.split(r"[/\\]", path)[-1].rsplit(".", 1)[0]
+    own = {_singular(w) for w in _NAMING_WORD.findall(stem.lower()) if w not in _COMMON}
+    cjk = "".join(_CJK.findall(stem))
+    return bool(own & words) or (len(cjk) >= 2 and cjk in text)
 
 
 def as_the_clause_asks(tools: Sequence[MetonaToolDef], text: str, paths: Sequence[str]) -> list[MetonaToolDef]:

@@ -2486,3 +2486,26 @@ async def test_a_file_due_after_a_result_is_offered_the_tools_its_clause_asks_fo
     assert [t.name for t in lt.as_the_clause_asks(tools, then_read, ["notes.txt"])] == ["read_file"]
     assert [t.name for t in lt.as_the_clause_asks(tools, then_read, ["total.txt"])] == ["write_file"]
     assert [t.name for t in lt.as_the_clause_asks(defs(READ_FILE), then_read, ["total.txt"])] == ["read_file"]
+
+
+async def test_a_detail_asked_of_a_file_the_results_named_is_read_from_it() -> None:
+    """"Find the file that mentions … and tell me what time it is at": the search's matched line does not hold it,
+    so the found file is read next; a file a listing named is read when the request names it by a word; not for
+    what was found, what a folder holds, which file or how many."""
+    matches = {"path": ".", "matches": [{"path": "notes/health.md", "kind": "content", "line": 4}]}
+    found = ("search_files", {"query": "dentist"}, True, matches)
+    ask = "Find the file that mentions the dentist appointment and tell me what time it is at"
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "notes/health.md"}'], score=math.log(0.2))
+    response, _ = await run(runtime, request(messages=_turn(ask, found), tools=[FIND, READ_FILE]))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("read_file", {"path": "notes/health.md"})]
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["read_file"], answer=False)
+    listed = ["recipes/pancakes.md", "recipes/soup.md"]
+    calls = [("list_directory", {"path": "recipes"})]
+    assert lt.asked_of("List the recipes folder and tell me what's in the pancake one", calls, listed) == listed[:1]
+    assert lt.asked_of("看看 报告 文件夹，第三季度那份的利润是多少", [("list_directory", {"path": "报告"})],
+                       ["报告/第一季度.md", "报告/第三季度.md"]) == ["报告/第三季度.md"]  # fmt: skip
+    for asked in ("List the recipes folder and tell me what's in it", "List recipes and tell me how many there are",
+                  "List recipes, then tell me which one is newest", "List the recipes folder and save it to r.txt"):
+        assert lt.asked_of(asked, calls, listed) == [], asked
+    search = [("search_files", {"query": "invoice"})]
+    assert lt.asked_of('Search for "invoice" and tell me what you find', search, ["a/inv.md"]) == []
