@@ -508,7 +508,10 @@ class LocalAdapter(BaseAdapter):
                 decision = localtools.DECISION_PREFIX + choice + '"'
         again = choice in done or choice == localtools.ANSWER  # what it has done again, or an answer after it
         rest = localtools.what_remains(asked, calls) if calls and again and not unfinished else None
-        if choice == localtools.ANSWER and not (rest and localtools.asks_a_quantity(rest)):
+        more = localtools.unused_numbers(rest, calls) if rest else []  # numbers no call has used: computed again
+        if rest and more:
+            rest = localtools.from_the_number(rest, more)  # from the clause that states them
+        if choice == localtools.ANSWER and not (rest and (localtools.asks_a_quantity(rest) or more)):
             return False  # an answer after a result is decided again only for a quantity asked after it
         if choice is None:
             return False
@@ -516,11 +519,11 @@ class LocalAdapter(BaseAdapter):
             # the request asks after it, decided on its own
             history = localtools.render_history(request.messages[: localtools.turn_start(request.messages) - 1])
             remaining = [*history, {"role": "user", "content": localtools.with_results(rest, request.messages)}]
-            step, decision, choice = await self._next_part(rest, remaining, tools, done, asm, steps)
+            step, decision, choice = await self._next_part(rest, remaining, tools, done, asm, steps, bool(more))
             if choice == localtools.ANSWER:
                 return False
             base = {"messages": [base["messages"][0], *remaining]}  # its arguments: from that part and the results
-        if choice in done and not unfinished:
+        if choice in done and not unfinished and not (rest and more):
             return False  # the model would do again what it has done: the answer is written from the results
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
@@ -579,7 +582,7 @@ class LocalAdapter(BaseAdapter):
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
             if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed
                 return False
-            if rest and not localtools.from_the_data(args, declared, base["messages"][-1]["content"]):
+            if rest and not localtools.from_the_data(args, declared, base["messages"][-1]["content"], more):
                 return False  # a formula for what remains, of numbers neither that part nor the results hold
         if localtools.repeated(choice, args, request.messages):
             return False
@@ -623,6 +626,7 @@ class LocalAdapter(BaseAdapter):
         done: set[str],
         asm: StreamAssembler,
         steps: list[dict[str, Any]],
+        again: bool = False,
     ) -> tuple[dict[str, Any], str, str]:
         """The decision on ``rest``, what the request asks after the part the turn's calls served
         (:func:`localtools.what_remains`), when the model, shown the whole request and what was done, would do
@@ -633,16 +637,18 @@ class LocalAdapter(BaseAdapter):
         Chinese part's cosine with an English summary fell under :data:`localtools.NEXT_PART_COSINE`, p 0.71).
         Made as a first decision is, on that part and the turn's results (``part``,
         the conversation), among the tools not yet called that compute (:func:`localtools.computes`, a formula
-        is the one argument the results can fill), with ``answer``; the pick must clear
-        :func:`localtools.sure_of_next`. Its step, decision text and choice (:data:`localtools.ANSWER` when
-        no tool is called)."""
-        candidates = [t for t in tools if t.name not in done and localtools.computes(t)]
+        is the one argument the results can fill) — ``again``, when the part states numbers no call has used
+        (:func:`localtools.unused_numbers`: "…, add up my hours for the week, and tell me what I'll get paid at
+        $42.50 an hour" after the sum), those called too —, with ``answer``; the pick must clear
+        :func:`localtools.sure_of_next`, such a part counting as near as one that asks a quantity. Its step,
+        decision text and choice (:data:`localtools.ANSWER` when no tool is called)."""
+        candidates = [t for t in tools if (again or t.name not in done) and localtools.computes(t)]
         answer = localtools.DECISION_PREFIX + localtools.ANSWER + '"'
         if not candidates or not localtools.numbers_in(part[-1]["content"]):
             return {}, answer, localtools.ANSWER
         ranking = await self._similarities(rest, [localtools.tool_summary(t) for t in candidates])
         near = {t.name: x for t, x in zip(candidates, ranking, strict=True)}
-        if localtools.asks_a_quantity(rest):  # a quantity asked of results with numbers: near enough to computing
+        if again or localtools.asks_a_quantity(rest):  # a quantity asked of results with numbers: near enough
             near = {name: max(x, localtools.NEXT_PART_COSINE) for name, x in near.items()}
         ranked = localtools.ranked(candidates, ranking)
         system = localtools.tool_prompt(ranked, order=[t.name for t in candidates])

@@ -1416,6 +1416,29 @@ def asks_a_fact(text: str) -> bool:
     return _A_FACT.search(bare) is not None and _COMPOSING.search(bare) is None
 
 
+def unused_numbers(text: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[int | float]:
+    """The numbers ``text`` (what remains of a request, :func:`what_remains`) states (:func:`stated_numbers`, not a
+    date's) that no argument of the turn's ``calls`` holds: what a further calculation is to use. "Open
+    timesheet.csv, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour": the sum of the
+    hours used none of the 42.50, and the answer multiplied it wrongly (agent-mine-v5, a tuning set, 2026-12-05)."""
+    used = {float(n) for _, args in calls for n in _numbers_in(args)}
+    dated = set(_dated(text))
+    return [n for n in stated_numbers(text) if n not in dated and float(n) not in used]
+
+
+def from_the_number(text: str, numbers: Sequence[int | float]) -> str:
+    """``text`` from the connective before the first of ``numbers`` it writes in digits (:func:`unused_numbers`):
+    the clause a further calculation serves ("add up my hours for the week, and tell me what I'll get paid at $42.50
+    an hour" → "tell me what I'll get paid at $42.50 an hour"; shown the whole, the arguments model summed the hours
+    again). The whole ``text`` when it writes none of them so."""
+    wanted = {float(n) for n in numbers}
+    for match in _DATA_NUMBER.finditer(text):
+        if float(match.group().replace(",", "")) in wanted:
+            starts = [m.end() for m in _CONNECTIVE.finditer(text, 0, match.start())]
+            return text[starts[-1] if starts else 0 :].strip(" ,，;；:：") or text
+    return text
+
+
 def arithmetic(request: str) -> bool:
     """The request states two amounts or more (numbers of its own, :func:`stated_numbers`, not a date's,
     :func:`_dated`) and asks for a quantity (:data:`_A_QUANTITY`): what a tool that computes is near, whatever the
@@ -2167,19 +2190,23 @@ _DATA_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?"
 """A number in data: ``1,250`` whole, and a table's ``300.10,280.50`` as two."""
 
 
-def from_the_data(args: dict[str, Any], declared: dict[str, Any], data: str) -> bool:
+def from_the_data(
+    args: dict[str, Any], declared: dict[str, Any], data: str, given: Collection[int | float] = ()
+) -> bool:
     """Each formula argument (:func:`asks_a_formula`) takes at least two thirds of its numbers from ``data`` (a
     part of the request and the results it is computed from, :func:`with_results`), two of them values that tell
     where they came from (not a single digit: the results' own numbering, ``[1]`` … ``[5]``, and counts hold
     those): a count or a constant it adds is its own (the ``4`` of an average of four), a formula of numbers the
     data never holds is made up (after a notes search found a router's address, ``5 * 3 + 2 / 4``; agent-mine-v3,
-    a tuning set, 2026-12-05)."""
+    a tuning set, 2026-12-05). The numbers ``given`` (what the part states that no call has used,
+    :func:`unused_numbers`: the ``3`` of "再按 3 个人平摊") tell where they came from whatever their size."""
     known = {float(n.replace(",", "")) for n in _DATA_NUMBER.findall(data)}
+    stated = {float(n) for n in given}
     for key, spec in (declared.get("properties") or {}).items():
         value = args.get(key)
         if isinstance(spec, dict) and isinstance(value, str) and asks_a_formula(key, spec):
             numbers = [float(n) for n in _DECIMAL.findall(value)]
-            traced = [n for n in numbers if n in known and not (n.is_integer() and n < 10)]
+            traced = [n for n in numbers if n in known and (n in stated or not (n.is_integer() and n < 10))]
             if 3 * sum(n in known for n in numbers) < 2 * len(numbers) or len(traced) < 2:
                 return False
     return True

@@ -2509,3 +2509,25 @@ async def test_a_detail_asked_of_a_file_the_results_named_is_read_from_it() -> N
         assert lt.asked_of(asked, calls, listed) == [], asked
     search = [("search_files", {"query": "invoice"})]
     assert lt.asked_of('Search for "invoice" and tell me what you find', search, ["a/inv.md"]) == []
+
+
+async def test_a_number_no_calculation_has_used_is_computed_again_from_its_clause() -> None:
+    """"…, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour": after the sum the
+    model names the calculator again; the clause that states 42.50 is decided on its own and computed."""
+    ask = "Open timesheet.csv, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour."
+    read = ("read_file", {"path": "timesheet.csv"}, True, "day,hours\nMon,7.5\nTue,31")
+    summed = ("calculator", {"expression": "7.5 + 31"}, True, "7.5 + 31 = 38.5")
+    runtime = ScriptedRuntime(['calculator"'], ['calculator"'], ['{"plan": "pay", "expression": "38.5 * 42.50"}'])
+    response, _ = await run(runtime, request(messages=_turn(ask, read, summed), tools=[READ_FILE, SUM, TIME]))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "38.5 * 42.50"})]
+    assert "42.50" in runtime.payloads[1]["messages"][-1]["content"]
+    assert "add up my hours" not in runtime.payloads[1]["messages"][-1]["content"]  # the clause of the number
+    calls = [("read_file", {"path": "timesheet.csv"}), ("calculator", {"expression": "7.5 + 31"})]
+    rest = lt.what_remains(ask, calls)
+    assert rest is not None and lt.unused_numbers(rest, calls) == [42.5]
+    assert lt.from_the_number(rest, [42.5]) == "tell me what I'll get paid at $42.50 an hour."
+    assert lt.unused_numbers("add up the 7.5 and 31", calls) == []  # used already: nothing computed again
+    runtime = ScriptedRuntime(['calculator"'], ["You get 38.5 hours."])  # no number left: answered
+    response, _ = await run(runtime, request(messages=_turn("Open timesheet.csv and add up my hours", read, summed),
+                                             tools=[READ_FILE, SUM, TIME]))  # fmt: skip
+    assert response.tool_calls is None and len(runtime.payloads) == 2
