@@ -490,18 +490,24 @@ class LocalAdapter(BaseAdapter):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
-            if localtools.not_the_users(next(t for t in tools if t.name == choice), named[choice], asked, len(tools)):
+            picked = next(t for t in tools if t.name == choice)
+            if localtools.not_the_users(picked, named[choice], asked, len(tools)) and await self._general(
+                asked, asm, steps
+            ):
                 return False  # a question of general knowledge: answered, not looked up in the user's own things
         if first and choice == localtools.ANSWER:
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
             if (
                 likeliest is not None
                 and localtools.worth_calling(step.get("score"), probe.get("score"), near[likeliest])  # against its
-                and not localtools.not_the_users(  # "answer"; a general question is no search of the user's things
-                    next(t for t in tools if t.name == likeliest),
-                    localtools.named_by(tools, asked)[likeliest],
-                    asked,
-                    len(tools),
+                and not (  # "answer"; a general question is no search of the user's things
+                    localtools.not_the_users(
+                        next(t for t in tools if t.name == likeliest),
+                        localtools.named_by(tools, asked)[likeliest],
+                        asked,
+                        len(tools),
+                    )
+                    and await self._general(asked, asm, steps)
                 )
             ):
                 choice = likeliest
@@ -588,6 +594,31 @@ class LocalAdapter(BaseAdapter):
             return False
         await asm.tool_call(name=choice, args=args)
         return True
+
+    async def _general(self, asked: str, asm: StreamAssembler, steps: list[dict[str, Any]]) -> bool:
+        """The second opinion on a request that :func:`localtools.not_the_users` reads as general knowledge: the
+        model that writes arguments (the larger one, where it is in use) says whether answering it needs the
+        user's own notes or knowledge anyone has (:data:`localtools.KNOWLEDGE_PROMPT`); True for ``general``."""
+        from ..localmodel.assets import ARGUMENTS_SLOT
+
+        written: list[str] = []
+
+        async def keep(text: str) -> None:
+            written.append(text)
+
+        payload = {
+            **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
+            "messages": [
+                {"role": "system", "content": localtools.KNOWLEDGE_PROMPT},
+                {"role": "user", "content": asked},
+            ],
+            "max_tokens": 4,
+            "prefix": localtools.KNOWLEDGE_PREFIX,
+            "stop": ['"'],
+            "regex": "(" + "|".join(localtools.KNOWLEDGE_LABELS) + ")",
+        }
+        steps.append(await self._generate(payload, keep, asm))
+        return "".join(written).strip().startswith("general")
 
     async def _decision(
         self,

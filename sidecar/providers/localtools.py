@@ -1548,6 +1548,23 @@ def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_to
     return _MODEL_NAME.search(_A_QUOTE.sub(" ", request)) is None
 
 
+KNOWLEDGE_PROMPT = (
+    "Decide what answering the user's question needs.\n"
+    "personal: facts about the user's own life that only their notes can tell (their family, home, pets, plans, "
+    "purchases, records, what they wrote down or did).\n"
+    "general: knowledge anyone can answer (facts, definitions, translations, books, places, science).\n"
+    'Reply {"needs": "personal"} or {"needs": "general"}.'
+)
+"""The system message of the second opinion on a request :func:`not_the_users` reads as general knowledge: the
+search of the user's own things is left only when the model says ``general`` (:data:`KNOWLEDGE_LABELS`). On 22
+questions (2026-12-05: the notes questions of agent-mine-v6, a tuning set since, that speak of nobody — "Who's
+Leo's swimming coach?", "读书会一般在哪儿办？" —, the general questions of the tuning sets, and a few written for
+this) the 1.5B model said ``general`` of all 11 general ones and of 4 of the 11 personal ones; the 0.5B model said
+``personal`` of 17 of the 22."""
+KNOWLEDGE_PREFIX = '{"needs": "'
+KNOWLEDGE_LABELS = ("personal", "general")
+
+
 def spoken_of_as_theirs(tools: Sequence[MetonaToolDef], request: str) -> set[str]:
     """The offered tools that search the user's own things (:func:`searches_the_users`) when the request speaks of
     the user (:func:`speaks_of_the_user`): "my notes", "我的笔记" name the notes search as much as two of its words

@@ -2394,10 +2394,15 @@ async def test_a_question_of_general_knowledge_is_answered_not_looked_up_in_the_
     sure = -0.05
     tools = [NOTES_SEARCH, CALC]
     for ask in ("Who wrote Pride and Prejudice?", "《红楼梦》的作者是谁？"):
-        runtime = ScriptedRuntime(['notes_search"'], ["He was"], score=sure)
+        runtime = ScriptedRuntime(['notes_search"'], ['general"'], ["He was"], score=sure)
         response, _ = await run(runtime, request(messages=_asking(ask), tools=tools))
         assert not response.tool_calls and response.content == "He was"
-        assert len(runtime.payloads) == 2 and "json_schema" not in runtime.payloads[1]  # no arguments written
+        assert len(runtime.payloads) == 3 and "json_schema" not in runtime.payloads[2]  # no arguments written
+        opinion = runtime.payloads[1]
+        assert opinion["messages"][0]["content"] == lt.KNOWLEDGE_PROMPT and opinion["messages"][1]["content"] == ask
+    runtime = ScriptedRuntime(['notes_search"'], ['personal"'], ['{"query": "Leo swimming coach"}'], score=sure)
+    response, _ = await run(runtime, request(messages=_asking("Who's Leo's swimming coach?"), tools=tools))
+    assert [c.name for c in response.tool_calls or ()] == ["notes_search"]  # the second opinion: the user's own
     for ask in ("Who wrote the book I liked last week?", "What do the notes say about the launch?"):
         runtime = ScriptedRuntime(['notes_search"'], ['{"query": "book"}'], score=sure)
         response, _ = await run(runtime, request(messages=_asking(ask), tools=tools))
@@ -2415,7 +2420,7 @@ async def test_a_question_of_general_knowledge_is_answered_not_looked_up_in_the_
 async def test_a_second_look_does_not_send_a_general_question_to_the_users_notes() -> None:
     """An ``answer`` whose second look names the notes search by a wide margin stays an answer for a question of
     general knowledge; asked of the user's notes, the search is made."""
-    runtime = ScriptedRuntime(['answer"'], ['notes_search"'], ["Canberra."], score=-0.05)
+    runtime = ScriptedRuntime(['answer"'], ['notes_search"'], ['general"'], ["Canberra."], score=-0.05)
     tools = [NOTES_SEARCH, CALC]
     worth = FavouringEmbedder("notes search")
     response, _ = await run(runtime, request(messages=_asking("What is the capital of Australia?"), tools=tools), worth)
