@@ -397,8 +397,12 @@ class LocalAdapter(BaseAdapter):
         it is made on the part before the saving first (``in_order``, :func:`localtools.before_saving`); when that
         calls no tool, on the whole request. After a result, when the model would do again what it has done, or answer
         a quantity the request asks after it, what the request asks after it is decided on its own
-        (:meth:`_next_part`). A request that asks which file is not served by a one-file tool the model names the
-        file for (:func:`localtools.needs_the_answer`)."""
+        (:meth:`_next_part`), and so is one whose rest states numbers no call has used, from the clause that states
+        them (:func:`localtools.unused_numbers`). A request that asks which file is not served by a one-file tool the
+        model names the file for (:func:`localtools.needs_the_answer`). A pick that searches the user's own things
+        for a request that reads as general knowledge (:func:`localtools.not_the_users`) is left for the answer when
+        a second opinion says so (:meth:`_general`); a file due after a result is offered the tools its own clause
+        asks for (:func:`localtools.as_the_clause_asks`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)

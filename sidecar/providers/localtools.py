@@ -1510,8 +1510,7 @@ _FIRST_PERSON = re.compile(
     r"(?<![\w'’])(?:i|i['’](?:m|ve|d|ll)|me|my|mine|myself|we|we['’](?:re|ve|d|ll)|us|our|ours)(?![\w'’])|[我咱]",
     re.IGNORECASE,
 )
-
-
+"""The words by which a request speaks of the one asking: I, me, my, we, our (and their contractions), 我, 咱."""
 _HOW_TO = re.compile(r"\bhow (?:do|can|could|should|would) (?:i|we)\b", re.IGNORECASE)
 """A how-to's "I" ("How do I say … in French?", "How can I …") is anyone's."""
 
@@ -1536,7 +1535,8 @@ def speaks_of_the_user(text: str) -> bool:
 def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_tools: int) -> bool:
     """A pick that searches the user's own things (:func:`searches_the_users`) for a request that speaks neither of
     the user (:func:`speaks_of_the_user`) nor of what the tool names (``named``, :func:`named_by`), among other
-    tools: a question of general knowledge, answered rather than looked up in the user's notes.
+    tools: a question of general knowledge, answered rather than looked up in the user's notes when a second opinion
+    agrees (:data:`KNOWLEDGE_PROMPT`).
     "《红楼梦》的作者是谁？", "Who wrote Pride and Prejudice?", "二十四节气里排第一个的是哪个？" and a translation
     went to the notes search at p 0.58-0.95 (agent-bilingual-v1 and agent-mine-v5, tuning sets, 2026-12-05), while
     each of those sets' eight notes questions speaks of the user ("According to my notes, …", "…我笔记里应该有。").
@@ -1560,7 +1560,7 @@ search of the user's own things is left only when the model says ``general`` (:d
 questions (2026-12-05: the notes questions of agent-mine-v6, a tuning set since, that speak of nobody — "Who's
 Leo's swimming coach?", "读书会一般在哪儿办？" —, the general questions of the tuning sets, and a few written for
 this) the 1.5B model said ``general`` of all 11 general ones and of 4 of the 11 personal ones; the 0.5B model said
-``personal`` of 17 of the 22."""
+``personal`` of 18 of the 22."""
 KNOWLEDGE_PREFIX = '{"needs": "'
 KNOWLEDGE_LABELS = ("personal", "general")
 
