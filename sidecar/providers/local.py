@@ -547,7 +547,10 @@ class LocalAdapter(BaseAdapter):
         said = localtools.clause_of(asked, localtools.request_paths(request.messages)) if on_a_file else asked
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(said))
         if unfinished or localtools.names_its_file(tool):
-            schema = localtools.ground_arguments(schema, opening or localtools.target_paths(request.messages))
+            targets = opening or localtools.target_paths(request.messages)
+            if localtools.changes_things(tool):  # a change goes to a file whose clause asks for one
+                targets = localtools.to_change(targets, asked)
+            schema = localtools.ground_arguments(schema, targets)
         elif localtools.takes_a_file(tool):  # a file named (or, after a result, seen), as spelled; never a guess after
             known = localtools.request_paths(request.messages) if first else localtools.known_paths(request.messages)
             if not known and not first:

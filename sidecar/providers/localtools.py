@@ -388,7 +388,8 @@ def wants_a_file(messages: Sequence[MetonaMessage]) -> bool:
 
 _OBJECT_BEFORE = re.compile(r"(?:把|将)[^\s,，。;；]{0,12}$")
 _CONNECTIVE_END = re.compile(
-    r"(?:[,，;；:：.!?。！？]|\band(?:\s+then)?|\bthen|然后|并且|并|再|之后|后|[算做读查写弄](?:完|好))\s*$",
+    r"(?:[,，;；:：.!?。！？]|\band(?:\s+then)?|\bthen|然后|并且|并|再|之后|后|[算做读查写弄](?:完|好))"
+    r"\s*(?:单独|另外|分别|统一|一起|全部|also|separately)?\s*$",
     re.IGNORECASE,
 )
 _ASKING_WORDS = re.compile(r"(?:\s*(?:请|麻烦|帮我|给我|帮忙|顺便|顺手|\bplease\b))+\s*$", re.IGNORECASE)
@@ -405,28 +406,42 @@ def before_saving(text: str) -> str | None:
     connective ("I want you to write …"), or what comes before it is under two words (or four Chinese characters).
     The end of a sentence is a connective too, and so is "算完" (done calculating): a sum asked in one sentence and
     saved in the next, and a Chinese "…是多少？算完把结果记到 x.txt 里", were written to the file before anything was
-    calculated (agent-mine-v4, a tuning set, 2026-12-05).
+    calculated (agent-mine-v4, a tuning set, 2026-12-05). An adverb between the connective and the saving ("，单独存到
+    金句.txt 里") is the saving clause's; a saving word that follows no connective ("how much would I save in a
+    year? Put the figure in savings.txt") gives way to a later one (agent-mine-v6, a tuning set, 2026-12-05: the
+    first was written before it was computed, the second appended to the file it was to be read from).
 
     The turn's first decision is made on that part first (the user's order of the steps): on the whole request the
     named file drew the decision to the file tools, and the 0.5B model wrote ``"468 * 0.85 + 63 ="`` to the file
     before calculating."""
-    saving = [m.start() for m in (_SAVE_WORDS.search(text), _WRITE_WORDS.search(text)) if m]
-    if not saving:
-        return None
-    head = _OBJECT_BEFORE.sub("", text[: min(saving)].rstrip()).rstrip()
-    head = _ASKING_WORDS.sub("", head).rstrip()
-    connective = _CONNECTIVE_END.search(head)
-    if connective is None:
-        return None
-    head = head[: connective.start()].rstrip(" ,，;；")
-    words = _CLAUSE_WORDS.findall(head)
-    cjk = sum(1 for w in words if _CJK.fullmatch(w))
-    return head if len(words) - cjk >= 2 or cjk >= 4 else None
+    saving = sorted({m.start() for words in (_SAVE_WORDS, _WRITE_WORDS) for m in words.finditer(text)})
+    for at in saving:
+        head = _OBJECT_BEFORE.sub("", text[:at].rstrip()).rstrip()
+        head = _ASKING_WORDS.sub("", head).rstrip()
+        if not head:
+            return None  # the request starts with the saving
+        connective = _CONNECTIVE_END.search(head)
+        if connective is None:
+            continue  # not a saving clause of its own ("how much would I save in a year?"): a later one may be
+        head = head[: connective.start()].rstrip(" ,，;；")
+        words = _CLAUSE_WORDS.findall(head)
+        cjk = sum(1 for w in words if _CJK.fullmatch(w))
+        return head if len(words) - cjk >= 2 or cjk >= 4 else None
+    return None
 
 
 _CONNECTIVE = re.compile(
     r",(?!\d)|[，;；:：!?。！？]|\.(?=\s|$)|\band(?:\s+then)?\b|\bthen\b|然后|并且|并|再|之后|接着", re.IGNORECASE
 )
+
+
+def to_change(paths: Sequence[str], text: str) -> list[str]:
+    """Of the ``paths`` a request names, those whose own clause (:func:`clause_of`) asks for a change
+    (:data:`_CHANGE_WORDS`): what a tool that changes things may be given; all of them when none does.
+    "把 读书笔记/第三章.md 里用“>”开头标出来的句子挑出来，单独存到 金句.txt 里" had a line appended to 第三章.md,
+    the file to read from (agent-mine-v6, a tuning set, 2026-12-05)."""
+    changed = [p for p in paths if _CHANGE_WORDS.search(_WH_QUESTION.sub(" ", clause_of(text, [p])))]
+    return changed or list(paths)
 
 
 def clause_of(text: str, names: Sequence[str]) -> str:

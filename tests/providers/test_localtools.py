@@ -1695,6 +1695,10 @@ def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wan
         ("My pay is $5,800 a month and I save 22% of it. How much is that a year?", None),  # money saved
         ("我每月工资9000，存下20%，一年一共能存多少？", None),
         ("I earn 4000, then save $300 of it; how much is left?", None),
+        ("If I cancel my $14.99/month plan, how much would I save in a year? Put the figure in savings.txt",
+         "If I cancel my $14.99/month plan, how much would I save in a year"),  # money saved, then the saving
+        ("把 读书笔记/第三章.md 里的金句挑出来，单独存到 金句.txt 里。",
+         "把 读书笔记/第三章.md 里的金句挑出来"),  # an adverb between the connective and the saving
     ],
 )
 def test_what_a_request_asks_before_saving_is_its_first_part(ask: str, part: str | None) -> None:
@@ -2536,3 +2540,12 @@ async def test_a_number_no_calculation_has_used_is_computed_again_from_its_claus
     response, _ = await run(runtime, request(messages=_turn("Open timesheet.csv and add up my hours", read, summed),
                                              tools=[READ_FILE, SUM, TIME]))  # fmt: skip
     assert response.tool_calls is None and len(runtime.payloads) == 2
+
+
+def test_a_change_goes_to_the_file_whose_clause_asks_for_one() -> None:
+    """Both files named: the write may be given only the one its clause saves to, never the one read from."""
+    ask = "把 读书笔记/第三章.md 里用“>”开头标出来的句子挑出来，单独存到 金句.txt 里。"
+    assert lt.to_change(["读书笔记/第三章.md", "金句.txt"], ask) == ["金句.txt"]
+    assert lt.to_change(["a.txt", "b.txt"], "Compare a.txt with b.txt") == ["a.txt", "b.txt"]  # none asks: both
+    ask = "Read groceries.txt and put only the urgent items into a new file called urgent.txt."
+    assert lt.to_change(["groceries.txt", "urgent.txt"], ask) == ["urgent.txt"]
