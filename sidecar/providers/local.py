@@ -464,9 +464,15 @@ class LocalAdapter(BaseAdapter):
             unsure = not localtools.sure(step.get("score")) or surely_files
             picked = next(t for t in tools if t.name == choice)
             elsewhere = choice not in about_files and not localtools.about_files_itself(picked)
-            misplaced = elsewhere or localtools.needs_the_answer(picked, asked)
-            if about_files and misplaced and unsure:
-                finders = localtools.finding(file_tools, asked)
+            finders = localtools.finding(file_tools, asked)
+            astray = (
+                choice in about_files
+                and not localtools.sure(step.get("score"))
+                and localtools.quotes_a_text(asked)
+                and picked not in finders
+            )
+            misplaced = elsewhere or astray or localtools.needs_the_answer(picked, asked)  # astray: a quoted text to
+            if about_files and misplaced and unsure and finders:  # find, a listing or one file picked unsure
                 names = about_files = [t.name for t in finders]  # about files, a pick on none: among those that do
                 step, decision, choice = await decide(names)
                 near = {name: near[name] for name in names}

@@ -814,8 +814,8 @@ def asked_of(text: str, calls: Sequence[tuple[str, dict[str, Any]]], files: Sequ
     """Of the ``files`` the turn's results named, those that what the request ``text`` asks after the part the
     turn's ``calls`` served (:func:`what_remains`) asks to be told about, when it asks no change
     (:data:`_CHANGE_WORDS`) nor which files: the ones whose name it writes a word of ("List the recipes folder and
-    tell me what's in the pancake one" → ``recipes/pancakes.md``), else, when it asks neither which, where, what was
-    found, what a folder holds (:func:`asks_what_it_holds`: the listing says that) nor a quantity
+    tell me what's in the pancake one" → ``recipes/pancakes.md``), else, when what it asks last asks neither which,
+    where, what was found, what a folder holds (:func:`asks_what_it_holds`: the listing says that) nor a quantity
     (:func:`asks_a_quantity`: how many there are), every one of at most :data:`TOLD_OF_FILES` ("Find the file
     that mentions the dentist appointment and tell me what time it is at" had been answered from the matched line's
     "moved, see calendar"; requests written for this, 2026-12-05). :func:`to_open` reads one of them next."""
@@ -826,7 +826,8 @@ def asked_of(text: str, calls: Sequence[tuple[str, dict[str, Any]]], files: Sequ
     named = [f for f in files if _named_file(f, words, rest)]
     if named:
         return named
-    told = _WHICH_OR_FOUND.search(rest) or asks_what_it_holds(rest) or asks_a_quantity(rest)
+    last = [part for part in _CONNECTIVE.split(rest) if part and part.strip()][-1]  # what is asked last
+    told = _WHICH_OR_FOUND.search(last) or asks_what_it_holds(last) or asks_a_quantity(last)
     if told or len(files) > TOLD_OF_FILES:
         return []
     return list(files)
@@ -1128,14 +1129,19 @@ _FOLDER_BEFORE = re.compile(_FOLDER_WORD + r"\s*$", re.IGNORECASE)
 
 
 def looks_for_text(text: str) -> bool:
-    """``text`` gives a text to look for in files: one quoted that is not a folder's name (「学习资料」文件夹, the
-    "Tax Return 2024" folder), or what they mention, say or are about (:data:`_A_TEXT_IN_FILES`)."""
+    """``text`` gives a text to look for in files: one quoted that is not a folder's name (:func:`quotes_a_text`), or
+    what they mention, say or are about (:data:`_A_TEXT_IN_FILES`)."""
+    return quotes_a_text(text) or bool(_A_TEXT_IN_FILES.search(text))
+
+
+def quotes_a_text(text: str) -> bool:
+    """``text`` quotes a text that is not a folder's name (「学习资料」文件夹, the "Tax Return 2024" folder)."""
     for quote in _A_QUOTE.finditer(text):
         before = max(0, quote.start() - 24)  # a folder word just before it: read near the quote, not the whole text
         named = _FOLDER_AFTER.match(text, quote.end()) or _FOLDER_BEFORE.search(text, before, quote.start())
         if not named:
             return True
-    return bool(_A_TEXT_IN_FILES.search(text))
+    return False
 
 
 def ground_folder(schema: dict[str, Any], folder: str) -> dict[str, Any]:

@@ -2549,3 +2549,23 @@ def test_a_change_goes_to_the_file_whose_clause_asks_for_one() -> None:
     assert lt.to_change(["a.txt", "b.txt"], "Compare a.txt with b.txt") == ["a.txt", "b.txt"]  # none asks: both
     ask = "Read groceries.txt and put only the urgent items into a new file called urgent.txt."
     assert lt.to_change(["groceries.txt", "urgent.txt"], ask) == ["urgent.txt"]
+
+
+async def test_an_unsure_listing_for_a_quoted_text_to_find_is_decided_again_among_the_finders() -> None:
+    """"之前有个文件里写了“年会抽奖”的奖品安排…帮我找到它" went to list_directory at p 0.36 and was answered: a quoted
+    text to find, a listing picked unsure, is decided again among the tools that find text; a folder's quoted name,
+    or a sure pick, is kept."""
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+             for t in default_registry().definitions(["list_directory", "search_files"])]  # fmt: skip
+    ask = "之前有个文件里写了“年会抽奖”的奖品安排，我忘了放在哪儿了。帮我找到它，看看一等奖是什么？"
+    runtime = ScriptedRuntime(['list_directory"'], ['search_files"'], ['{"query": "年会抽奖"}'], score=math.log(0.36))
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("search"))
+    assert [(c.name, c.args["query"]) for c in response.tool_calls or ()] == [("search_files", "年会抽奖")]
+    assert runtime.payloads[1]["regex"] == lt.choice_regex(["search_files"])
+    assert lt.asked_of(ask, [("search_files", {"query": "年会抽奖"})], ["活动/年会.md"]) == ["活动/年会.md"]
+    assert lt.quotes_a_text(ask) and not lt.quotes_a_text("看看「照片整理」文件夹里有什么")
+    runtime = ScriptedRuntime(['list_directory"'], ['{"path": "."}'], score=math.log(0.9))  # sure: kept
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("search"))
+    assert [c.name for c in response.tool_calls or ()] == ["list_directory"]
