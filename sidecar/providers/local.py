@@ -476,6 +476,9 @@ class LocalAdapter(BaseAdapter):
                 names = about_files = [t.name for t in finders]  # about files, a pick on none: among those that do
                 step, decision, choice = await decide(names)
                 near = {name: near[name] for name in names}
+                lister = localtools.folder_first(choice, tools, request.messages)  # that pick a read: the folder first
+                if lister is not None:
+                    choice, decision = lister.name, localtools.DECISION_PREFIX + lister.name + '"'
             else:
                 about_files = []
         if first and choice not in (None, localtools.ANSWER) and not on_a_file and lister is None:

@@ -2569,3 +2569,18 @@ async def test_an_unsure_listing_for_a_quoted_text_to_find_is_decided_again_amon
     runtime = ScriptedRuntime(['list_directory"'], ['{"path": "."}'], score=math.log(0.9))  # sure: kept
     response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("search"))
     assert [c.name for c in response.tool_calls or ()] == ["list_directory"]
+
+
+async def test_a_read_picked_again_for_a_request_about_files_in_a_named_folder_lists_the_folder_first() -> None:
+    """"简历文件夹里我存了好几个版本，打开最新的那一版…": the notes search picked unsure, decided again among the file
+    tools, went to read_file with no file to read; the folder named is listed first."""
+    from sidecar.agent.tools.builtin import default_registry
+
+    names = ["read_file", "list_directory", "search_files", "knowledge_search"]
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+             for t in default_registry().definitions(names)]  # fmt: skip
+    ask = "简历文件夹里我存了好几个版本，打开最新的那一版，告诉我里面期望薪资写的是多少。"
+    runtime = ScriptedRuntime(['knowledge_search"'], ['read_file"'], ['{"path": "简历"}'], score=math.log(0.38))
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=tools))
+    assert [(c.name, c.args["path"]) for c in response.tool_calls or ()] == [("list_directory", "简历")]
+    assert runtime.payloads[2]["prefix"] == '{"tool": "list_directory", "arguments": '
