@@ -72,32 +72,32 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "invalid_tool_call_rate": 0.0,
 }
 """The same held-out halves with the arguments written by the packaged 1.5B model (``metadata.arguments_model``; the
-default where it is installed), the same counts on 2026-12-05 at night at bfdcea2 (19:00–19:35, load ~3.7: two agent
-runs beside it) as in the evening (BFCL's kinds at 5552bf8, 15:56–16:08,
-nothing beside it; the MCP kinds at the final code, with the made-up date rule that had cost two of them taken out) as
-measured at 5de87c8 (2026-12-05 12:45–13:00, load 2, nothing beside it: an e-mail
-address nobody gave made up, an unsure pick giving way to a tool that computes where the request gives its amounts) with
-the same counts as at 8c086bd (09:54–10:09: a web address, a
-password or a key nobody gave made up, what remains of a request after a read computed from the results): single 25/30 +
-MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 24/30 + MCP 18/21 (real users'
-no-call sessions 22 → 24). Before, at f35773e (07:58–08:14, load 2, nothing beside it) and at 5d45377 (07:10–07:25;
-dates, digits, placeholders and initials judged in arguments, no cosine swap in Chinese, folders), the same counts as at
-e62d99f (04:12–04:28, load 1.9), at 2c87879 (02:06–02:20, load 2, nothing beside it) and at 044b250 (01:25–01:39):
-single 25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 22/30 + MCP
-18/21 (a plugin's file tools that read called on a named path without a change asked; before, at 6698360 00:48–01:01,
-the same as at 4da1576). At 4da1576 (2026-12-04 22:36–22:56, load 2, nothing beside it most of the time; the second look
-and the nearer tool — also in place of a far pick the model is unsure of —, made-up formulas, requests decided in the
-user's order, folder and file grounding, the value rule, the optional strings and a look-up's enum choices nobody asked
-for left to their defaults, a tool the request names, a request about files decided among the file tools): single 25/30
-+ MCP 24/30, multiple 20/30 + MCP 17/25, real users' 18/30, no call where none fits 25/30 + 22/30 + MCP 18/21. At
-ede6f56 (20:12–20:31) the same but real users' 17/30, as at 6dc525f (17:40–18:00). At 10c375f (19:51–20:11), where a
-tool the request names was never swapped for a nearer one the request names too, multiple 19 + 17 and real users' 16
-(one fewer function chosen in each). At 8364fd1 (16:24–16:43, load 1.9), where every tool's unasked enum choices were
-let go (a plugin's too, and write_file's "append" — a file lost: see :func:`localtools.unasked`), 25 + 24, 21 + 17, 18,
-25 + 22 + 18. At 9f0f806 (13:57–14:20, load 3.5): 24 + 24, 21 + 17, 17, 25 + 22 + 18. At b7523f6 (12:58–13:14, load 2):
-23 + 24, 20 + 17, 16, 25 + 22 + 18; at 3c356bd and 68d3c4f (equal): 23 + 24, 20 + 17, 14, 26 + 22 + 18; at 51d15ea
-(2026-12-03, the old judge): 23 + 25, 20 + 17, 14, 26 + 22 + 19. Below :data:`TOOL_CALLING_BAR`: not claimed. A case's
-median time about twice the 0.5B model's alone (the arguments step runs on a model three times the size)."""
+default where it is installed), the same counts on 2026-12-05 late at 7020f48 (21:46–22:24, load ~5: agent runs and
+end-to-end tests beside it) as at night at bfdcea2 (19:00–19:35, load ~3.7: two agent runs beside it) as in the evening
+(BFCL's kinds at 5552bf8, 15:56–16:08, nothing beside it; the MCP kinds at the final code, with the made-up date rule
+that had cost two of them taken out) as measured at 5de87c8 (2026-12-05 12:45–13:00, load 2, nothing beside it: an
+e-mail address nobody gave made up, an unsure pick giving way to a tool that computes where the request gives its
+amounts) with the same counts as at 8c086bd (09:54–10:09: a web address, a password or a key nobody gave made up, what
+remains of a request after a read computed from the results): single 25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real
+users' 18/30, no call where none fits 25/30 + 24/30 + MCP 18/21 (real users' no-call sessions 22 → 24). Before, at
+f35773e (07:58–08:14, load 2, nothing beside it) and at 5d45377 (07:10–07:25; dates, digits, placeholders and initials
+judged in arguments, no cosine swap in Chinese, folders), the same counts as at e62d99f (04:12–04:28, load 1.9), at
+2c87879 (02:06–02:20, load 2, nothing beside it) and at 044b250 (01:25–01:39): single 25/30 + MCP 28/30, multiple 20/30
++ MCP 20/25, real users' 18/30, no call where none fits 25/30 + 22/30 + MCP 18/21 (a plugin's file tools that read
+called on a named path without a change asked; before, at 6698360 00:48–01:01, the same as at 4da1576). At 4da1576
+(2026-12-04 22:36–22:56, load 2, nothing beside it most of the time; the second look and the nearer tool — also in place
+of a far pick the model is unsure of —, made-up formulas, requests decided in the user's order, folder and file
+grounding, the value rule, the optional strings and a look-up's enum choices nobody asked for left to their defaults, a
+tool the request names, a request about files decided among the file tools): single 25/30 + MCP 24/30, multiple 20/30 +
+MCP 17/25, real users' 18/30, no call where none fits 25/30 + 22/30 + MCP 18/21. At ede6f56 (20:12–20:31) the same but
+real users' 17/30, as at 6dc525f (17:40–18:00). At 10c375f (19:51–20:11), where a tool the request names was never
+swapped for a nearer one the request names too, multiple 19 + 17 and real users' 16 (one fewer function chosen in each).
+At 8364fd1 (16:24–16:43, load 1.9), where every tool's unasked enum choices were let go (a plugin's too, and
+write_file's "append" — a file lost: see :func:`localtools.unasked`), 25 + 24, 21 + 17, 18, 25 + 22 + 18. At 9f0f806
+(13:57–14:20, load 3.5): 24 + 24, 21 + 17, 17, 25 + 22 + 18. At b7523f6 (12:58–13:14, load 2): 23 + 24, 20 + 17, 16, 25
++ 22 + 18; at 3c356bd and 68d3c4f (equal): 23 + 24, 20 + 17, 14, 26 + 22 + 18; at 51d15ea (2026-12-03, the old judge):
+23 + 25, 20 + 17, 14, 26 + 22 + 19. Below :data:`TOOL_CALLING_BAR`: not claimed. A case's median time about twice the
+0.5B model's alone (the arguments step runs on a model three times the size)."""
 TOOL_CALLING_BAR = {
     "single_function_rate": 0.80,
     "multiple_function_rate": 0.80,
