@@ -826,7 +826,8 @@ def asked_of(text: str, calls: Sequence[tuple[str, dict[str, Any]]], files: Sequ
     named = [f for f in files if _named_file(f, words, rest)]
     if named:
         return named
-    last = [part for part in _CONNECTIVE.split(rest) if part and part.strip()][-1]  # what is asked last
+    parts = [part for part in _CONNECTIVE.split(rest) if part.strip()]
+    last = parts[-1] if parts else rest  # what is asked last
     told = _WHICH_OR_FOUND.search(last) or asks_what_it_holds(last) or asks_a_quantity(last)
     if told or len(files) > TOLD_OF_FILES:
         return []
