@@ -439,6 +439,7 @@ class LocalAdapter(BaseAdapter):
         near = {t.name: x for t, x in zip(tools, ranking, strict=True)}
         order = [t.name for t in tools]
         tools = localtools.ranked(tools, ranking)
+        by_name = {t.name: t for t in tools}
         names = [t.name for t in tools]
         system = localtools.tool_prompt(tools, examples_shown=not done, order=order)
         base = {"messages": [{"role": "system", "content": system}, *localtools.decision_history(request.messages)]}
@@ -462,7 +463,7 @@ class LocalAdapter(BaseAdapter):
             about_files = [t.name for t in file_tools]
             surely_files = localtools.speaks_of_folders(asked) or localtools.asks_which_files(asked)
             unsure = not localtools.sure(step.get("score")) or surely_files
-            picked = next(t for t in tools if t.name == choice)
+            picked = by_name[choice]
             elsewhere = choice not in about_files and not localtools.about_files_itself(picked)
             finders = localtools.finding(file_tools, asked)
             astray = (
@@ -503,8 +504,7 @@ class LocalAdapter(BaseAdapter):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
-            picked = next(t for t in tools if t.name == choice)
-            if localtools.not_the_users(picked, named[choice], asked, len(tools)) and await self._general(
+            if localtools.not_the_users(by_name[choice], named[choice], asked, len(tools)) and await self._general(
                 asked, asm, steps
             ):
                 return False  # a question of general knowledge: answered, not looked up in the user's own things
@@ -515,7 +515,7 @@ class LocalAdapter(BaseAdapter):
                 and localtools.worth_calling(step.get("score"), probe.get("score"), near[likeliest])  # against its
                 and not (  # "answer"; a general question is no search of the user's things
                     localtools.not_the_users(
-                        next(t for t in tools if t.name == likeliest),
+                        by_name[likeliest],
                         localtools.named_by(tools, asked)[likeliest],
                         asked,
                         len(tools),
@@ -546,7 +546,7 @@ class LocalAdapter(BaseAdapter):
             return False  # the model would do again what it has done: the answer is written from the results
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
-        tool = next(t for t in tools if t.name == choice)
+        tool = by_name[choice]
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))

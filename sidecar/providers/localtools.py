@@ -440,7 +440,7 @@ def to_change(paths: Sequence[str], text: str) -> list[str]:
     (:data:`_CHANGE_WORDS`): what a tool that changes things may be given; all of them when none does.
     "把 读书笔记/第三章.md 里用“>”开头标出来的句子挑出来，单独存到 金句.txt 里" had a line appended to 第三章.md,
     the file to read from (agent-mine-v6, a tuning set, 2026-12-05)."""
-    changed = [p for p in paths if _CHANGE_WORDS.search(_WH_QUESTION.sub(" ", clause_of(text, [p])))]
+    changed = [p for p in paths if _asks_a_change(clause_of(text, [p]))]
     return changed or list(paths)
 
 
@@ -516,6 +516,12 @@ not done: "Which version added CSV export?", "哪个版本加上了导出功能�
 吗？"."""
 
 
+def _asks_a_change(text: str) -> bool:
+    """``text`` holds a change word (:data:`_CHANGE_WORDS`) outside its questions that ask to be told
+    (:data:`_WH_QUESTION`)."""
+    return _CHANGE_WORDS.search(_WH_QUESTION.sub(" ", text)) is not None
+
+
 def asks_for_a_change(messages: Sequence[MetonaMessage]) -> bool:
     """The current request asks for something to be written, saved or changed (any of :data:`_CHANGE_WORDS`) outside
     its questions that ask to be told something (:data:`_WH_QUESTION`). A tool that :func:`names_its_file` is
@@ -523,7 +529,7 @@ def asks_for_a_change(messages: Sequence[MetonaMessage]) -> bool:
     which replaced the file with the question; "Which version added CSV export? Should be in the CHANGELOG." (its
     "export" a change word) drew an append of a made-up line to the CHANGELOG (agent-mine-v5, a tuning set,
     2026-12-05)."""
-    return bool(_CHANGE_WORDS.search(_WH_QUESTION.sub(" ", question(messages))))
+    return _asks_a_change(question(messages))
 
 
 def chinese(messages: Sequence[MetonaMessage]) -> bool:
@@ -822,7 +828,7 @@ def asked_of(text: str, calls: Sequence[tuple[str, dict[str, Any]]], files: Sequ
     rest = what_remains(text, calls)
     if rest is None or _CHANGE_WORDS.search(rest) or asks_which_files(rest):
         return []
-    words = {_singular(w) for w in _NAMING_WORD.findall(rest.lower()) if w not in _COMMON}
+    words = _naming_words(rest)
     named = [f for f in files if _named_file(f, words, rest)]
     if named:
         return named
@@ -838,7 +844,7 @@ def _named_file(path: str, words: set[str], text: str) -> bool:
     """``text`` (its naming ``words``) writes a word of the file's name: "the pancake one" → ``pancakes.md``,
     "第三季度那份" → ``第三季度.md``."""
     stem = re.split(r"[/\\]", path)[-1].rsplit(".", 1)[0]
-    own = {_singular(w) for w in _NAMING_WORD.findall(stem.lower()) if w not in _COMMON}
+    own = _naming_words(stem)
     cjk = "".join(_CJK.findall(stem))
     return bool(own & words) or (len(cjk) >= 2 and cjk in text)
 
@@ -851,8 +857,7 @@ def as_the_clause_asks(tools: Sequence[MetonaToolDef], text: str, paths: Sequenc
     把没做完的事情单独存到 pending.md 里" had read todo.md, the 0.5B model read pending.md at p 0.99 and the list was
     never saved; "What time is it now? Add it as a line to timelog.txt", after the time, read timelog.txt
     (requests written for this, 2026-12-05)."""
-    clause = clause_of(text, paths)
-    change = _CHANGE_WORDS.search(_WH_QUESTION.sub(" ", clause)) is not None
+    change = _asks_a_change(clause_of(text, paths))
     fit = [t for t in tools if changes_things(t) == change]
     return fit or list(tools)
 
@@ -1307,10 +1312,15 @@ def _singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
+def _naming_words(text: str) -> set[str]:
+    """The English words of ``text`` that can name a thing (:data:`_COMMON` and words under three letters dropped,
+    plurals made singular)."""
+    return {_singular(w) for w in _NAMING_WORD.findall(text.lower()) if w not in _COMMON}
+
+
 def _named_words(text: str) -> set[str]:
-    """The words of ``text`` that can name a thing (:data:`_COMMON` and words under three letters dropped, plurals
-    made singular), with the English of the :data:`ZH_WORDS` it holds."""
-    words = {_singular(w) for w in _NAMING_WORD.findall(text.lower()) if w not in _COMMON}
+    """:func:`_naming_words`, with the English of the :data:`ZH_WORDS` ``text`` holds."""
+    words = _naming_words(text)
     words.update(english for chinese, english in ZH_WORDS.items() if chinese in text)
     return words
 
@@ -1438,14 +1448,19 @@ def asks_a_fact(text: str) -> bool:
     return _A_FACT.search(bare) is not None and _COMPOSING.search(bare) is None
 
 
+def _own_numbers(text: str) -> list[int | float]:
+    """The numbers ``text`` states (:func:`stated_numbers`) that are not a date's (:func:`_dated`)."""
+    dated = set(_dated(text))
+    return [n for n in stated_numbers(text) if n not in dated]
+
+
 def unused_numbers(text: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[int | float]:
     """The numbers ``text`` (what remains of a request, :func:`what_remains`) states (:func:`stated_numbers`, not a
     date's) that no argument of the turn's ``calls`` holds: what a further calculation is to use. "Open
     timesheet.csv, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour": the sum of the
     hours used none of the 42.50, and the answer multiplied it wrongly (agent-mine-v5, a tuning set, 2026-12-05)."""
     used = {float(n) for _, args in calls for n in _numbers_in(args)}
-    dated = set(_dated(text))
-    return [n for n in stated_numbers(text) if n not in dated and float(n) not in used]
+    return [n for n in _own_numbers(text) if float(n) not in used]
 
 
 def from_the_number(text: str, numbers: Sequence[int | float]) -> str:
@@ -1468,8 +1483,7 @@ def arithmetic(request: str) -> bool:
     (:func:`computes_instead`). "昨晚三个人聚餐一共花了 487 元，AA 的话每人该出多少？保留两位小数。" picked the
     calculator at p 0.46 and, its cosine with the English summary low, was answered from memory
     (agent-bilingual-v1, a tuning set, 2026-12-05)."""
-    dated = set(_dated(request))
-    return len([n for n in stated_numbers(request) if n not in dated]) >= 2 and asks_a_quantity(request)
+    return len(_own_numbers(request)) >= 2 and asks_a_quantity(request)
 
 
 def computes_instead(
