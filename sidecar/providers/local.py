@@ -685,8 +685,8 @@ class LocalAdapter(BaseAdapter):
         Made as a first decision is, on that part and the turn's results (``part``,
         the conversation), among the tools not yet called that compute (:func:`localtools.computes`, a formula
         is the one argument the results can fill) — ``again``, when the part states numbers no call has used
-        (:func:`localtools.unused_numbers`: "…, add up my hours for the week, and tell me what I'll get paid at
-        $42.50 an hour" after the sum), those called too —, with ``answer``; the pick must clear
+        (:func:`localtools.unused_numbers`: "…, total the hours and say what that pays at $38 an hour" after the
+        sum), those called too —, with ``answer``; the pick must clear
         :func:`localtools.sure_of_next`, such a part counting as near as one that asks a quantity. Its step,
         decision text and choice (:data:`localtools.ANSWER` when no tool is called)."""
         candidates = [t for t in tools if (again or t.name not in done) and localtools.computes(t)]

@@ -406,10 +406,10 @@ def before_saving(text: str) -> str | None:
     connective ("I want you to write …"), or what comes before it is under two words (or four Chinese characters).
     The end of a sentence is a connective too, and so is "算完" (done calculating): a sum asked in one sentence and
     saved in the next, and a Chinese "…是多少？算完把结果记到 x.txt 里", were written to the file before anything was
-    calculated (agent-mine-v4, a tuning set, 2026-12-05). An adverb between the connective and the saving ("，单独存到
-    金句.txt 里") is the saving clause's; a saving word that follows no connective ("how much would I save in a
-    year? Put the figure in savings.txt") gives way to a later one (agent-mine-v6, a tuning set, 2026-12-05: the
-    first was written before it was computed, the second appended to the file it was to be read from).
+    calculated (agent-mine-v4, a tuning set, 2026-12-05). An adverb between the connective and the saving ("，另外存到
+    摘录.txt") is the saving clause's; a saving word that follows no connective ("what would we save per month? Note
+    the amount in budget.txt") gives way to a later one (agent-mine-v6, a tuning set, 2026-12-05: such requests had
+    their amount written before it was computed, and a line appended to the file to be read from).
 
     The turn's first decision is made on that part first (the user's order of the steps): on the whole request the
     named file drew the decision to the file tools, and the 0.5B model wrote ``"468 * 0.85 + 63 ="`` to the file
@@ -422,7 +422,7 @@ def before_saving(text: str) -> str | None:
             return None  # the request starts with the saving
         connective = _CONNECTIVE_END.search(head)
         if connective is None:
-            continue  # not a saving clause of its own ("how much would I save in a year?"): a later one may be
+            continue  # not a saving clause of its own ("what would we save per month?"): a later one may be
         head = head[: connective.start()].rstrip(" ,，;；")
         words = _CLAUSE_WORDS.findall(head)
         cjk = sum(1 for w in words if _CJK.fullmatch(w))
@@ -438,8 +438,8 @@ _CONNECTIVE = re.compile(
 def to_change(paths: Sequence[str], text: str) -> list[str]:
     """Of the ``paths`` a request names, those whose own clause (:func:`clause_of`) asks for a change
     (:data:`_CHANGE_WORDS`): what a tool that changes things may be given; all of them when none does.
-    "把 读书笔记/第三章.md 里用“>”开头标出来的句子挑出来，单独存到 金句.txt 里" had a line appended to 第三章.md,
-    the file to read from (agent-mine-v6, a tuning set, 2026-12-05)."""
+    A request to pick lines out of one named file and save them in another had a line appended to the file to read
+    from (agent-mine-v6, a tuning set, 2026-12-05): "把 周会.md 里的待办挑出来，存到 待办.txt" changes 待办.txt only."""
     changed = [p for p in paths if _asks_a_change(clause_of(text, [p]))]
     return changed or list(paths)
 
@@ -512,7 +512,7 @@ _WH_QUESTION = re.compile(
     re.IGNORECASE,
 )
 """A question that asks for something to be told (which, what, when…; 哪, 什么, 谁…, up to its question mark),
-not done: "Which version added CSV export?", "哪个版本加上了导出功能？". Not "Can you save …?" or "能帮我存到 a.txt
+not done: "Which release added dark mode?", "哪一版加上了夜间模式？". Not "Can you save …?" or "能帮我存到 a.txt
 吗？"."""
 
 
@@ -526,8 +526,8 @@ def asks_for_a_change(messages: Sequence[MetonaMessage]) -> bool:
     """The current request asks for something to be written, saved or changed (any of :data:`_CHANGE_WORDS`) outside
     its questions that ask to be told something (:data:`_WH_QUESTION`). A tool that :func:`names_its_file` is
     offered on a named file only then: a question about what a named file says drew the 0.5B model's write_file,
-    which replaced the file with the question; "Which version added CSV export? Should be in the CHANGELOG." (its
-    "export" a change word) drew an append of a made-up line to the CHANGELOG (agent-mine-v5, a tuning set,
+    which replaced the file with the question; a question about which release brought a feature, the feature's
+    name a change word, drew an append of a made-up line to the project's changelog (agent-mine-v5, a tuning set,
     2026-12-05)."""
     return _asks_a_change(question(messages))
 
@@ -1436,11 +1436,10 @@ FACT_CHARS = 160
 def asks_a_fact(text: str) -> bool:
     """``text`` asks one fact (who, what, when, how many; 谁, 哪, 多少, 怎么说 — outside what it quotes) in a
     question of at most :data:`FACT_CHARS`, and asks nothing to be written, explained, listed or advised
-    (:data:`_COMPOSING`): an answer of a few words, which the larger model knows better. Answered by the 0.5B model,
-    "What's the capital of Australia? I always mix it up with Sydney." was "…is Sydney.", "一个小时等于多少秒来着？"
-    60 seconds, "二十四节气里排第一个的是哪个？" "春", "…half past four in the afternoon, what's that in 24-hour time?"
-    12:00; by the 1.5B model, Canberra, 3600, 春分 (立春 is right) and 16:30 (tuning sets' questions,
-    2026-12-05)."""
+    (:data:`_COMPOSING`): an answer of a few words, which the larger model knows better. On tuning sets' questions
+    (2026-12-05) of Australia's capital, the seconds in an hour, the first of the 24 solar terms and half past four
+    p.m. in 24-hour time, the 0.5B model answered Sydney, 60, 春 and 12:00, the 1.5B model Canberra, 3600, 春分
+    (立春 is right) and 16:30."""
     text = text.strip()
     if not text or len(text) > FACT_CHARS or not re.search(r"[?？]|[吗呢]$", text):
         return False
@@ -1456,18 +1455,18 @@ def _own_numbers(text: str) -> list[int | float]:
 
 def unused_numbers(text: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[int | float]:
     """The numbers ``text`` (what remains of a request, :func:`what_remains`) states (:func:`stated_numbers`, not a
-    date's) that no argument of the turn's ``calls`` holds: what a further calculation is to use. "Open
-    timesheet.csv, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour": the sum of the
-    hours used none of the 42.50, and the answer multiplied it wrongly (agent-mine-v5, a tuning set, 2026-12-05)."""
+    date's) that no argument of the turn's ``calls`` holds: what a further calculation is to use. A request to read
+    a week's hours, total them and say what that pays at an hourly rate had the sum computed, none of the rate, and
+    the answer multiplied it wrongly (agent-mine-v5, a tuning set, 2026-12-05)."""
     used = {float(n) for _, args in calls for n in _numbers_in(args)}
     return [n for n in _own_numbers(text) if float(n) not in used]
 
 
 def from_the_number(text: str, numbers: Sequence[int | float]) -> str:
     """``text`` from the connective before the first of ``numbers`` it writes in digits (:func:`unused_numbers`):
-    the clause a further calculation serves ("add up my hours for the week, and tell me what I'll get paid at $42.50
-    an hour" → "tell me what I'll get paid at $42.50 an hour"; shown the whole, the arguments model summed the hours
-    again). The whole ``text`` when it writes none of them so."""
+    the clause a further calculation serves ("total the hours, and say what that pays at $38 an hour" → "say what
+    that pays at $38 an hour"; shown the whole, the arguments model summed the hours again). The whole ``text`` when
+    it writes none of them so."""
     wanted = {float(n) for n in numbers}
     for match in _DATA_NUMBER.finditer(text):
         if float(match.group().replace(",", "")) in wanted:
@@ -1526,8 +1525,9 @@ def named_instead(
     Flights_4_SearchRoundtripFlights at p 0.51; Travel_1_FindAttractions names "attraction", "children", "list"),
     none from it; by one word alone, 9 more moved right and 12 wrong (a request's "find", "play", "provide"). One
     word is enough for a tool in ``own``, one that searches the user's own things for a request that speaks of
-    the user (:func:`spoken_of_as_theirs`): "翻翻我的笔记，京都那次旅行第二天是怎么安排的？" went to list_directory
-    at p 0.44 and, far from it, was answered from memory (agent-bilingual-v1, a tuning set, 2026-12-05)."""
+    the user (:func:`spoken_of_as_theirs`): a Chinese request to look in "我的笔记" for a trip's plan went to
+    list_directory at p 0.44 and, far from it, was answered from memory (agent-bilingual-v1, a tuning set,
+    2026-12-05)."""
     if sure(score) or named.get(choice):
         return None
     fits = [name for name, words in named.items() if len(words) >= NAMED_WORDS or (words and name in own)]
@@ -1563,8 +1563,7 @@ def searches_the_users(tool: MetonaToolDef) -> bool:
 
 def speaks_of_the_user(text: str) -> bool:
     """``text`` speaks of the user, outside what it quotes (:data:`_A_QUOTE`), titles (《…》) and a how-to's "how do
-    I" (:data:`_HOW_TO`): I, my, we, our (:data:`_FIRST_PERSON`), 我, 咱 — "把“我明天下午三点有空”翻译成英文" does
-    not."""
+    I" (:data:`_HOW_TO`): I, my, we, our (:data:`_FIRST_PERSON`), 我, 咱 — "把“我周五晚上有空”译成法语" does not."""
     return _FIRST_PERSON.search(_HOW_TO.sub(" ", _TITLE.sub(" ", _A_QUOTE.sub(" ", text)))) is not None
 
 
@@ -1572,10 +1571,10 @@ def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_to
     """A pick that searches the user's own things (:func:`searches_the_users`) for a request that speaks neither of
     the user (:func:`speaks_of_the_user`) nor of what the tool names (``named``, :func:`named_by`), among other
     tools: a question of general knowledge, answered rather than looked up in the user's notes when a second opinion
-    agrees (:data:`KNOWLEDGE_PROMPT`).
-    "《红楼梦》的作者是谁？", "Who wrote Pride and Prejudice?", "二十四节气里排第一个的是哪个？" and a translation
-    went to the notes search at p 0.58-0.95 (agent-bilingual-v1 and agent-mine-v5, tuning sets, 2026-12-05), while
-    each of those sets' eight notes questions speaks of the user ("According to my notes, …", "…我笔记里应该有。").
+    agrees (:data:`KNOWLEDGE_PROMPT`). Who wrote a classic novel (asked in Chinese and in English), which solar term
+    comes first, and a translation went to the notes search at p 0.58-0.95 (agent-bilingual-v1 and agent-mine-v5,
+    tuning sets, 2026-12-05), while each of those sets' eight notes questions speaks of the user ("as my notes say,
+    …", "…我记在笔记里了").
     A tool offered alone is the host's choice (the demo's document question with only the notes search offered):
     kept. So is a request that names a thing by a model's name of letters and digits (:data:`_MODEL_NAME`: "the
     Metona X1", "the Q3 plan"): a product or a plan of the user's that an imported document may describe."""
@@ -1593,10 +1592,10 @@ KNOWLEDGE_PROMPT = (
 )
 """The system message of the second opinion on a request :func:`not_the_users` reads as general knowledge: the
 search of the user's own things is left only when the model says ``general`` (:data:`KNOWLEDGE_LABELS`). On 22
-questions (2026-12-05: the notes questions of agent-mine-v6, a tuning set since, that speak of nobody — "Who's
-Leo's swimming coach?", "读书会一般在哪儿办？" —, the general questions of the tuning sets, and a few written for
-this) the 1.5B model said ``general`` of all 11 general ones and of 4 of the 11 personal ones; the 0.5B model said
-``personal`` of 18 of the 22."""
+questions (2026-12-05: the notes questions of agent-mine-v6, a tuning set since, that speak of nobody — who a child's
+coach is, where a club meets —, the general questions of the tuning sets, and a few written for this) the 1.5B
+model said ``general`` of all 11 general ones and of 4 of the 11 personal ones; the 0.5B model said ``personal`` of 18
+of the 22."""
 KNOWLEDGE_PREFIX = '{"needs": "'
 KNOWLEDGE_LABELS = ("personal", "general")
 
@@ -2066,7 +2065,7 @@ _PROPER_NOUN = re.compile(
     r"July|August|September|October|November|December)\b)[A-Z][a-z]+"
 )
 """A capitalised word within a sentence: a name whose numbers can be looked up (a city's coordinates), not a
-weekday's or a month's ("Ugh, Mondays. …" → ``calculator("100 * 0.075")`` had passed for a formula of a name's
+weekday's or a month's (a sigh about Mondays → ``calculator("100 * 0.075")`` had passed for a formula of a name's
 numbers: agent-mine-v5, a tuning set, 2026-12-05)."""
 
 
