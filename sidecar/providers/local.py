@@ -488,9 +488,11 @@ class LocalAdapter(BaseAdapter):
             computing = localtools.computes_instead(choice, tools, near, step.get("score"), asked)
             sums = {t.name for t in tools if localtools.computes(t)} if localtools.arithmetic(asked) else set()
 
+            recalled = localtools.of_their_own(by_name[choice], named[choice], tools, step.get("score"), asked)
+
             def nearness(name: str) -> float:  # a tool the request names (or its files, one on files; its
-                # amounts, one that computes) is near enough
-                spoken = named[name] or name in about_files or name == computing or name in sums
+                # amounts, one that computes; the user's own life, one that searches the user's things) is near enough
+                spoken = named[name] or name in about_files or name in (computing, recalled) or name in sums
                 return max(near[name], localtools.RELEVANT_COSINE) if spoken else near[name]
 
             instead = (
@@ -499,7 +501,7 @@ class LocalAdapter(BaseAdapter):
             if instead and named[choice] and not named[instead]:
                 instead = None  # a pick the request names never gives way to one it does not name
             own = localtools.spoken_of_as_theirs(tools, asked)
-            instead = localtools.named_instead(choice, named, step.get("score"), own) or instead
+            instead = localtools.named_instead(choice, named, step.get("score"), own) or recalled or instead
             if not localtools.relevant(nearness(choice), step.get("score"), nearness(instead) if instead else None):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:

@@ -1087,7 +1087,10 @@ def folder_first(
     So too a pick of a tool that works in a folder and needs more than the folder (a search's text), when the
     request asks what the folder holds and quotes nothing to look for (:func:`asks_what_it_holds`): "照片整理
     这个文件夹里都有啥" went to search_files, which searched the folder for its own name (agent-mine-v4, a tuning
-    set)."""
+    set). And when it asks for the newest of what the folder holds, quoting nothing to look for
+    (:func:`asks_the_newest`): a search matches what files say, not which is latest; a listing shows their names
+    (dates, versions). A request to open the latest minutes of a named folder went to search_files, then read the
+    file the search matched first (agent-mine-v6, a tuning set, 2026-12-05)."""
     tool = next((t for t in tools if t.name == choice), None)
     if tool is None or changes_things(tool) or request_paths(messages):
         return None
@@ -1095,11 +1098,20 @@ def folder_first(
     if named_folder(asked) is None:
         return None
     reads = takes_a_file(tool) and not on_a_folder(tool)
-    searches = on_a_folder(tool) and not _lists(tool) and asks_what_it_holds(asked)
+    searches = on_a_folder(tool) and not _lists(tool) and (asks_what_it_holds(asked) or asks_the_newest(asked))
     if not (reads or searches):
         return None
     listers = [t for t in tools if _lists(t)]
     return listers[0] if listers else None
+
+
+_NEWEST = re.compile(r"\b(?:latest|newest|most recent)\b|最新|最近(?:的|一)", re.IGNORECASE)
+
+
+def asks_the_newest(text: str) -> bool:
+    """``text`` asks for the newest of something (latest, most recent, 最新, 最近的) and quotes no text to look for
+    (:func:`quotes_a_text`)."""
+    return bool(_NEWEST.search(text)) and not quotes_a_text(text)
 
 
 def _lists(tool: MetonaToolDef) -> bool:
@@ -1607,6 +1619,31 @@ def spoken_of_as_theirs(tools: Sequence[MetonaToolDef], request: str) -> set[str
     return {t.name for t in tools if searches_the_users(t)} if speaks_of_the_user(request) else set()
 
 
+_NOW = re.compile(r"\b(?:now|currently|at the moment|today|tonight)\b|现在|此刻|目前|今天|今晚", re.IGNORECASE)
+"""A request about the present moment (:func:`of_their_own`): what no record of the user's holds."""
+
+
+def of_their_own(
+    choice: MetonaToolDef, named: set[str], tools: Sequence[MetonaToolDef], score: float | None, request: str
+) -> str | None:
+    """The one offered tool that searches the user's own things (:func:`searches_the_users`) to call instead of
+    ``choice``, a first pick the model is unsure of (:func:`sure`) that searches none and that the request names
+    nothing of (``named``, :func:`named_by`), when the request asks one fact (:func:`asks_a_fact`) of the user's own
+    life (:func:`speaks_of_the_user`), states no number of its own (:func:`_own_numbers`), speaks of no file or
+    folder and not of the present moment (:data:`_NOW`): what only the user's own records can tell, which no other
+    tool computes or fetches. None to keep it. Questions after a setting the user once noted down (a recipe's
+    amount, a boiler's pressure, a camera's exposure) went to the calculator at p 0.37-0.59 with the numbers made
+    up, and were then answered from memory (agent-mine-v6, a tuning set, 2026-12-05)."""
+    if sure(score) or named or searches_the_users(choice):
+        return None
+    if not (speaks_of_the_user(request) and asks_a_fact(request)) or _own_numbers(request):
+        return None
+    if _FILE_WORDS.search(request) or speaks_of_folders(request) or _NOW.search(request):
+        return None
+    own = [t.name for t in tools if searches_the_users(t)]
+    return own[0] if len(own) == 1 else None
+
+
 def _known(score: float | None) -> TypeGuard[float]:
     """A decision's score that can be compared (the runtime reports none, or nan, for some generations)."""
     return score is not None and math.isfinite(score)
@@ -1803,7 +1840,9 @@ def _fits(number: int | float, description: str) -> bool:
 
 
 _NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_.:/-])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d_]|[.:/-][A-Za-z0-9]|[eE][-+]?\d)", re.ASCII
+    r"(?<![A-Za-z0-9_.:/-])(-?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
+    r"(?![\d_]|[.:-][A-Za-z0-9]|/(?:\d|[\w-]+(?:[/\\]|\.[A-Za-z]))|[eE][-+]?\d)",  # $14.99/month: a rate, not a path
+    re.ASCII,
 )
 STATED_NUMBERS = 8
 """Most numbers :func:`stated_numbers` offers (the first ones the request states)."""

@@ -210,6 +210,7 @@ def test_a_number_stated_once_leaves_the_argument_it_is_the_default_of() -> None
         ("order 1234567890123456, 3 items, 123456789012345", [3, 123456789012345]),
         ("３天，５．５小时，－5度", [3, 5.5, -5]),
         ("1e-3 or 3e5", []),
+        ("$14.99/month and $9.49/mo, not 2024/notes.md nor 3/docs/a", [14.99, 9.49]),  # a rate is a number
         (
             "100 million shares, 2.5 Billion, 3.5万人, 5万米, 2亿元",
             [100_000_000, 2_500_000_000, 35_000, 50_000, 200_000_000],
@@ -1884,6 +1885,22 @@ async def test_a_read_in_a_named_folder_with_no_file_named_lists_the_folder_firs
     assert response.tool_calls and response.tool_calls[0].name == "read_file"
 
 
+async def test_a_search_for_the_newest_file_of_a_named_folder_lists_the_folder_first() -> None:
+    """A search matches what files say, not which is latest: asked for the newest file of a named folder, quoting
+    nothing to find, a search picked lists the folder first; a quoted text to find keeps the search."""
+    from sidecar.agent.tools.builtin import default_registry
+
+    tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True)
+             for t in default_registry().definitions(["read_file", "list_directory", "search_files"])]  # fmt: skip
+    for ask in ("Open the latest report in the reports folder, tell me its total.", "把 周报 文件夹里最新的那份打开"):
+        runtime = ScriptedRuntime(['search_files"'], ['{"path": "x"}'])
+        response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("search"))
+        assert response.tool_calls and response.tool_calls[0].name == "list_directory", ask
+    assert lt.asks_the_newest("最近的一份周报是哪天的？") and lt.asks_the_newest("What's the newest file?")
+    assert not lt.asks_the_newest('Find the most recent file that says "invoice"')  # a text to find: the search's
+    assert not lt.asks_the_newest("Open the report from last week")
+
+
 def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": ask, "timestamp": 1}]
     for i, (name, args, ok, summary) in enumerate(calls):
@@ -2443,6 +2460,32 @@ async def test_my_notes_name_the_notes_search_for_an_unsure_pick_of_another_tool
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [("notes_search", {"query": "京都 第二天"})]
     assert lt.spoken_of_as_theirs(defs(*tools), ask) == {"notes_search"}
     assert lt.spoken_of_as_theirs(defs(*tools), "笔记软件有哪些推荐？") == set()
+
+
+async def test_a_fact_of_the_users_own_life_is_looked_up_not_computed() -> None:
+    """A question after a setting the user once noted down went to the calculator at p 0.37-0.59 with its numbers
+    made up, then was answered from memory: asked of the user's own life with no amount, no file and not of the
+    present moment, an unsure pick that searches nothing of the user's gives way to the one tool that does."""
+    unsure = math.log(lt.NEARER_P) - 0.4
+    tools = [CALC, NOTES_SEARCH]
+    for ask in ("What pressure should my boiler sit at? I noted it somewhere.", "上回我炒火锅底料，花椒放了多少克？"):
+        runtime = ScriptedRuntime(['calculator"'], ['{"query": "boiler pressure"}'], score=unsure)
+        response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("calculator"))
+        assert [c.name for c in response.tool_calls or ()] == ["notes_search"], ask
+    (calc, search) = defs(*tools)
+    own = "What exposure time did I use for my night shots?"
+    assert lt.of_their_own(calc, set(), [calc, search], unsure, own) == "notes_search"
+    assert lt.of_their_own(calc, set(), [calc, search], -0.01, own) is None  # the model is sure of its pick
+    assert lt.of_their_own(calc, {"calculate"}, [calc, search], unsure, own) is None  # the request names the pick
+    assert lt.of_their_own(calc, set(), [calc], unsure, own) is None  # nothing searches the user's things
+    for other in (
+        "What did I pay per month if I paid 1,200 over 12 months?",  # amounts of its own
+        "Which of my files has the exposure times?",  # a file
+        "What time is it for me right now?",  # the present
+        "What exposure time should night shots use?",  # nobody's own
+        "Tell me about exposure times I could use.",  # no one fact asked
+    ):
+        assert lt.of_their_own(calc, set(), [calc, search], unsure, other) is None, other
 
 
 @pytest.mark.parametrize(
