@@ -401,8 +401,9 @@ class LocalAdapter(BaseAdapter):
         them (:func:`localtools.unused_numbers`). A request that asks which file is not served by a one-file tool the
         model names the file for (:func:`localtools.needs_the_answer`). A pick that searches the user's own things
         for a request that reads as general knowledge (:func:`localtools.not_the_users`) is left for the answer when
-        a second opinion says so (:meth:`_general`); a file due after a result is offered the tools its own clause
-        asks for (:func:`localtools.as_the_clause_asks`)."""
+        a second opinion says so (:meth:`_general`), and an unsure pick of another tool for a fact of the user's own
+        life gives way to that search when the second opinion agrees (:func:`localtools.of_their_own`); a file due
+        after a result is offered the tools its own clause asks for (:func:`localtools.as_the_clause_asks`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -489,6 +490,8 @@ class LocalAdapter(BaseAdapter):
             sums = {t.name for t in tools if localtools.computes(t)} if localtools.arithmetic(asked) else set()
 
             recalled = localtools.of_their_own(by_name[choice], named[choice], tools, step.get("score"), asked)
+            if recalled and await self._general(asked, asm, steps):
+                recalled = None  # knowledge anyone has, whatever "I" the request says: not the user's records
 
             def nearness(name: str) -> float:  # a tool the request names (or its files, one on files; its
                 # amounts, one that computes; the user's own life, one that searches the user's things) is near enough

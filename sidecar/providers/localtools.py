@@ -1633,7 +1633,9 @@ def of_their_own(
     folder and not of the present moment (:data:`_NOW`): what only the user's own records can tell, which no other
     tool computes or fetches. None to keep it. Questions after a setting the user once noted down (a recipe's
     amount, a boiler's pressure, a camera's exposure) went to the calculator at p 0.37-0.59 with the numbers made
-    up, and were then answered from memory (agent-mine-v6, a tuning set, 2026-12-05)."""
+    up, and were then answered from memory (agent-mine-v6, a tuning set, 2026-12-05). The caller asks the second
+    opinion of :data:`KNOWLEDGE_PROMPT` first: a general question that says "I" in passing (a capital the user
+    always mixes up) had gone to the calculator too, and is no search of the user's notes."""
     if sure(score) or named or searches_the_users(choice):
         return None
     if not (speaks_of_the_user(request) and asks_a_fact(request)) or _own_numbers(request):

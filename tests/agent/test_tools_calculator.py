@@ -66,6 +66,7 @@ async def run(tool: str, args: dict[str, Any]) -> ToolExecution:
         ("10 % 3 + 50% OF 8", 5.0),  # the remainder stays one
         ("5000 * (1 + 0.06)^10", 8954.23848271427),
         ("-2^2 + 2^3^2", 508),
+        ("($14.99 * 12) + (€ 9.49 * 12) - ¥(1)", 292.76),  # a currency sign before an amount: the amount
         ("monthly_payment(4.5%, 360, 250000)", 1266.71327456471),  # a 30-year mortgage
         ("monthly_payment(5.25%, 36, 14000)", 421.165787204975),
         ("monthly_payment(0, 10, 1000)", 100.0),  # no interest: the principal in equal parts

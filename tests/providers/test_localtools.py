@@ -2469,9 +2469,15 @@ async def test_a_fact_of_the_users_own_life_is_looked_up_not_computed() -> None:
     unsure = math.log(lt.NEARER_P) - 0.4
     tools = [CALC, NOTES_SEARCH]
     for ask in ("What pressure should my boiler sit at? I noted it somewhere.", "上回我炒火锅底料，花椒放了多少克？"):
-        runtime = ScriptedRuntime(['calculator"'], ['{"query": "boiler pressure"}'], score=unsure)
+        runtime = ScriptedRuntime(['calculator"'], ['personal"'], ['{"query": "boiler pressure"}'], score=unsure)
         response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("calculator"))
         assert [c.name for c in response.tool_calls or ()] == ["notes_search"], ask
+        assert runtime.payloads[1]["messages"][0]["content"] == lt.KNOWLEDGE_PROMPT
+    general = "What's the capital of Peru? I never remember it."  # "I" in passing: the second opinion says general
+    runtime = ScriptedRuntime(['calculator"'], ['general"'], ['{"expression": "1 + 1"}'], ["Lima."], score=unsure)
+    response, _ = await run(runtime, request(messages=_asking(general), tools=tools), FavouringEmbedder("calculator"))
+    assert "notes_search" not in [c.name for c in response.tool_calls or ()]
+    assert runtime.payloads[1]["messages"][0]["content"] == lt.KNOWLEDGE_PROMPT
     (calc, search) = defs(*tools)
     own = "What exposure time did I use for my night shots?"
     assert lt.of_their_own(calc, set(), [calc, search], unsure, own) == "notes_search"

@@ -138,6 +138,9 @@ _PERCENT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*%(?!\s*[\w.(])")
 """A number followed by ``%`` that no operand follows: a percentage (``12% * 250``, ``200 * 15%``), not the
 remainder operator (``10 % 3``)."""
 _SIGNS = str.maketrans({"×": "*", "÷": "/", "−": "-", "^": "**"})
+_CURRENCY = re.compile(r"[$€£¥￥₹](?=\s*[\d.(])")
+"""A currency sign before an amount (``$14.99 * 12``): the amount. The arguments model wrote ``($14.99 * 12) + …``
+for a yearly saving from monthly prices, and was refused (agent-mine-v6, a tuning set, 2026-12-05)."""
 _PERCENT_OF = re.compile(r"%\s*of\b", re.IGNORECASE)
 """``15.5% of 8460``: a percentage of an amount, as calculators read it (``15.5% * 8460``)."""
 _IN_PERCENT = re.compile(r"(?<=[\d)])(\s*\*\s*100)\s*%\s*$")
@@ -152,8 +155,9 @@ def _written(expression: str) -> str:
     ``×`` ``÷`` ``−`` → ``*`` ``/`` ``-``, ``^`` → ``**`` (a power, as calculators and spreadsheets read it: the
     arguments model wrote ``5000 * (1 + 0.06)^10`` for a compound interest, and was refused). A model asked for a
     percentage of an amount wrote ``12% * 250``, which Python reads as a remainder and refused, and ``15.5% of 8460
-    + 1240`` (:data:`_PERCENT_OF`). ``* 100%`` ending a ratio gives it in percent (:data:`_IN_PERCENT`)."""
-    text = _PERCENT_OF.sub("% *", expression.translate(_SIGNS)).rstrip()
+    + 1240`` (:data:`_PERCENT_OF`). ``* 100%`` ending a ratio gives it in percent (:data:`_IN_PERCENT`). A
+    currency sign before an amount is the amount (:data:`_CURRENCY`)."""
+    text = _PERCENT_OF.sub("% *", _CURRENCY.sub("", expression).translate(_SIGNS)).rstrip()
     if "/" in text:
         text = _IN_PERCENT.sub(r"\1", text)
     return _PERCENT.sub(r"(\1/100)", text)
