@@ -401,7 +401,8 @@ class LocalAdapter(BaseAdapter):
         them (:func:`localtools.unused_numbers`). A request that asks which file is not served by a one-file tool the
         model names the file for (:func:`localtools.needs_the_answer`). A pick that searches the user's own things
         for a request that reads as general knowledge (:func:`localtools.not_the_users`) is left for the answer when
-        a second opinion says so (:meth:`_general`), and an unsure pick of another tool for a fact of the user's own
+        a second opinion says so (:meth:`_general`); a read of a file made up for a quoted text is not made
+        (:func:`localtools.reads_a_guess`); an unsure pick of another tool for a fact of the user's own
         life gives way to that search when the second opinion agrees (:func:`localtools.of_their_own`); a file due
         after a result is offered the tools its own clause asks for (:func:`localtools.as_the_clause_asks`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
@@ -483,6 +484,9 @@ class LocalAdapter(BaseAdapter):
                     choice, decision = lister.name, localtools.DECISION_PREFIX + lister.name + '"'
             else:
                 about_files = []
+        guess = first and not on_a_file and choice in by_name
+        if guess and localtools.reads_a_guess(by_name[choice], request.messages):
+            return False  # a read of a file made up for a quoted text the request asks about: answered
         if first and choice not in (None, localtools.ANSWER) and not on_a_file and lister is None:
             named = {name: words for name, words in localtools.named_by(tools, asked).items() if name in near}
 

@@ -1114,6 +1114,20 @@ def asks_the_newest(text: str) -> bool:
     return bool(_NEWEST.search(text)) and not quotes_a_text(text)
 
 
+def reads_a_guess(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
+    """A first pick that reads a file (:func:`takes_a_file`, changing nothing) for a request that names no file or
+    folder, speaks of none (file, document, folder; 文件, 文档, 文件夹) and quotes a text (:func:`quotes_a_text`):
+    the quote is what it asks about, and the file would be a name made up for it. A question after the source of a
+    quoted line of a classical poem read ``poems/<the line>.txt`` at p 0.73 (agent-mine-v6, a tuning set,
+    2026-12-05); the answer is written instead."""
+    if not takes_a_file(tool) or changes_things(tool) or request_paths(messages):
+        return False
+    asked = question(messages)
+    if named_folder(asked) or _FILE_WORDS.search(asked) or speaks_of_folders(asked):
+        return False
+    return quotes_a_text(asked)
+
+
 def _lists(tool: MetonaToolDef) -> bool:
     """The tool works in a folder (:func:`on_a_folder`) and needs nothing but the folder: it lists what it holds."""
     return on_a_folder(tool) and set(tool.parameters.model_dump(exclude_none=True).get("required") or ()) <= {

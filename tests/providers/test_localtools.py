@@ -1901,6 +1901,22 @@ async def test_a_search_for_the_newest_file_of_a_named_folder_lists_the_folder_f
     assert not lt.asks_the_newest("Open the report from last week")
 
 
+async def test_a_quoted_line_asked_about_is_not_read_from_a_made_up_file() -> None:
+    """A question after the source of a quoted line read ``poems/<the line>.txt``: with no file or folder named or
+    spoken of, a read picked for a request that quotes a text is not made; the answer is written."""
+    tools = [READ_FILE, FIND]
+    ask = "“白日依山尽”出自哪首诗？"
+    runtime = ScriptedRuntime(['read_file"'], ["出自《登鹳雀楼》。"])
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("read"))
+    assert not response.tool_calls and response.content == "出自《登鹳雀楼》。"
+    assert len(runtime.payloads) == 2 and "json_schema" not in runtime.payloads[1]  # no path written
+    (read, _find) = defs(*tools)
+    assert lt.reads_a_guess(read, request(messages=_asking('Who said "less is more"?')).messages)
+    kept_ones = ('Open "plan v2.md"', "在 诗集 文件夹里找“白日依山尽”", 'Which file says "less is more"?', "Read it")
+    for kept in kept_ones:
+        assert not lt.reads_a_guess(read, request(messages=_asking(kept)).messages), kept
+
+
 def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = [{"role": "user", "content": ask, "timestamp": 1}]
     for i, (name, args, ok, summary) in enumerate(calls):
