@@ -484,8 +484,8 @@ class LocalAdapter(BaseAdapter):
                     choice, decision = lister.name, localtools.DECISION_PREFIX + lister.name + '"'
             else:
                 about_files = []
-        picked = by_name.get(choice or "")
-        if first and not on_a_file and picked and localtools.reads_a_guess(picked, request.messages):
+        pick = by_name.get(choice or "")
+        if first and not on_a_file and pick and localtools.reads_a_guess(pick, request.messages):
             return False  # a read of a file made up for a quoted text the request asks about: answered
         if first and choice not in (None, localtools.ANSWER) and not on_a_file and lister is None:
             named = {name: words for name, words in localtools.named_by(tools, asked).items() if name in near}
