@@ -1007,12 +1007,15 @@ def needs_the_answer(tool: MetonaToolDef, text: str) -> bool:
 
 
 _WHICH_FILES = re.compile(
-    r"\bwhich\b[^.?!,;]{0,24}\bfiles?\b|哪些[^，。？！,?!]{0,6}文件|哪个[^，。？！,?!]{0,6}文件", re.IGNORECASE
+    r"\bwhich\b[^.?!,;]{0,24}\bfiles?\b|哪些[^，。？！,?!]{0,6}文件|哪个[^，。？！,?!]{0,6}文件"
+    r"|\bfiles?\b[^.?!;]{0,40}\bwhich (?:one|of them)\b",  # "one of my files mentions …, which one is it?"
+    re.IGNORECASE,
 )
 
 
 def asks_which_files(text: str) -> bool:
-    """``text`` asks which files ("which of my files mention …", "哪些文件里写了 …"): the answer is files, so a pick
+    """``text`` asks which files ("which of my files mention …", "哪些文件里写了 …", "one of my files says …, which
+    one?"): the answer is files, so a pick
     with no file or folder argument is made again among those that have one (:func:`spoken_of_files`) however sure
     the model was. The 0.5B model sent "哪些文件里写了“报销”？" to the notes search at p 0.84 (a request written for
     this, 2026-12-05)."""

@@ -974,6 +974,7 @@ async def test_a_request_asking_which_files_overrules_a_sure_pick_that_works_on_
     response, _ = await run(runtime, request(messages=asking, tools=[NOTES_SEARCH, FIND]), FavouringEmbedder("notes"))
     assert response.tool_calls and response.tool_calls[0].name == "find_in_files"
     assert lt.asks_which_files("Which of my markdown files mention Kubernetes?")
+    assert lt.asks_which_files("A file of mine mentions the lease — which one is it?")
     assert lt.asks_which_files("哪个文件提到了王经理的电话？") and not lt.asks_which_files("我的笔记里写了什么？")
 
 
