@@ -1015,10 +1015,10 @@ _WHICH_FILES = re.compile(
 
 def asks_which_files(text: str) -> bool:
     """``text`` asks which files ("which of my files mention …", "哪些文件里写了 …", "one of my files says …, which
-    one?"): the answer is files, so a pick
-    with no file or folder argument is made again among those that have one (:func:`spoken_of_files`) however sure
-    the model was. The 0.5B model sent "哪些文件里写了“报销”？" to the notes search at p 0.84 (a request written for
-    this, 2026-12-05)."""
+    one?"): the answer is files, so a pick with no file or folder argument is made again among those that have one
+    (:func:`spoken_of_files`) however sure the model was. The 0.5B model sent "哪些文件里写了“报销”？" to the notes
+    search at p 0.84 (a request written for this, 2026-12-05), and a request saying that one of the user's files
+    mentions a word, then asking which one, at p 0.84 too (agent-mine-v6, a tuning set, 2026-12-06)."""
     return bool(_WHICH_FILES.search(text))
 
 
