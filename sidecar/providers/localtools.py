@@ -1100,7 +1100,7 @@ def folder_first(
     asked = question(messages)
     if named_folder(asked) is None:
         return None
-    reads = takes_a_file(tool) and not on_a_folder(tool)
+    reads = reads_a_file(tool)
     searches = on_a_folder(tool) and not _lists(tool) and (asks_what_it_holds(asked) or asks_the_newest(asked))
     if not (reads or searches):
         return None
@@ -1117,13 +1117,19 @@ def asks_the_newest(text: str) -> bool:
     return bool(_NEWEST.search(text)) and not quotes_a_text(text)
 
 
+def reads_a_file(tool: MetonaToolDef) -> bool:
+    """The tool reads one file: it takes one (:func:`takes_a_file`), works in no folder (:func:`on_a_folder`: a
+    plugin's listing or search with a required folder path is not a read) and changes nothing."""
+    return takes_a_file(tool) and not on_a_folder(tool) and not changes_things(tool)
+
+
 def reads_a_guess(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
-    """A first pick that reads a file (:func:`takes_a_file`, changing nothing) for a request that names no file or
-    folder, speaks of none (file, document, folder; 文件, 文档, 文件夹) and quotes a text (:func:`quotes_a_text`):
-    the quote is what it asks about, and the file would be a name made up for it. A question after the source of a
-    quoted line of a classical poem read ``poems/<the line>.txt`` at p 0.73 (agent-mine-v6, a tuning set,
-    2026-12-05); the answer is written instead."""
-    if not takes_a_file(tool) or changes_things(tool) or request_paths(messages):
+    """A first pick that reads a file (:func:`reads_a_file`) for a request that names no file or folder, speaks of
+    none (file, document, folder; 文件, 文档, 文件夹) and quotes a text (:func:`quotes_a_text`): the quote is what it
+    asks about, and the file would be a name made up for it. A question after the source of a quoted line of a
+    classical poem read ``poems/<the line>.txt`` at p 0.73 (agent-mine-v6, a tuning set, 2026-12-05); the answer is
+    written instead."""
+    if not reads_a_file(tool) or request_paths(messages):
         return False
     asked = question(messages)
     if named_folder(asked) or _FILE_WORDS.search(asked) or speaks_of_folders(asked):

@@ -1916,6 +1916,9 @@ async def test_a_quoted_line_asked_about_is_not_read_from_a_made_up_file() -> No
     kept_ones = ('Open "plan v2.md"', "在 诗集 文件夹里找“白日依山尽”", 'Which file says "less is more"?', "Read it")
     for kept in kept_ones:
         assert not lt.reads_a_guess(read, request(messages=_asking(kept)).messages), kept
+    (find_in_folder,) = defs({**FIND, "parameters": {**FIND["parameters"], "required": ["query", "path"]}})
+    assert lt.takes_a_file(find_in_folder) and not lt.reads_a_file(find_in_folder)  # a plugin's search: no read
+    assert not lt.reads_a_guess(find_in_folder, request(messages=_asking('Look for "less is more"')).messages)
 
 
 def _turn(ask: str, *calls: tuple[str, dict[str, Any], bool, Any]) -> list[dict[str, Any]]:
