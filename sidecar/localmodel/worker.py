@@ -11,10 +11,11 @@ stderr). A hello first, then one job at a time, in order:
   ``json_schema``? or ``regex``?, ``prefix``?, ``score``?, ``stop_on_loop``?) → ``delta`` lines, then a result
   (real token counts from the runtime, ``finish``, timings). ``slot`` ``"arguments"`` runs it on the arguments
   model. ``prefix`` is the start of the assistant's reply, written after the chat template's generation prompt
-  (the model continues it); ``json_schema`` / ``regex`` constrain what it writes; ``score`` adds ``score``: the
-  log-probability the model gave the tokens it wrote (unconstrained: the model's own confidence, not the
-  constraint's); ``stop_on_loop`` ends the generation when its output falls into a loop (:class:`LoopGuard`;
-  ``finish``: ``loop``).
+  (the model continues it); ``json_schema`` / ``regex`` constrain what it writes (a schema as the compact grammar
+  :func:`.jsongrammar.compact_grammar` writes where it can: no whitespace but ``": "`` and ``", "``, numbers of
+  bounded length); ``score`` adds ``score``: the log-probability the model gave the tokens it wrote
+  (unconstrained: the model's own confidence, not the constraint's); ``stop_on_loop`` ends the generation when
+  its output falls into a loop (:class:`LoopGuard`; ``finish``: ``loop``).
 * a ``cancel`` stops that generation at its next token (or before it starts)
 
 Any failure of a job answers an ``error`` with ``model_unavailable``, ``context_length_exceeded``,
@@ -39,6 +40,7 @@ from typing import Any, NamedTuple
 from ..workers.io import claim_stdout, exit_with_parent
 from ..workers.protocol import Cancel, Request, WorkerOutput, read_requests
 from . import assets, convert
+from .jsongrammar import compact_grammar
 
 META_FILE = "metona-model.json"
 EXPRESSION_REPEATS = 8
@@ -236,8 +238,12 @@ class Worker:
         if job.get("stop"):
             config.stop_strings = set(job["stop"])
         if job.get("json_schema") is not None:
-            schema = json.dumps(job["json_schema"])
-            config.structured_output_config = ov_genai.StructuredOutputConfig(json_schema=schema)
+            grammar = compact_grammar(job["json_schema"])  # no whitespace loops, no endless numbers; else the schema
+            config.structured_output_config = (
+                ov_genai.StructuredOutputConfig(grammar=grammar)
+                if grammar is not None
+                else ov_genai.StructuredOutputConfig(json_schema=json.dumps(job["json_schema"]))
+            )
         elif job.get("regex"):
             config.structured_output_config = ov_genai.StructuredOutputConfig(regex=str(job["regex"]))
         if job.get("score"):

@@ -598,16 +598,16 @@ class LocalAdapter(BaseAdapter):
             }
             step = await self._generate(payload, keep, asm)
             steps.append(step)
-            parsed = localtools.parse_arguments("".join(written))
-            if parsed is None and localtools.runaway_number("".join(written)) and localtools.scaled_numbers(asked):
+            parsed, finish = localtools.read_arguments("".join(written), step.get("finish"))
+            if parsed is None and finish == "runaway" and localtools.scaled_numbers(asked):
                 stated = localtools.stated_only(planned or schema, declared, localtools.stated_numbers(asked))
                 if stated is not None:  # a number cut short: once more, the numbers the request states only
                     written.clear()
                     step = await self._generate({**payload, "json_schema": stated}, keep, asm)
                     steps.append(step)
-                    parsed = localtools.parse_arguments("".join(written))
-            if parsed is None:  # cut short (the token limit, the loop guard): the user is told, then answered
-                await asm.text(localtools.cut_notice(choice, step.get("finish"), request.messages, budget) + "\n\n")
+                    parsed, finish = localtools.read_arguments("".join(written), step.get("finish"))
+            if parsed is None:  # cut short (the token limit, the loop guard, a runaway number): told, then answered
+                await asm.text(localtools.cut_notice(choice, finish, request.messages, budget) + "\n\n")
                 return False
             if planned:
                 parsed.pop(localtools.PLAN, None)

@@ -38,6 +38,7 @@ from decimal import Decimal
 from typing import Any, TypeGuard
 
 from ..ir import MetonaMessage, MetonaToolDef
+from ..localmodel import jsongrammar
 from .base import tool_text
 
 ANSWER = "answer"
@@ -586,14 +587,19 @@ _MOST_ITEMS = re.compile(r"\bat most (\d+) items\b")
 
 def cut_notice(tool: str, finish: object, messages: Sequence[MetonaMessage], budget: int = ARGUMENT_TOKENS) -> str:
     """What the user is told when a call's arguments were cut short (``finish`` ``length``: the token limit,
-    ``budget``; ``loop``: the loop guard) or could not be read, so the call was not made; in the request's
-    language."""
+    ``budget``; ``loop``: the loop guard; ``runaway``: a number of more digits than a double holds,
+    :func:`read_arguments`) or could not be read, so the call was not made; in the request's language."""
     if chinese(messages):
-        why = {"length": f"参数超过了 {budget} 个词元的上限", "loop": "参数陷入了重复循环"}
+        why = {
+            "length": f"参数超过了 {budget} 个词元的上限",
+            "loop": "参数陷入了重复循环",
+            "runaway": "参数里的一个数字写个不停",
+        }
         return f"（没有调用 {tool}：{why.get(str(finish), '参数不完整')}，以下是直接回答。）"
     why = {
         "length": f"its arguments ran past the {budget}-token limit",
         "loop": "its arguments fell into a repeating loop",
+        "runaway": "a number in its arguments ran on without end",
     }
     return f"(I did not call {tool}: {why.get(str(finish), 'its arguments were incomplete')}. Answering directly.)"
 
@@ -1803,9 +1809,17 @@ def arguments_schema(
 _RUNAWAY = re.compile(r"\d{16,}\s*$")
 
 
-def runaway_number(text: str) -> bool:
-    """Arguments cut short in a number of more digits than a float holds (:func:`stated_only`)."""
-    return bool(_RUNAWAY.search(text))
+def read_arguments(text: str, finish: object) -> tuple[dict[str, Any] | None, object]:
+    """The arguments the constrained step wrote (:func:`parse_arguments`) and how it ended: ``finish`` as the
+    runtime gave it, or ``runaway`` when a number ran on past what a double holds — cut short in it (the runtime's
+    own JSON-schema constraint bounds no number) or stopped by the grammar's bound (:mod:`..localmodel.jsongrammar`),
+    in which case the arguments are not taken either (:func:`stated_only` may try again)."""
+    parsed = parse_arguments(text)
+    if parsed is None:
+        return None, "runaway" if _RUNAWAY.search(text) else finish
+    if jsongrammar.runaway(parsed):
+        return None, "runaway"
+    return parsed, finish
 
 
 def stated_only(

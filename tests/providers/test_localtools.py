@@ -1240,23 +1240,54 @@ async def test_arguments_cut_short_are_reported_to_the_user_then_answered(finish
     assert runtime.payloads[1]["stop_on_loop"] is True
 
 
-async def test_a_number_cut_short_is_written_again_from_the_requests_own_numbers() -> None:
-    numbers = {"payout": {"type": "number", "description": "USD"}, "shares": {"type": "number", "description": "Count"}}
-    dividend = {
-        **tool("dividend_per_share"),
-        "description": "Dividend per share from the total payout and the shares outstanding.",
-        "parameters": {"type": "object", "required": ["payout", "shares"], "properties": numbers},
-    }
+DIVIDEND = {
+    **tool("dividend_per_share"),
+    "description": "Dividend per share from the total payout and the shares outstanding.",
+    "parameters": {
+        "type": "object",
+        "required": ["payout", "shares"],
+        "properties": {
+            "payout": {"type": "number", "description": "USD"},
+            "shares": {"type": "number", "description": "Count"},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("runaway", "finish"),
+    [
+        ('{"payout": 50000000, "shares": 10000000000000000000000000000000', "length"),  # json_schema: to the limit
+        ('{"payout": 50000000, "shares": 10000000000000000}', "stop"),  # the compact grammar's bound ended it
+    ],
+)
+async def test_a_number_cut_short_is_written_again_from_the_requests_own_numbers(runaway: str, finish: str) -> None:
+    dividend = DIVIDEND
     ask = "The dividend per share with 100 million shares and a payout of 50 million USD?"
-    runaway = '{"payout": 50000000, "shares": 10000000000000000000000000000000'
     again = '{"payout": 50000000, "shares": 100000000}'
-    runtime = ScriptedRuntime(['dividend_per_share"'], [runaway], [again], arguments_finish="length")
+    runtime = ScriptedRuntime(['dividend_per_share"'], [runaway], [again], arguments_finish=finish)
     messages = [{"role": "user", "content": ask, "timestamp": 1}]
     response, _ = await run(runtime, request(messages=messages, tools=[dividend]))
     assert response.tool_calls and response.tool_calls[0].args == {"payout": 50000000, "shares": 100000000}
     retried = runtime.payloads[2]["json_schema"]["properties"]
     assert retried["shares"] == {"type": "number", "enum": [100000000, 50000000]} == retried["payout"]
     assert "In digits: 100 million = 100000000; 50 million = 50000000." in runtime.payloads[1]["messages"][0]["content"]
+
+
+@pytest.mark.parametrize(
+    ("ask", "notice"),
+    [
+        ("Dividend per share for a payout of 5000 USD?", "(I did not call dividend_per_share: a number in its argu"),
+        ("派息 5000 美元，每股股息是多少？", "（没有调用 dividend_per_share：参数里的一个数字写个不停"),
+    ],
+)
+async def test_a_runaway_number_the_grammar_ended_is_not_called_and_the_user_is_told(ask: str, notice: str) -> None:
+    runaway = '{"payout": 5000, "shares": 10000000000000000}'
+    runtime = ScriptedRuntime(['dividend_per_share"'], [runaway], ["I need the number of shares."])
+    messages = [{"role": "user", "content": ask, "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=messages, tools=[DIVIDEND]))
+    assert response.tool_calls is None and response.content.startswith(notice), response.content
+    assert len(runtime.payloads) == 3  # no scaled number stated: no second try
 
 
 async def test_arguments_cut_short_elsewhere_are_not_written_again() -> None:
