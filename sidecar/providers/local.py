@@ -500,10 +500,18 @@ class LocalAdapter(BaseAdapter):
             recalled = localtools.of_their_own(by_name[choice], named[choice], tools, step.get("score"), asked)
             if recalled and await self._general(asked, asm, steps):
                 recalled = None  # knowledge anyone has, whatever "I" the request says: not the user's records
+            if localtools.nothing_to_compute(by_name[choice], asked):  # a formula of no number the request states
+                theirs = localtools.spoken_of_as_theirs(tools, asked)
+                if len(theirs) != 1:
+                    return False  # answered
+                recalled = next(iter(theirs))  # "look in my notes: …" — the user's own things, looked up
+            folder = localtools.named_folder(asked)
 
             def nearness(name: str) -> float:  # a tool the request names (or its files, one on files; its
-                # amounts, one that computes; the user's own life, one that searches the user's things) is near enough
+                # amounts, one that computes; the user's own life, one that searches the user's things; a folder,
+                # one that works in folders) is near enough
                 spoken = named[name] or name in about_files or name in (computing, recalled) or name in sums
+                spoken = spoken or bool(folder and localtools.on_a_folder(by_name[name]))  # a folder named: its tools
                 return max(near[name], localtools.RELEVANT_COSINE) if spoken else near[name]
 
             instead = (

@@ -115,9 +115,10 @@ FILE_EXTENSIONS = frozenset(
 in the conversation's tool results (:func:`named_paths`)."""
 FILE_NAMES = frozenset(
     """Makefile makefile GNUmakefile Dockerfile Containerfile Jenkinsfile Vagrantfile Procfile Gemfile Rakefile
-    Pipfile Brewfile Justfile Caddyfile README LICENSE LICENCE COPYING CHANGELOG CONTRIBUTING""".split()
+    Pipfile Brewfile Justfile Caddyfile Podfile Snakefile Tiltfile Earthfile README LICENSE LICENCE COPYING
+    CHANGELOG ChangeLog CONTRIBUTING AUTHORS CONTRIBUTORS MAINTAINERS CODEOWNERS NOTICE INSTALL""".split()
 )
-"""Conventional file names without an extension."""
+"""Conventional file names without an extension (the GNU coding standards' AUTHORS, INSTALL, ChangeLog too)."""
 DOT_NAMES = frozenset((".env",))
 """Conventional file names that are also an extension after the dot: a word like ``.csv`` or ``.md`` alone is the
 kind of file a request is about ("找出所有的 .csv 文件"), not a file's name."""
@@ -242,11 +243,13 @@ called tax estimate.txt"; not "the function named parse defined in utils.py").""
 
 
 _ZH_THIS_FILE = re.compile(
-    r"(?:(?<=\s)|(?<=[「“\"'‘]))([^\s，。、；：？！,;:?!「」“”\"'‘’《》()（）]+?)[」”\"'’]?\s*(?:这个|那个)文件(?!夹)"
+    r"(?:^(?![^\s这那]*?(?:我|你|帮|请|一下|看看|看下|打开))|(?<=\s)|(?<=[「“\"'‘]))"
+    r"([^\s，。、；：？！,;:?!「」“”\"'‘’《》()（）]+?)[」”\"'’]?\s*(?:这个|那个)文件(?!夹)"
 )
-"""A Chinese request's "X 这个文件" (the file X), X set apart by a space or quoted: a file's name, an extension or
-not (a request to read "购物清单 这个文件" named no file before: the folder was listed instead; agent-mine-v4, a tuning
-set)."""
+"""A Chinese request's "X 这个文件" (the file X), X set apart by a space or quoted, or starting the request (not
+"帮我看看"): a file's name, an extension or not (a request to read "购物清单 这个文件" named no file before: the
+folder was listed instead; agent-mine-v4, a tuning set; a name at the request's start was not read, agent-mine-v7,
+another)."""
 
 
 NAME_REACH = 1000
@@ -2355,6 +2358,15 @@ and got the quantity wrong: ``(5 / 89.9) * 100`` for the price per litre of 5 li
 100`` for 26.2 miles in km, ``540 / 45 / 100`` for litres per 100 km. On 20 arithmetic requests written for this
 (2026-12-05, 6 from agent-mine-v3's runs, a tuning set), f32: 13 right without the plan, 15 with it (a plan that
 asked only "which quantity, how": 14); ``sum``/``mean`` taken by the calculator since, one more."""
+
+
+def nothing_to_compute(tool: MetonaToolDef, request: str) -> bool:
+    """A tool that computes (:func:`computes`) picked for a request that states no number of its own
+    (:func:`_own_numbers`; "two", "五个" count, "one", 一 and a date's do not): its formula could only hold numbers
+    the model made up. "How many teaspoons in a tablespoon?", "一斤等于多少克？" and "翻下我笔记，羽毛球场地费一小时多少
+    钱？" went to the calculator at p 0.6–0.9 with a made-up formula or a bare number (agent-mine-v6 and v7, tuning
+    sets, 2026-12-06): the first two are answered, the last is the notes search's (:func:`spoken_of_as_theirs`)."""
+    return computes(tool) and not _own_numbers(request)
 
 
 def computes(tool: MetonaToolDef) -> bool:

@@ -416,6 +416,9 @@ def test_ranked_tools_go_by_similarity_and_ties_keep_the_offered_order() -> None
         ("打开「随手记」这个文件", ["随手记"]),
         ("帮我看下这个文件", []),  # which file, not a name
         ("看看 照片 这个文件夹", []),
+        ("装机配置 这个文件（没后缀的那个）里写了啥？", ["装机配置"]),  # the request starts with the name
+        ("帮我看看 这个文件", []),  # the request starts with what it asks, not a name
+        ("who's the maintainer in AUTHORS?", ["AUTHORS"]),  # a conventional name without an extension
     ],
 )
 def test_an_unquoted_name_with_spaces_after_its_folder_is_named_whole(text: str, paths: list[str]) -> None:
@@ -2543,6 +2546,45 @@ async def test_a_fact_of_the_users_own_life_is_looked_up_not_computed() -> None:
         "Tell me about exposure times I could use.",  # no one fact asked
     ):
         assert lt.of_their_own(calc, set(), [calc, search], unsure, other) is None, other
+
+
+async def test_a_formula_of_no_number_the_request_states_is_not_computed() -> None:
+    """A request with no number of its own picked the calculator, surely, with a made-up formula or a bare number:
+    answered; when the request speaks of the user's own things, their search is called instead."""
+    formula = {"expression": {"type": "string", "description": "A formula, e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'"}}
+    calculator = {**CALC, "parameters": {"type": "object", "required": ["expression"], "properties": formula}}
+    tools = [calculator, NOTES_SEARCH]
+    for ask in ("How many teaspoons in a tablespoon?", "一斤等于多少克？"):
+        runtime = ScriptedRuntime(['calculator"'], ["Three."])
+        response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), FavouringEmbedder("calculator"))
+        assert response.tool_calls is None and response.content == "Three.", ask
+        assert len(runtime.payloads) == 2  # the decision, then the answer: no arguments written
+    mine = "翻下我笔记，羽毛球场地费一小时多少钱？"
+    runtime = ScriptedRuntime(['calculator"'], ['{"query": "羽毛球场地费"}'])
+    response, _ = await run(runtime, request(messages=_asking(mine), tools=tools), FavouringEmbedder("calculator"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("notes_search", {"query": "羽毛球场地费"})]
+    (calc, search) = defs(*tools)
+    assert lt.nothing_to_compute(calc, "What is two plus three?") is False  # numbers in words are stated
+    assert lt.nothing_to_compute(search, "How many teaspoons in a tablespoon?") is False  # computes nothing
+
+
+async def test_a_folder_the_request_names_makes_a_folder_tool_near_enough() -> None:
+    """"列一下 学习/雅思/听力 这个文件夹里都有啥" named list_directory at p 0.37, far from it by the embedder
+    (Chinese against an English summary): answered with a made-up listing. A folder named, a tool that works in
+    folders is near enough; a tool that does not is judged as before."""
+    unsure = math.log(0.37)
+    lister = {
+        **tool("list_directory", "path"),
+        "description": "List the files and folders in a folder of the workspace.",
+    }
+    ask = "列一下 学习/雅思/听力 这个文件夹里都有啥"
+    runtime = ScriptedRuntime(['list_directory"'], ['{"path": "学习/雅思/听力"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=[lister, CALC]), FavouringEmbedder("calc"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("list_directory", {"path": "学习/雅思/听力"})]
+    runtime = ScriptedRuntime(['list_directory"'], ["宫保鸡丁、番茄炒蛋。"], score=unsure)
+    ask = "列一下你会做的家常菜"  # no folder named: unsure and far, answered as before
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=[lister, CALC]), FavouringEmbedder("calc"))
+    assert response.tool_calls is None and response.content == "宫保鸡丁、番茄炒蛋。"
 
 
 @pytest.mark.parametrize(
