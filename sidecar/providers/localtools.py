@@ -1606,9 +1606,16 @@ def searches_the_users(tool: MetonaToolDef) -> bool:
 
 
 def speaks_of_the_user(text: str) -> bool:
-    """``text`` speaks of the user, outside what it quotes (:data:`_A_QUOTE`), titles (《…》) and a how-to's "how do
-    I" (:data:`_HOW_TO`): I, my, we, our (:data:`_FIRST_PERSON`), 我, 咱 — "把“我周五晚上有空”译成法语" does not."""
-    return _FIRST_PERSON.search(_HOW_TO.sub(" ", _TITLE.sub(" ", _A_QUOTE.sub(" ", text)))) is not None
+    """``text`` speaks of the user, outside what it quotes (:data:`_A_QUOTE`), titles (《…》), a how-to's "how do
+    I" (:data:`_HOW_TO`) and the asking's "help me", 帮我 (:data:`_HELP_ME`): I, my, we, our
+    (:data:`_FIRST_PERSON`), 我, 咱 — "把“我周五晚上有空”译成法语" does not, nor "帮我把这句话改得委婉一点：“…”"."""
+    bare = _HELP_ME.sub(" ", _HOW_TO.sub(" ", _TITLE.sub(" ", _A_QUOTE.sub(" ", text))))
+    return _FIRST_PERSON.search(bare) is not None
+
+
+_HELP_ME = re.compile(r"(?:帮|替)(?:我|咱)|\bhelp\s+me\b", re.IGNORECASE)
+"""How a request asks ("help me write…", "帮我改一下…"), not what it speaks of: a request to rewrite a quoted line
+politely went to the notes search for its 帮我 (agent-mine-v7, a tuning set, 2026-12-06)."""
 
 
 def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_tools: int) -> bool:

@@ -2456,7 +2456,9 @@ def test_a_search_of_the_users_own_things_is_known_by_its_description() -> None:
      ("Who wrote Pride and Prejudice?", False), ("《红楼梦》的作者是谁？", False),
      ("把“我明天下午三点有空”翻译成英文。", False), ('How do I say "I am lost" in French?', False),
      ("《我的前半生》是谁写的？", False), ("What's the iPhone's screen size?", False),
-     ("How can I fix my bike chain?", True)],
+     ("How can I fix my bike chain?", True), ("帮我把这句话改得委婉一点：“你什么时候还钱？”", False),
+     ("help me write a poem about rain", False), ("Can you help me write a note to my landlord?", True),
+     ("帮我查一下我的笔记", True)],
 )  # fmt: skip
 def test_a_request_speaks_of_the_user_outside_what_it_quotes(text: str, theirs: bool) -> None:
     assert lt.speaks_of_the_user(text) is theirs
