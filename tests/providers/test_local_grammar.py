@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jsonschema
@@ -83,31 +84,21 @@ def test_a_number_of_more_digits_than_the_grammar_allows_is_a_runaway() -> None:
 # ---- on the real runtime ----------------------------------------------------------------------------------------
 
 
-class Kept:
-    def __init__(self) -> None:
-        self.deltas: list[str] = []
-
-    def delta(self, job_id: str, text: str) -> None:
-        self.deltas.append(text)
-
-    def progress(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def worker() -> Iterator[Any]:
     if not assets.runtime_available():
         pytest.skip("the local-model extra is not installed")
     from sidecar.localmodel.worker import Worker
 
-    out = Kept()
+    deltas: list[str] = []
+    out = SimpleNamespace(deltas=deltas, delta=lambda _job, text: deltas.append(text), progress=lambda *_a: None)
     running = Worker(out)  # type: ignore[arg-type]
     running.load({"root": str(MODEL_DIR), "precision": "f32"}, "load")
     yield running
 
 
 def write(worker: Any, said: str, schema: dict[str, Any], max_tokens: int = 60) -> tuple[str, str]:
-    worker.out.deltas = []
+    worker.out.deltas.clear()
     job = {
         "messages": [
             {"role": "system", "content": "Repeat the user's text exactly."},
