@@ -501,7 +501,7 @@ class LocalAdapter(BaseAdapter):
             recalled = localtools.of_their_own(by_name[choice], named[choice], tools, step.get("score"), asked)
             if recalled and await self._general(asked, asm, steps):
                 recalled = None  # knowledge anyone has, whatever "I" the request says: not the user's records
-            if localtools.nothing_to_compute(by_name[choice], asked):  # a formula of no number the request states
+            if localtools.nothing_to_compute(by_name[choice], request.messages):  # a formula of no number stated
                 theirs = localtools.spoken_of_as_theirs(tools, asked)
                 if len(theirs) != 1:
                     return False  # answered

@@ -2367,13 +2367,17 @@ and got the quantity wrong: ``(5 / 89.9) * 100`` for the price per litre of 5 li
 asked only "which quantity, how": 14); ``sum``/``mean`` taken by the calculator since, one more."""
 
 
-def nothing_to_compute(tool: MetonaToolDef, request: str) -> bool:
+def nothing_to_compute(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     """A tool that computes (:func:`computes`) picked for a request that states no number of its own
-    (:func:`_own_numbers`; "two", "五个" count, "one", 一 and a date's do not): its formula could only hold numbers
-    the model made up. "How many teaspoons in a tablespoon?", "一斤等于多少克？" and "翻下我笔记，羽毛球场地费一小时多少
+    (:func:`_own_numbers`; "two", "五个" count, "one", 一 and a date's do not) in a conversation whose earlier turns
+    state none either ("add them up" after a list of prices is arithmetic): its formula could only hold numbers the
+    model made up. "How many teaspoons in a tablespoon?", "一斤等于多少克？" and "翻下我笔记，羽毛球场地费一小时多少
     钱？" went to the calculator at p 0.6–0.9 with a made-up formula or a bare number (agent-mine-v6 and v7, tuning
     sets, 2026-12-06): the first two are answered, the last is the notes search's (:func:`spoken_of_as_theirs`)."""
-    return computes(tool) and not _own_numbers(request)
+    if not computes(tool) or _own_numbers(question(messages)):
+        return False
+    earlier = messages[: max(turn_start(messages) - 1, 0)]
+    return not any(_own_numbers(tool_text(m) if m.role == "tool" else m.content) for m in earlier)
 
 
 def computes(tool: MetonaToolDef) -> bool:

@@ -2566,8 +2566,15 @@ async def test_a_formula_of_no_number_the_request_states_is_not_computed() -> No
     response, _ = await run(runtime, request(messages=_asking(mine), tools=tools), FavouringEmbedder("calculator"))
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [("notes_search", {"query": "羽毛球场地费"})]
     (calc, search) = defs(*tools)
-    assert lt.nothing_to_compute(calc, "What is two plus three?") is False  # numbers in words are stated
-    assert lt.nothing_to_compute(search, "How many teaspoons in a tablespoon?") is False  # computes nothing
+
+    def said(*texts: str) -> Any:
+        turns = [{"role": r, "content": t, "timestamp": 1} for r, t in zip(["user", "assistant"] * 3, texts)]
+        return request(messages=turns).messages
+
+    assert lt.nothing_to_compute(calc, said("How many teaspoons in a tablespoon?"))
+    assert not lt.nothing_to_compute(calc, said("What is two plus three?"))  # numbers in words are stated
+    assert not lt.nothing_to_compute(search, said("How many teaspoons in a tablespoon?"))  # computes nothing
+    assert not lt.nothing_to_compute(calc, said("Prices: 3.50, 4.20, 9.99", "Noted.", "Add them up."))  # earlier
 
 
 async def test_a_folder_the_request_names_makes_a_folder_tool_near_enough() -> None:
