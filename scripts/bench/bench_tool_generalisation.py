@@ -16,8 +16,8 @@ bench_tool_decision.py), once, as one ``chat/stream`` with ``tools``.
 Kinds (the issue's table): ``single`` (simple_python: one function, the request needs it), ``multiple`` (several
 offered, one is right), ``live`` (live_simple + live_multiple: real users' functions and requests),
 ``irrelevance`` (general questions, no function fits), ``live_irrelevance`` (real users' sessions, none fits);
-``parallel`` and ``parallel_multiple`` (not in the issue's table, tuned on: requests needing several calls, the
-first call judged);
+``parallel`` and ``parallel_multiple`` (not in the issue's table, not in the default run; requests needing several
+calls, the first call judged);
 and ``mcp-single``, ``mcp-multiple``, ``mcp-irrelevance``: ``datasets/tool-generalisation-v1`` (139 requests in
 Chinese and English over the tools that ten MCP servers from npm and PyPI list, written by someone who had not read
 the decision code; see its README).
