@@ -39,7 +39,8 @@ object ::= "{{" (member (", " member)*)? "}}"
 member ::= string ": " value
 array ::= "[" (value (", " value)*)? "]"
 """
-_SIMPLE = {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean", "null": "null"}
+_SIMPLE = frozenset({"string", "number", "integer", "boolean", "null"})
+"""Types whose rule in :data:`_COMMON` has the type's own name."""
 
 
 class _Unsupported(Exception):
@@ -106,7 +107,7 @@ def _node(schema: Any, rules: list[str]) -> str:
             raise _Unsupported
         return "(" + " | ".join(_node({**schema, "type": k}, rules) for k in kind) + ")"
     if kind in _SIMPLE:
-        return _SIMPLE[kind]
+        return str(kind)
     if kind == "array":
         items = schema.get("items")
         item = _node(items, rules) if items is not None else "value"
@@ -147,4 +148,4 @@ def _object(schema: dict[str, Any], rules: list[str]) -> str:
         if needed:
             break
     body = " | ".join(f"({first})" for first in firsts)
-    return _rule(rules, f'"{{" ({body})' + ("" if required & set(properties) else "?") + ' "}"')
+    return _rule(rules, f'"{{" ({body})' + ("" if any(needed for _, needed in members) else "?") + ' "}"')
