@@ -24,7 +24,8 @@ the decision code; see its README).
 
 **The split.** A case is held out when ``sha256("metona-tool-generalisation:" + id)`` is odd: about half of every
 kind. Tuning reads only ``--split tune`` (the default); ``--split heldout`` is run to report, never read to tune.
-``--per-kind N`` takes the N cases of each kind with the smallest hashes (the same N cases every run).
+``--per-kind N`` takes the N cases of each kind with the smallest hashes (the same N cases every run); ``--skip M``
+leaves out the first M of them (a tuning part not read before: ``--skip 100 --per-kind 100`` is the next hundred).
 
 A relevant case is *called right* when the first response is exactly one call of the expected function whose
 arguments pass BFCL's rules for the possible answers (each given key declared; required keys given; a value
@@ -120,14 +121,14 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def load_cases(data: Path, kinds: list[str], split: str, per_kind: int) -> list[dict[str, Any]]:
+def load_cases(data: Path, kinds: list[str], split: str, per_kind: int, skip: int = 0) -> list[dict[str, Any]]:
     cases = []
     mcp = [r for r in _rows(MCP_SET) if held_out(r["id"]) == (split == "heldout")] if MCP_SET.is_file() else []
     for kind in kinds:
         if kind in MCP_KINDS:
             pool = [{**r, "kind": kind, "truth": r["ground_truth"]} for r in mcp if f"mcp-{r['kind']}" == kind]
             pool.sort(key=lambda r: digest(r["id"]))
-            cases += pool[:per_kind]
+            cases += pool[skip : skip + per_kind]
             continue
         pool = []
         for part in KINDS[kind]:
@@ -142,7 +143,7 @@ def load_cases(data: Path, kinds: list[str], split: str, per_kind: int) -> list[
                     continue  # one expected call per case (the parallel kinds are not these)
                 pool.append({**row, "kind": kind, "truth": answers.get(row["id"])})
         pool.sort(key=lambda r: digest(r["id"]))
-        cases += pool[:per_kind]
+        cases += pool[skip : skip + per_kind]
     return cases
 
 
@@ -317,7 +318,7 @@ async def main_async(args: argparse.Namespace) -> int:
         os.environ["BENCH_ARGUMENTS"] = "1"  # the arguments step runs (bench_tool_decision skips it otherwise)
     data = fetch()
     kinds = args.kinds.split(",")
-    cases = load_cases(data, kinds, args.split, args.per_kind)
+    cases = load_cases(data, kinds, args.split, args.per_kind, args.skip)
     if args.only:
         only = set(args.only.split(","))
         cases = [c for c in cases if c["id"] in only]
@@ -380,6 +381,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("tune", "heldout"), default="tune")
     parser.add_argument("--per-kind", type=int, default=30)
+    parser.add_argument("--skip", type=int, default=0, help="leave out each kind's first N cases (those read before)")
     parser.add_argument("--kinds", default=",".join([*(k for k in KINDS if k not in PARALLEL), *MCP_KINDS]))
     parser.add_argument("--only", help="comma-separated case ids")
     parser.add_argument("--json", help="write the per-case rows here")

@@ -590,6 +590,15 @@ class LocalAdapter(BaseAdapter):
         elif (folder := localtools.named_folder(asked)) and localtools.on_a_folder(tool):
             schema = localtools.ground_folder(schema, folder)  # the folder the user named, as the user spelled it
         args: dict[str, Any] = {}
+        text_key = localtools.text_argument(tool, schema) if calls else None
+        text = ""
+        if text_key is not None:  # after results, the text the call writes first, as text (then the rest as JSON)
+            text, finish = await self._text_first(request, tool, text_key, asm, steps)
+            if finish in ("length", "loop"):
+                budget = localtools.ARGUMENT_TOKENS
+                await asm.text(localtools.cut_notice(choice, finish, request.messages, budget) + "\n\n")
+                return False
+            schema = localtools.without_argument(schema, text_key)
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
             if rest:
@@ -628,10 +637,36 @@ class LocalAdapter(BaseAdapter):
                 return False
             if rest and not localtools.from_the_data(args, declared, base["messages"][-1]["content"], more):
                 return False  # a formula for what remains, of numbers neither that part nor the results hold
+        if text_key is not None:
+            args = {**args, text_key: text}
         if localtools.repeated(choice, args, request.messages):
             return False
         await asm.tool_call(name=choice, args=args)
         return True
+
+    async def _text_first(
+        self, request: MetonaRequest, tool: Any, key: str, asm: StreamAssembler, steps: list[dict[str, Any]]
+    ) -> tuple[str, object]:
+        """The text of ``tool``'s argument ``key`` (:func:`localtools.text_argument`) written as the answer is,
+        from the request and the turn's results (:func:`_folded`, asked :func:`localtools.text_request`), by the
+        model that writes answers; and how it ended (``length``, ``loop``: cut short, not to be used)."""
+        from ..localmodel.assets import ARGUMENTS_SLOT
+
+        parts: list[str] = []
+
+        async def keep(text: str) -> None:
+            parts.append(text)
+
+        payload: dict[str, Any] = {
+            **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
+            "messages": _folded(request.messages, ask=localtools.text_request(tool, key, request.messages)),
+            "max_tokens": localtools.ARGUMENT_TOKENS,
+            "temperature": 0.0,
+            "stop_on_loop": True,
+        }
+        step = await self._generate(payload, keep, asm)
+        steps.append(step)
+        return localtools.unfenced("".join(parts)), step.get("finish")
 
     async def _general(self, asked: str, asm: StreamAssembler, steps: list[dict[str, Any]]) -> bool:
         """The second opinion on a request that :func:`localtools.not_the_users` reads as general knowledge: the
@@ -822,16 +857,18 @@ def _asking(request: MetonaRequest, text: str) -> MetonaRequest:
     return request.model_copy(update={"messages": messages})
 
 
-def _folded(messages: list[MetonaMessage]) -> list[dict[str, Any]]:
-    """The messages with the calls and results after the last user message folded into it as text."""
+def _folded(messages: list[MetonaMessage], *, ask: str | None = None) -> list[dict[str, Any]]:
+    """The messages with the calls and results after the last user message folded into it as text, then the
+    request again and ``ask`` (default: :data:`ANSWER_AFTER_TOOLS`, in the request's language)."""
     last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
     head = [_message(m) for m in messages[: max(last_user, 0)]]
     question = messages[last_user].content if last_user >= 0 else ""
     lines = localtools.done_lines(messages, indent=localtools.RESULT_INDENT)
     chinese = localtools.chinese(messages)
-    ask = ANSWER_AFTER_TOOLS_ZH if chinese else ANSWER_AFTER_TOOLS
+    label = ("请求：" if chinese else "Request: ") if ask else ("问题：" if chinese else "Question: ")
+    ask = ask or (ANSWER_AFTER_TOOLS_ZH if chinese else ANSWER_AFTER_TOOLS)
     if 0 < len(question) <= QUESTION_AGAIN_CHARS:
-        ask = f"{'问题：' if chinese else 'Question: '}{question.strip()}\n{ask}"
+        ask = f"{label}{question.strip()}\n{ask}"
     text = f"{question}\n\nTool results:\n" + "\n".join(lines) + f"\n\n{ask}"
     return [*head, {"role": "user", "content": text.strip()}]
 

@@ -504,7 +504,8 @@ _CHANGE_WORDS = re.compile(
     r"change|modify|replace|rename|move|copy|delete|remove|fill|fix|note down|jot|generate|draft|compose|output|dump|"
     r"overwrite|clear|make (?:a|an|me))\b|保存|存到|存入|存为|存成|存下|写入|写到|"
     r"写进|写上|写成|写下|写一|写个|写份|写篇|记到|记下|记录到|建一|新建|创建|生成|添加|加上|追加|插入|更新|编辑|修改|改成|"
-    r"改为|改正|修正|替换|重命名|移动|复制|删除|删掉|填入|填上|导出|放进|放到|放入",
+    r"改为|改正|修正|替换|重命名|移动|复制|删除|删掉|填入|填上|导出|放进|放到|放入|抄到|抄进|抄成|誊到|整理到|整理进|整理成|"
+    r"汇总到|汇总进|汇总成|列到|列进|贴到|贴进|粘贴到|记在|记进|写在",
     re.IGNORECASE,
 )
 
@@ -903,6 +904,78 @@ def _path_argument(tool: MetonaToolDef) -> tuple[dict[str, Any], bool] | None:
     if not isinstance(spec, dict) or spec.get("type") != "string":
         return None
     return spec, PATH_ARGUMENT in (schema.get("required") or ())
+
+
+TEXT_MIN_CHARS = 1000
+"""A string argument declared no shorter than this (or unbounded) may hold a text the call writes
+(:func:`text_argument`)."""
+
+
+def text_argument(tool: MetonaToolDef, schema: dict[str, Any]) -> str | None:
+    """The one argument of ``schema`` (the tool's arguments schema) that holds a text the call writes, when the
+    tool changes things (:func:`changes_things`, or it needs the user's permission): a required string with no enum
+    and no format, that names no file (:func:`_names_a_file`), whose declaration bounds it to no fewer than
+    :data:`TEXT_MIN_CHARS` characters if at all — write_file's ``content``, a ticket's ``body``. None when there is
+    not exactly one. After a turn's results it is written first, as text (:func:`text_request`)."""
+    if not (changes_things(tool) or tool.requires_permission):
+        return None
+    declared = tool.parameters.model_dump(mode="json", exclude_none=True)
+    required = set(schema.get("required") or ())
+    found = []
+    for key, spec in (schema.get("properties") or {}).items():
+        if key not in required or spec.get("type") != "string" or spec.get("enum") or _names_a_file(key):
+            continue
+        own = _spec(declared, key)
+        if own.get("format") or own.get("pattern") or "const" in spec:
+            continue
+        most = _MOST_CHARS.search(" ".join(_hint_items(str(own.get("description") or ""))))
+        if most and int(most.group(1)) < TEXT_MIN_CHARS:
+            continue
+        found.append(key)
+    return found[0] if len(found) == 1 else None
+
+
+def text_request(tool: MetonaToolDef, key: str, messages: Sequence[MetonaMessage]) -> str:
+    """What the model is asked for the text of ``key`` (:func:`text_argument`), after the request and the turn's
+    results, in the request's language. Written as a JSON string after the results, the 1.5B model copied the
+    request and its "Done so far" list into write_file's ``content``, or wrote that the file was saved
+    (agent-mine-v7, a tuning set, and requests written for this, 2026-12-06)."""
+    if chinese(messages):
+        return (
+            f"只写出 {tool.name} 的 {key} 本身（请求要写进去的文字），根据这些结果，名称和数字照结果原样写出。"
+            "不要别的话。"
+        )
+    return (
+        f"Write only the {key} of {tool.name} itself (the text the request wants written), from these results, "
+        "with names and numbers exactly as they are written there. Nothing else."
+    )
+
+
+_WRAPPED = re.compile(
+    r"\A[^`]{0,80}?(?:```[\w+-]*[ \t]*\n(?P<fenced>(?:(?!```).)*?)\n?```"
+    r"|[\w.]+ ?= ?(?P<q>\"\"\"|\'\'\')\n?(?P<quoted>(?:(?!\"\"\"|\'\'\').)*?)\n?(?P=q))\s*\Z",
+    re.DOTALL,
+)
+
+
+def unfenced(text: str) -> str:
+    """``text`` without the blank lines around it, and the text alone where it came wrapped in a Markdown code
+    fence or a Python string assignment (``content = \"\"\"…\"\"\"``), or both, after at most a short lead-in
+    ("Sure, here is the text:"): asked for write_file's ``content`` after a knowledge search, the 1.5B model wrote
+    ``write_file = \"\"\"…\"\"\"`` around the right text (requests written for this, 2026-12-06)."""
+    for _ in range(2):
+        wrapped = _WRAPPED.match(text.strip())
+        if wrapped is None:
+            break
+        text = wrapped.group("fenced") if wrapped.group("fenced") is not None else wrapped.group("quoted")
+    return text.strip("\n").rstrip()
+
+
+def without_argument(schema: dict[str, Any], key: str) -> dict[str, Any]:
+    """``schema`` without its argument ``key`` (written apart, :func:`text_argument`)."""
+    properties = {k: v for k, v in (schema.get("properties") or {}).items() if k != key}
+    required = [k for k in schema.get("required") or () if k != key]
+    return {**schema, "properties": properties, "required": required}
 
 
 def takes_a_file(tool: MetonaToolDef) -> bool:

@@ -1146,7 +1146,7 @@ async def test_a_write_that_names_no_file_asks_which_file(ask: str, question: st
 
 async def test_an_unfinished_request_offers_the_file_tools_without_the_answer_or_the_bar() -> None:
     ask = {"role": "user", "content": "What is 37*43? Save it to out.txt", "timestamp": 1}
-    runtime = ScriptedRuntime(['write_file"'], ['{"path": "out.txt", "content": "1591", "size": 4}'], score=-5.0)
+    runtime = ScriptedRuntime(['write_file"'], ["1591"], ['{"path": "out.txt", "size": 4}'], score=-5.0)
     response, _ = await run(runtime, request(messages=[ask, *HISTORY[1:]], tools=[CALC, PERMITTED_WRITE, TIME]))
     assert response.tool_calls and response.tool_calls[0].name == "write_file"
     assert runtime.payloads[0]["regex"] == lt.choice_regex(["write_file"], answer=False)
@@ -2004,7 +2004,7 @@ async def test_a_failed_read_of_the_file_to_write_leaves_it_to_the_write() -> No
     missing = ("read_file", {"path": "结果.txt"}, False, "no such file: 结果.txt")
     messages = _turn("算一下 468 乘以 0.85 再加 63，然后把结果写进 结果.txt。", calc, missing)
     assert lt.unfinished(request(messages=messages).messages)
-    runtime = ScriptedRuntime(['write_file"'], ['{"path": "结果.txt", "content": "460.8", "size": 5}'])
+    runtime = ScriptedRuntime(['write_file"'], ["460.8"], ['{"path": "结果.txt", "size": 5}'])
     response, _ = await run(runtime, request(messages=messages, tools=[CALC, READ_FILE, PERMITTED_WRITE]))
     assert runtime.payloads[0]["regex"] == lt.choice_regex(["write_file"], answer=False)
     assert response.tool_calls and response.tool_calls[0].args["path"] == "结果.txt"
@@ -2637,7 +2637,7 @@ async def test_a_file_due_after_a_result_is_offered_the_tools_its_clause_asks_fo
     others."""
     ask = "读一下 todo.md，把没做完的事情单独存到 pending.md 里"
     read = ("read_file", {"path": "todo.md"}, True, "- [ ] 买牛奶\n- [x] 交房租")
-    runtime = ScriptedRuntime(['write_file"'], ['{"path": "pending.md", "content": "- [ ] 买牛奶"}'])
+    runtime = ScriptedRuntime(['write_file"'], ["- [ ] 买牛奶"], ['{"path": "pending.md", "size": 12}'])
     response, _ = await run(runtime, request(messages=_turn(ask, read), tools=[READ_FILE, PERMITTED_WRITE]))
     assert runtime.payloads[0]["regex"] == lt.choice_regex(["write_file"], answer=False)
     assert [(c.name, c.args["path"]) for c in response.tool_calls or ()] == [("write_file", "pending.md")]
@@ -2735,3 +2735,79 @@ async def test_a_read_picked_again_for_a_request_about_files_in_a_named_folder_l
     response, _ = await run(runtime, request(messages=_asking(ask), tools=tools))
     assert [(c.name, c.args["path"]) for c in response.tool_calls or ()] == [("list_directory", "简历")]
     assert runtime.payloads[2]["prefix"] == '{"tool": "list_directory", "arguments": '
+
+
+def test_the_text_a_call_writes_is_its_one_required_free_string() -> None:
+    """write_file's ``content``, a plugin's ``body``: a required string with no enum, no format, not a file's name,
+    not bounded short, of a tool that changes things; none where there is not exactly one, or the tool reads."""
+    assert lt.text_argument(defs(PERMITTED_WRITE)[0], lt.arguments_schema(PERMITTED_WRITE["parameters"])) == "content"
+    ticket = {
+        **tool("create_ticket", "title"),
+        "description": "Open a ticket.",
+        "parameters": {"type": "object", "required": ["title", "body", "project"], "properties": {
+            "title": {"type": "string", "description": "One line. (string, at most 120 characters)"},
+            "body": {"type": "string", "description": "What happened."},
+            "project": {"type": "string", "description": "Key.", "enum": ["OPS", "WEB"]}}},
+    }  # fmt: skip
+    assert lt.text_argument(defs(ticket)[0], lt.arguments_schema(ticket["parameters"])) == "body"
+    two = {**ticket, "parameters": {**ticket["parameters"], "properties": {
+        **ticket["parameters"]["properties"], "title": {"type": "string", "description": "One line."}}}}  # fmt: skip
+    assert lt.text_argument(defs(two)[0], lt.arguments_schema(two["parameters"])) is None  # which of the two?
+    search = {**tool("search_notes", "query"), "description": "Search the notes."}
+    assert lt.text_argument(defs(search)[0], lt.arguments_schema(search["parameters"])) is None  # it reads
+    assert lt.without_argument({"properties": {"a": {}, "b": {}}, "required": ["a", "b"]}, "b") == {
+        "properties": {"a": {}},
+        "required": ["a"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("written", "text"),
+    [
+        ("# 车险\n- 保单号: PA2025-88317\n", "# 车险\n- 保单号: PA2025-88317"),
+        ('write_file = """\n# 车险\n- 95511\n"""', "# 车险\n- 95511"),
+        ("Sure, here is the text:\n\n```\nWiFi: Larkspur-5G\n```", "WiFi: Larkspur-5G"),
+        ('```python\ncontent = """\nx\n"""\n```', "x"),
+        ("Before\n```\nx\n```\nafter ```y```", "Before\n```\nx\n```\nafter ```y```"),  # not wholly wrapped
+        ("  indented\n  list\n\n", "  indented\n  list"),
+    ],
+)
+def test_the_written_text_loses_a_wrapping_not_its_own_form(written: str, text: str) -> None:
+    assert lt.unfenced(written) == text
+
+
+async def test_after_results_the_text_a_call_writes_is_written_first_as_the_answer_is() -> None:
+    """"Put … from my notes into wifi.txt": after the search, the content is asked for as text from the request
+    and the results (the 1.5B model had copied the request into the JSON string), by the model that writes
+    answers; the JSON arguments are then the rest, and the call carries the text."""
+    ask = "Put the wifi details from my notes into wifi.txt"
+    found = ("knowledge_search", {"query": "wifi"}, True, "[1] Home wifi: network Larkspur-5G")
+    runtime = ScriptedRuntime(
+        ['write_file"'], ["```\nnetwork Larkspur-5G\n```"], ['{"path": "wifi.txt", "size": 17}'], score=-0.05
+    )
+    response, _ = await run(runtime, request(messages=_turn(ask, found), tools=[NOTES, PERMITTED_WRITE]))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [
+        ("write_file", {"path": "wifi.txt", "size": 17, "content": "network Larkspur-5G"})
+    ]
+    _, text, arguments = runtime.payloads
+    assert "json_schema" not in text and "tools" not in text
+    asked = text["messages"][-1]["content"]
+    assert asked.startswith(ask) and "Larkspur-5G" in asked
+    assert asked.endswith(lt.text_request(defs(PERMITTED_WRITE)[0], "content", request(messages=_turn(ask)).messages))
+    assert "content" not in arguments["json_schema"]["properties"]
+    assert "content" not in arguments["json_schema"]["required"]
+
+
+async def test_a_text_cut_short_is_no_call_and_the_user_is_told() -> None:
+    ask = "把笔记里车险的信息整理到 车险.txt"
+    found = ("knowledge_search", {"query": "车险"}, True, "[1] 平安车险，报案电话 95511")
+
+    class Looping(ScriptedRuntime):
+        async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
+            done = await super().generate(payload, on_delta, model_path=model_path)
+            return {**done, "finish": "loop"} if len(self.payloads) == 2 else done
+
+    runtime = Looping(['write_file"'], ["| a | a | a |"], ["车险已整理。"], score=-0.05)
+    response, _ = await run(runtime, request(messages=_turn(ask, found), tools=[NOTES, PERMITTED_WRITE]))
+    assert not response.tool_calls
+    assert response.content.startswith(lt.cut_notice("write_file", "loop", request(messages=_turn(ask)).messages))
