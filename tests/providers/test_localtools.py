@@ -151,6 +151,8 @@ def test_an_optional_argument_given_as_an_empty_string_is_left_to_its_default() 
     params = {"type": "object", "required": ["repo", "name"], "properties": {}}
     written = {"repo": "/src", "name": "", "contains": "", "kind": "all", "depth": 0}
     assert lt.without_empty(written, params) == {"repo": "/src", "name": "", "kind": "all", "depth": 0}
+    lists = {"repo": "/src", "name": [], "deck": [], "filters": {}, "tags": ["a"], "depth": 0, "on": False}
+    assert lt.without_empty(lists, params) == {"repo": "/src", "name": [], "tags": ["a"], "depth": 0, "on": False}
 
 
 def test_a_number_stated_once_fills_one_argument() -> None:
@@ -1529,7 +1531,12 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
 
     falcon = asked("Which of my files mention Project Falcon?")
     args = {"query": "Project Falcon", "glob": "*.md", "mode": "vector", "when": "2026-12-05"}
-    assert lt.unasked(args, params, falcon) == {"query": "Project Falcon", "when": "2026-12-05"}
+    assert lt.unasked(args, params, falcon) == {"query": "Project Falcon"}  # a date where none was spoken of
+    since = asked("Which of my files mention Project Falcon since last week?")
+    assert lt.unasked(args, params, since) == {"query": "Project Falcon", "when": "2026-12-05"}  # worked out
+    assert lt.unasked(args, params, asked("哪些文件提到了猎鹰项目？上周以来的"))["when"] == "2026-12-05"
+    now = asked("Could you tell me the current temperature in Hyderabad, India, in Celsius?")
+    assert lt.unasked({"query": "Hyderabad", "when": "2023-04-15 12:00:00"}, params, now) == {"query": "Hyderabad"}
     assert lt.unasked(args, params, asked("Which .md files mention Project Falcon?"))["glob"] == "*.md"
     assert lt.unasked({"query": "x", "glob": "2024"}, params, falcon) == {"query": "x"}  # a number nobody gave
     assert lt.unasked({"query": "x", "glob": ["your_glob_here"]}, params, falcon) == {"query": "x"}  # a placeholder
