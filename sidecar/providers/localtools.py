@@ -443,9 +443,29 @@ def to_change(paths: Sequence[str], text: str) -> list[str]:
     """Of the ``paths`` a request names, those whose own clause (:func:`clause_of`) asks for a change
     (:data:`_CHANGE_WORDS`): what a tool that changes things may be given; all of them when none does.
     A request to pick lines out of one named file and save them in another had a line appended to the file to read
-    from (agent-mine-v6, a tuning set, 2026-12-05): "把 周会.md 里的待办挑出来，存到 待办.txt" changes 待办.txt only."""
+    from (agent-mine-v6, a tuning set, 2026-12-05): "把 周会.md 里的待办挑出来，存到 待办.txt" changes 待办.txt only; in
+    one clause, the file a change word comes before (:func:`_lead_of`: "…里的问题抄到 清单.txt", agent-mine-v7)."""
     changed = [p for p in paths if _asks_a_change(clause_of(text, [p]))]
+    if len(changed) > 1:  # one clause names both: the file the change word comes before
+        changed = [p for p in changed if _asks_a_change(_lead_of(text, p, paths))] or changed
     return changed or list(paths)
+
+
+def _lead_of(text: str, path: str, paths: Sequence[str]) -> str:
+    """The part of ``path``'s clause (:func:`clause_of`) up to it, from the end of the last of the other ``paths``
+    before it: "把 提纲.md 里打了★的问题单独抄到 追问清单.txt" leads to 追问清单.txt with "里打了★的问题单独抄到", to
+    提纲.md with "把"."""
+    clause = clause_of(text, [path])
+    lowered = clause.lower()
+    at = lowered.find(path.lower())
+    if at < 0:
+        return clause
+    start = 0
+    for other in paths:
+        where = lowered.rfind(other.lower(), 0, at)
+        if other != path and where >= 0:
+            start = max(start, where + len(other))
+    return clause[start : at + len(path)]
 
 
 def clause_of(text: str, names: Sequence[str]) -> str:
@@ -505,7 +525,8 @@ _CHANGE_WORDS = re.compile(
     r"overwrite|clear|make (?:a|an|me))\b|保存|存到|存入|存为|存成|存下|写入|写到|"
     r"写进|写上|写成|写下|写一|写个|写份|写篇|记到|记下|记录到|建一|新建|创建|生成|添加|加上|追加|插入|更新|编辑|修改|改成|"
     r"改为|改正|修正|替换|重命名|移动|复制|删除|删掉|填入|填上|导出|放进|放到|放入|抄到|抄进|抄成|誊到|整理到|整理进|整理成|"
-    r"汇总到|汇总进|汇总成|列到|列进|贴到|贴进|粘贴到|记在|记进|写在",
+    r"汇总到|汇总进|汇总成|列到|列进|贴到|贴进|粘贴到|记在|记进|写在|加一行|加一条|加一句|加一段|加一项|补一行|补一条|补上|"
+    r"补充到|记一笔|记上|划掉|勾掉|标记为|标成",
     re.IGNORECASE,
 )
 

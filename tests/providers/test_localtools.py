@@ -2707,6 +2707,11 @@ def test_a_change_goes_to_the_file_whose_clause_asks_for_one() -> None:
     assert lt.to_change(["a.txt", "b.txt"], "Compare a.txt with b.txt") == ["a.txt", "b.txt"]  # none asks: both
     ask = "Read groceries.txt and put only the urgent items into a new file called urgent.txt."
     assert lt.to_change(["groceries.txt", "urgent.txt"], ask) == ["urgent.txt"]
+    ask = "把 播客/采访提纲.md 里打了★的问题单独抄到 追问清单.txt"  # copied to, gathered into, a line added
+    assert lt.to_change(["播客/采访提纲.md", "追问清单.txt"], ask) == ["追问清单.txt"]
+    assert lt.to_change(["车险.txt"], "把笔记里车险的信息整理到 车险.txt") == ["车险.txt"]
+    assert lt.asks_for_a_change(request(messages=_asking("在 浇花记录.txt 最后加一行：龟背竹浇透了")).messages)
+    assert not lt.asks_for_a_change(request(messages=_asking("浇花记录.txt 里最后一行写的什么？")).messages)
 
 
 async def test_an_unsure_listing_for_a_quoted_text_to_find_is_decided_again_among_the_finders() -> None:
