@@ -416,6 +416,11 @@ class LocalAdapter(BaseAdapter):
         part = localtools.before_saving(localtools.question(request.messages)) if in_order and not calls else None
         if part is not None and await self._tool_step(_asking(request, part), tools, asm, steps, in_order=False):
             return True
+        spelled = localtools.what_to_write(localtools.question(request.messages)) if in_order and not calls else None
+        unchanging = [t for t in tools if not (localtools.changes_things(t) or t.requires_permission)]
+        if spelled is not None and part is None and unchanging:  # what a line to write asks for (a date), first
+            if await self._tool_step(_asking(request, spelled), unchanging, asm, steps, in_order=False):
+                return True
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
         done = localtools.succeeded(request.messages)

@@ -434,6 +434,27 @@ def before_saving(text: str) -> str | None:
     return None
 
 
+_SPELLED_OUT = re.compile(r"[:：]\s*")
+
+
+def what_to_write(text: str) -> str | None:
+    """What a request that changes a named file spells out to be written, after a colon that follows the change:
+    "在 浇花记录.txt 最后加一行：今天的日期，后面写“龟背竹浇透了”" → "今天的日期，后面写“龟背竹浇透了”"; "Add a line to
+    journal.md: today's date, then 'ran 5k'" → "today's date, then 'ran 5k'". None when no file is named before the
+    colon, no change is asked before it, or what follows is under two words (or four Chinese characters). The
+    turn's first decision is made on it first, among the tools that change nothing (:meth:`LocalAdapter._tool_step`):
+    the date it asks for is the time tool's (on the whole request the named file narrowed the decision to the file
+    tools, and the line was read, never written: agent-mine-v7, a tuning set, 2026-12-06)."""
+    for colon in _SPELLED_OUT.finditer(text):
+        head, rest = text[: colon.start()], text[colon.end() :].strip()
+        if not named_paths(head) or not _asks_a_change(head):
+            continue
+        words = _CLAUSE_WORDS.findall(rest)
+        cjk = sum(1 for w in words if _CJK.fullmatch(w))
+        return rest if len(words) - cjk >= 2 or cjk >= 4 else None
+    return None
+
+
 _CONNECTIVE = re.compile(
     r",(?!\d)|[，;；:：!?。！？]|\.(?=\s|$)|\band(?:\s+then)?\b|\bthen\b|然后|并且|并|再|之后|接着", re.IGNORECASE
 )
@@ -2510,8 +2531,12 @@ def _prose_for_a_formula(key: str, value: Any, spec: dict[str, Any]) -> bool:
     its description says expression, formula or equation, and its description speaks of maths or shows a formula):
     the model wrote the answer into the formula ("What's the capital of Australia?" offered a calculator →
     ``expression: "Australia's capital is Canberra."``, a syntax error that the answer then ignored; agent-mine-v3,
-    a tuning set). A search or filter "expression" (``refund``) is not judged."""
-    return isinstance(value, str) and not _ARITHMETIC.search(value) and asks_a_formula(key, spec)
+    a tuning set), or a formula of no number at all (a constant's name aside: ``pi``, ``e``): "Add a line to
+    journal.md: today's date, then …" → ``expression: "date()"`` (a request written for this, 2026-12-06). A search
+    or filter "expression" (``refund``) is not judged."""
+    if not isinstance(value, str) or not asks_a_formula(key, spec):
+        return False
+    return not _ARITHMETIC.search(value) or not re.search(r"\d|\bpi\b|π|\be\b", value, re.IGNORECASE)
 
 
 _AN_OPERATION = re.compile(r"[+*/×÷^%()<>=!]|\d\s*-")

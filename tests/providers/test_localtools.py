@@ -1391,6 +1391,9 @@ def test_prose_written_where_a_formula_of_numbers_is_asked_for_is_made_up() -> N
         "expression"
     ]
     assert lt.made_up({"expression": "sqrt(pi)"}, params, asked("What is the square root of pi?")) == []
+    journal = asked("Add a line to journal.md: today's date, then 'ran 5k in 27 minutes'")
+    assert lt.made_up({"expression": "date()"}, params, journal) == ["expression"]  # a formula of no number
+    assert lt.made_up({"expression": "2 * pi * 3"}, params, asked("Circumference of a circle of radius 3?")) == []
     maths = {"formula": {"type": "string", "description": "The mathematical formula to evaluate"}}
     formula = {"type": "object", "required": ["formula"], "properties": maths}
     assert lt.made_up({"formula": "the capital"}, formula, capital) == ["formula"]
@@ -2823,3 +2826,32 @@ async def test_a_text_cut_short_is_no_call_and_the_user_is_told() -> None:
     response, _ = await run(runtime, request(messages=_turn(ask, found), tools=[NOTES, PERMITTED_WRITE]))
     assert not response.tool_calls
     assert response.content.startswith(lt.cut_notice("write_file", "loop", request(messages=_turn(ask)).messages))
+
+
+def test_what_a_line_to_write_spells_out_after_its_colon() -> None:
+    assert lt.what_to_write("在 浇花记录.txt 最后加一行：今天的日期，后面写“龟背竹浇透了”") == "今天的日期，后面写“龟背竹浇透了”"
+    assert lt.what_to_write("Add to timelog.txt: the current time and 'started'") == "the current time and 'started'"
+    assert lt.what_to_write("在 todo.txt 最后加一行：买牛奶") is None  # under four characters
+    assert lt.what_to_write("Read notes.md: what is the wifi password?") is None  # no change asked
+    assert lt.what_to_write("Add this line: buy more coffee beans") is None  # no file named before it
+
+
+async def test_what_a_line_to_write_asks_for_is_decided_first_among_the_tools_that_change_nothing() -> None:
+    """"Add to timelog.txt: the current time and …": the named file had narrowed the decision to the file tools;
+    the part after the colon is decided on its own first, without the tools that change things, and the time is
+    asked for; when that part calls nothing, the whole request is decided as before."""
+    ask = 'Add to timelog.txt: the current time and "started the report"'
+    runtime = ScriptedRuntime(['get_current_time"'])
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=[TIME, PERMITTED_WRITE]))
+    assert [c.name for c in response.tool_calls or ()] == ["get_current_time"]
+    decision = runtime.payloads[0]
+    assert decision["regex"] == lt.choice_regex(["get_current_time"])
+    assert decision["messages"][-1]["content"] == 'the current time and "started the report"'
+    first, again = ['answer"'], ['get_current_time"']  # answered, its second look not taken: the whole request
+    runtime = ScriptedRuntime(first, again, ['write_file"'], ['{"path": "timelog.txt", "content": "x", "size": 1}'])
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=[TIME, PERMITTED_WRITE]))
+    assert [c.name for c in response.tool_calls or ()] == ["write_file"]
+    assert [p["messages"][-1]["content"] for p in runtime.payloads[1:3]] == [
+        'the current time and "started the report"',
+        ask,
+    ]
