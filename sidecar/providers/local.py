@@ -443,6 +443,11 @@ class LocalAdapter(BaseAdapter):
             if first
             else []
         )
+        sources = localtools.sources_first(
+            localtools.request_paths(request.messages), localtools.question(request.messages)
+        )
+        if first and narrowed and sources:  # a file to read from before the one to change: read first
+            narrowed = [t for t in narrowed if not (localtools.changes_things(t) or t.requires_permission)] or narrowed
         on_a_file = bool(narrowed)  # a named file or web address: the tools for it only, answering is not a choice
         tools = narrowed or tools
         ranking = await self._similarities(
@@ -589,6 +594,8 @@ class LocalAdapter(BaseAdapter):
             schema = localtools.ground_arguments(schema, targets)
         elif localtools.takes_a_file(tool):  # a file named (or, after a result, seen), as spelled; never a guess after
             known = localtools.request_paths(request.messages) if first else localtools.known_paths(request.messages)
+            if first and sources and not localtools.changes_things(tool) and not tool.requires_permission:
+                known = sources  # read from the file to copy from, not the one to write
             if not known and not first:
                 return False
             schema = localtools.ground_arguments(schema, known)

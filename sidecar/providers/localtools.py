@@ -472,6 +472,21 @@ def to_change(paths: Sequence[str], text: str) -> list[str]:
     return changed or list(paths)
 
 
+def sources_first(paths: Sequence[str], text: str) -> list[str]:
+    """Of the ``paths`` a request names, the files to read from before the change: those it does not ask to change
+    (:func:`to_change`) that it names before the first one it does. "把 提纲.md 里打了★的问题抄到 清单.txt": 提纲.md,
+    which the turn's first step reads — offered both tools, the 1.5B model wrote the list first, from nothing, and
+    to the file to copy from (agent-mine-v7, a tuning set, 2026-12-06). Empty when it asks to change all of them or
+    none, or names a changed file first ("Rename a.txt to b.txt")."""
+    changed = to_change(paths, text)
+    if len(changed) == len(paths):
+        return []
+    lowered = text.lower()
+    at = {p: lowered.find(p.lower()) for p in paths}
+    first_change = min(at[p] for p in changed)
+    return [p for p in paths if p not in changed and 0 <= at[p] < first_change]
+
+
 def _lead_of(text: str, path: str, paths: Sequence[str]) -> str:
     """The part of ``path``'s clause (:func:`clause_of`) up to it, from the end of the last of the other ``paths``
     before it: "把 提纲.md 里打了★的问题单独抄到 追问清单.txt" leads to 追问清单.txt with "里打了★的问题单独抄到", to

@@ -2829,7 +2829,8 @@ async def test_a_text_cut_short_is_no_call_and_the_user_is_told() -> None:
 
 
 def test_what_a_line_to_write_spells_out_after_its_colon() -> None:
-    assert lt.what_to_write("在 浇花记录.txt 最后加一行：今天的日期，后面写“龟背竹浇透了”") == "今天的日期，后面写“龟背竹浇透了”"
+    watering = "在 浇花记录.txt 最后加一行：今天的日期，后面写“龟背竹浇透了”"
+    assert lt.what_to_write(watering) == "今天的日期，后面写“龟背竹浇透了”"
     assert lt.what_to_write("Add to timelog.txt: the current time and 'started'") == "the current time and 'started'"
     assert lt.what_to_write("在 todo.txt 最后加一行：买牛奶") is None  # under four characters
     assert lt.what_to_write("Read notes.md: what is the wifi password?") is None  # no change asked
@@ -2855,3 +2856,17 @@ async def test_what_a_line_to_write_asks_for_is_decided_first_among_the_tools_th
         'the current time and "started the report"',
         ask,
     ]
+
+
+async def test_a_file_to_copy_from_is_read_before_the_file_to_write() -> None:
+    """"把 提纲.md 里打了★的问题抄到 清单.txt": offered both, the model wrote the list first, from nothing, to the file
+    to copy from; the turn's first step is among the tools that change nothing, on the file named before the change."""
+    ask = "把 播客/第12期 采访提纲.md 里打了★的问题单独抄到 追问清单.txt，没打星的不用。"
+    runtime = ScriptedRuntime(['read_file"'], ['{"path": "播客/第12期 采访提纲.md"}'])
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=[READ_FILE, PERMITTED_WRITE]))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("read_file", {"path": "播客/第12期 采访提纲.md"})]
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["read_file"], answer=False)
+    source = {"type": "string", "enum": ["播客/第12期 采访提纲.md"]}
+    assert runtime.payloads[1]["json_schema"]["properties"]["path"] == source
+    assert lt.sources_first(["a.txt", "b.txt"], "Rename a.txt to b.txt") == []  # the changed file named first
+    assert lt.sources_first(["a.txt", "b.txt"], "Compare a.txt with b.txt") == []  # nothing changed
