@@ -448,6 +448,9 @@ class LocalAdapter(BaseAdapter):
         )
         if first and narrowed and sources:  # a file to read from before the one to change: read first
             narrowed = [t for t in narrowed if not (localtools.changes_things(t) or t.requires_permission)] or narrowed
+        elif first and narrowed and localtools.asks_for_a_change(request.messages):
+            source = localtools.taken_from(tools, localtools.question(request.messages))
+            narrowed = [source] if source is not None else narrowed  # "from my notes into F": the notes first
         on_a_file = bool(narrowed)  # a named file or web address: the tools for it only, answering is not a choice
         tools = narrowed or tools
         ranking = await self._similarities(

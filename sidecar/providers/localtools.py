@@ -1781,6 +1781,30 @@ KNOWLEDGE_PREFIX = '{"needs": "'
 KNOWLEDGE_LABELS = ("personal", "general")
 
 
+def taken_from(tools: Sequence[MetonaToolDef], text: str) -> MetonaToolDef | None:
+    """The one offered tool that searches the user's own things (:func:`searches_the_users`) that the request
+    ``text`` names as where what it asks for is to be taken from: a word of the tool's own (:func:`named_by`, the
+    files it names left out) after "from", "in", "out of", "according to" ("from my notes"), or a Chinese one before
+    里, 中 ("笔记里"). "Copy my OBS stream settings from my notes into stream-settings.txt": the named file narrowed
+    the first step to the file tools, and the write was of a placeholder (agent-mine-v7, a tuning set, 2026-12-06).
+    None when there is not exactly one."""
+    bare = text
+    for path in named_paths(text):
+        bare = bare.replace(path, " ")
+    named = named_by(tools, bare)
+    found = []
+    for tool in tools:
+        if not searches_the_users(tool):
+            continue
+        for word in named.get(tool.name) or ():
+            english = rf"\b(?:from|in|out of|according to)\s+(?:(?:my|our|the|your)\s+)?(?:[\w-]+\s+)?{word}s?\b"
+            chinese = [c for c, e in ZH_WORDS.items() if e == word]
+            if re.search(english, bare, re.IGNORECASE) or any(re.search(c + "[里中内]", bare) for c in chinese):
+                found.append(tool)
+                break
+    return found[0] if len(found) == 1 else None
+
+
 def spoken_of_as_theirs(tools: Sequence[MetonaToolDef], request: str) -> set[str]:
     """The offered tools that search the user's own things (:func:`searches_the_users`) when the request speaks of
     the user (:func:`speaks_of_the_user`): "my notes", "我的笔记" name the notes search as much as two of its words

@@ -2870,3 +2870,18 @@ async def test_a_file_to_copy_from_is_read_before_the_file_to_write() -> None:
     assert runtime.payloads[1]["json_schema"]["properties"]["path"] == source
     assert lt.sources_first(["a.txt", "b.txt"], "Rename a.txt to b.txt") == []  # the changed file named first
     assert lt.sources_first(["a.txt", "b.txt"], "Compare a.txt with b.txt") == []  # nothing changed
+
+
+async def test_a_write_of_what_the_users_notes_hold_searches_the_notes_first() -> None:
+    """"Copy my OBS stream settings from my notes into stream-settings.txt": the named file narrowed the first step to
+    the file tools and the write was of a placeholder; the notes the request takes it from are searched first."""
+    ask = "Copy my OBS stream settings from my notes into stream-settings.txt, I'm setting up the new PC tonight"
+    runtime = ScriptedRuntime(['knowledge_search"'], ['{"query": "OBS stream settings"}'])
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=[READ_FILE, PERMITTED_WRITE, NOTES]))
+    searched = [("knowledge_search", {"query": "OBS stream settings"})]
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == searched
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["knowledge_search"], answer=False)
+    tools = defs(READ_FILE, PERMITTED_WRITE, NOTES)
+    assert lt.taken_from(tools, "把笔记里的车险信息整理到 车险.txt") == tools[2]
+    assert lt.taken_from(tools, "Save this note to notes.md") is None  # the note is this one, the file names it
+    assert lt.taken_from(tools, "Summarise notes/ideas.md into summary.md") is None
