@@ -678,10 +678,11 @@ class LocalAdapter(BaseAdapter):
             "max_tokens": localtools.ARGUMENT_TOKENS,
             "temperature": 0.0,
             "stop_on_loop": True,
+            "prefix": localtools.TEXT_PREFIX,
         }
         step = await self._generate(payload, keep, asm)
         steps.append(step)
-        return localtools.unfenced("".join(parts)), step.get("finish")
+        return localtools.fenced_text("".join(parts), key), step.get("finish")
 
     async def _general(self, asked: str, asm: StreamAssembler, steps: list[dict[str, Any]]) -> bool:
         """The second opinion on a request that :func:`localtools.not_the_users` reads as general knowledge: the

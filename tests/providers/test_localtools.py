@@ -2791,6 +2791,14 @@ def test_the_written_text_loses_a_wrapping_not_its_own_form(written: str, text: 
     assert lt.unfenced(written) == text
 
 
+def test_the_text_written_in_its_fence_ends_at_the_fence_and_a_call_written_instead_gives_its_text() -> None:
+    assert lt.fenced_text("- 买牛奶\n- 交房租\n```\n以上是待办。", "content") == "- 买牛奶\n- 交房租"
+    assert lt.fenced_text('{"path": "待办.txt", "content": "- 买牛奶"}', "content") == "- 买牛奶"
+    assert lt.fenced_text('write_file({"path": "a.txt", "content": "1. x\\n2. y"})', "content") == "1. x\n2. y"
+    assert lt.fenced_text('{"path": "a.txt"}', "content") == '{"path": "a.txt"}'  # no text in it: as written
+    assert lt.fenced_text("Set {width} to 3", "content") == "Set {width} to 3"
+
+
 async def test_after_results_the_text_a_call_writes_is_written_first_as_the_answer_is() -> None:
     """"Put … from my notes into wifi.txt": after the search, the content is asked for as text from the request
     and the results (the 1.5B model had copied the request into the JSON string), by the model that writes
@@ -2798,14 +2806,14 @@ async def test_after_results_the_text_a_call_writes_is_written_first_as_the_answ
     ask = "Put the wifi details from my notes into wifi.txt"
     found = ("knowledge_search", {"query": "wifi"}, True, "[1] Home wifi: network Larkspur-5G")
     runtime = ScriptedRuntime(
-        ['write_file"'], ["```\nnetwork Larkspur-5G\n```"], ['{"path": "wifi.txt", "size": 17}'], score=-0.05
+        ['write_file"'], ["network Larkspur-5G\n```\nI wrote it."], ['{"path": "wifi.txt", "size": 17}'], score=-0.05
     )
     response, _ = await run(runtime, request(messages=_turn(ask, found), tools=[NOTES, PERMITTED_WRITE]))
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [
         ("write_file", {"path": "wifi.txt", "size": 17, "content": "network Larkspur-5G"})
     ]
     _, text, arguments = runtime.payloads
-    assert "json_schema" not in text and "tools" not in text
+    assert "json_schema" not in text and "tools" not in text and text["prefix"] == lt.TEXT_PREFIX
     asked = text["messages"][-1]["content"]
     assert asked.startswith(ask) and "Larkspur-5G" in asked
     assert asked.endswith(lt.text_request(defs(PERMITTED_WRITE)[0], "content", request(messages=_turn(ask)).messages))
