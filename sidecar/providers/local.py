@@ -613,6 +613,8 @@ class LocalAdapter(BaseAdapter):
                 budget = localtools.ARGUMENT_TOKENS
                 await asm.text(localtools.cut_notice(choice, finish, request.messages, budget) + "\n\n")
                 return False
+            if not text.strip():
+                return False  # nothing written: no empty file, the answer instead
             schema = localtools.without_argument(schema, text_key)
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()

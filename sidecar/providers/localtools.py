@@ -2274,7 +2274,7 @@ _TIME_SPOKEN_OF = re.compile(
     r"weekend|month|months|year|years|hour|hours|minute|minutes|ago|next|last|this|until|since|before|after|"
     r"mon|tue|wed|thu|fri|sat|sun|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|"
     r"nov|dec|january|february|march|april|may|june|july|august|september|october|november|december|o'clock|"
-    r"date|time|when|[ap]m)\b|[今明昨前后昨早晚午夜周月年日号点天时]|星期|礼拜",
+    r"date|time|when|[ap]m)\b|[今明昨前后早晚午夜周月年日号点天时]|星期|礼拜",
     re.IGNORECASE,
 )
 """Anything that speaks of a date or a time (a digit, a day's or a month's name, "next", "ago", 今天, 周五…):

@@ -2893,3 +2893,11 @@ async def test_a_write_of_what_the_users_notes_hold_searches_the_notes_first() -
     assert lt.taken_from(tools, "把笔记里的车险信息整理到 车险.txt") == tools[2]
     assert lt.taken_from(tools, "Save this note to notes.md") is None  # the note is this one, the file names it
     assert lt.taken_from(tools, "Summarise notes/ideas.md into summary.md") is None
+
+
+async def test_a_text_written_empty_is_no_call() -> None:
+    ask = "Put the wifi details from my notes into wifi.txt"
+    found = ("knowledge_search", {"query": "wifi"}, True, "[1] Home wifi: network Larkspur-5G")
+    runtime = ScriptedRuntime(['write_file"'], ["\n```\n"], ["The wifi is Larkspur-5G."], score=-0.05)
+    response, _ = await run(runtime, request(messages=_turn(ask, found), tools=[NOTES, PERMITTED_WRITE]))
+    assert not response.tool_calls and response.content == "The wifi is Larkspur-5G."
