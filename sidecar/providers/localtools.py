@@ -1017,6 +1017,7 @@ def fenced_text(written: str, key: str) -> str:
     without a wrapping of its own (:func:`unfenced`); where it is the call itself, an object of arguments (bare or
     as ``write_file({…})``) with ``key`` a string, that string. Asked for write_file's ``content``, the 1.5B model
     wrote ``{"path": "待办.txt", "content": "…"}`` about one time in three (requests written for this, 2026-12-06)."""
+    written = re.sub(r"\A\s*```[\w+-]*[ \t]*\n", "", written)  # a fence opened again at the start
     text = unfenced(written.split("```", 1)[0])
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end and start <= 40:

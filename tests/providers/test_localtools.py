@@ -2797,6 +2797,7 @@ def test_the_text_written_in_its_fence_ends_at_the_fence_and_a_call_written_inst
     assert lt.fenced_text('write_file({"path": "a.txt", "content": "1. x\\n2. y"})', "content") == "1. x\n2. y"
     assert lt.fenced_text('{"path": "a.txt"}', "content") == '{"path": "a.txt"}'  # no text in it: as written
     assert lt.fenced_text("Set {width} to 3", "content") == "Set {width} to 3"
+    assert lt.fenced_text("```\n- 买牛奶\n```", "content") == "- 买牛奶"  # the fence opened again
 
 
 async def test_after_results_the_text_a_call_writes_is_written_first_as_the_answer_is() -> None:
