@@ -391,6 +391,7 @@ class LocalAdapter(BaseAdapter):
         steps: list[dict[str, Any]],
         *,
         in_order: bool = True,
+        answering: bool = True,
     ) -> bool:
         """The constrained decision and arguments (:mod:`.localtools`); True when the step answered (a tool call
         was emitted, or the user was asked which file a write should go to), False when the answer is to be
@@ -412,7 +413,13 @@ class LocalAdapter(BaseAdapter):
         a second opinion says so (:meth:`_general`); a read of a file made up for a quoted text is not made
         (:func:`localtools.reads_a_guess`); an unsure pick of another tool for a fact of the user's own
         life gives way to that search when the second opinion agrees (:func:`localtools.of_their_own`); a file due
-        after a result is offered the tools its own clause asks for (:func:`localtools.as_the_clause_asks`)."""
+        after a result is offered the tools its own clause asks for (:func:`localtools.as_the_clause_asks`). What a write
+        on a named file spells out after its colon (:func:`localtools.what_to_write`) is decided first among the tools
+        that change nothing — the one it names by the tool's own words alone, and where it names it by two words or
+        speaks of the present moment, answering is not a choice (``answering``: "…加一行：今天的日期，…" had been
+        answered and the words "今天的日期" written); a file copied from
+        is read first (:func:`localtools.sources_first`), and the notes a write takes its text from are searched
+        first (:func:`localtools.taken_from`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -421,8 +428,15 @@ class LocalAdapter(BaseAdapter):
             return True
         spelled = localtools.what_to_write(localtools.question(request.messages)) if in_order and not calls else None
         unchanging = [t for t in tools if not (localtools.changes_things(t) or t.requires_permission)]
+        called = False
+        if spelled is not None:  # the one tool it names by the tool's own words ("today's date"): that one
+            words = localtools.named_by(unchanging, spelled)
+            named = [t for t in unchanging if words.get(t.name)]
+            unchanging = named if len(named) == 1 else unchanging
+            called = len(named) == 1 and (len(words[named[0].name]) > 1 or localtools.of_the_present(spelled))
         if spelled is not None and part is None and unchanging:  # what a line to write asks for (a date), first
-            if await self._tool_step(_asking(request, spelled), unchanging, asm, steps, in_order=False):
+            asking = _asking(request, spelled)
+            if await self._tool_step(asking, unchanging, asm, steps, in_order=False, answering=not called):
                 return True
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False
@@ -475,7 +489,7 @@ class LocalAdapter(BaseAdapter):
             """One decision on the request among the names ``among`` (and ``answer``), :meth:`_decision`."""
             return await self._decision(base["messages"], among, asm, steps, answer=answer)
 
-        step, decision, choice = await decide(names, answer=not (unfinished or on_a_file))
+        step, decision, choice = await decide(names, answer=answering and not (unfinished or on_a_file))
         asked = localtools.question(request.messages)
         about_files: list[str] = []
         lister = localtools.folder_first(choice, tools, request.messages) if first and not on_a_file else None

@@ -1838,6 +1838,11 @@ _NOW = re.compile(r"\b(?:now|currently|at the moment|today|tonight)\b|现在|此
 """A request about the present moment (:func:`of_their_own`): what no record of the user's holds."""
 
 
+def of_the_present(text: str) -> bool:
+    """``text`` speaks of the present moment (:data:`_NOW`: now, today, 现在, 今天…)."""
+    return _NOW.search(text) is not None
+
+
 def of_their_own(
     choice: MetonaToolDef, named: set[str], tools: Sequence[MetonaToolDef], score: float | None, request: str
 ) -> str | None:

@@ -2855,14 +2855,20 @@ async def test_what_a_line_to_write_asks_for_is_decided_first_among_the_tools_th
     response, _ = await run(runtime, request(messages=_asking(ask), tools=[TIME, PERMITTED_WRITE]))
     assert [c.name for c in response.tool_calls or ()] == ["get_current_time"]
     decision = runtime.payloads[0]
-    assert decision["regex"] == lt.choice_regex(["get_current_time"])
+    assert decision["regex"] == lt.choice_regex(["get_current_time"], answer=False)  # named by two of its words
     assert decision["messages"][-1]["content"] == 'the current time and "started the report"'
+    dated = "在 浇花记录.txt 最后加一行：今天的日期，后面写“龟背竹浇透了”"  # one word, and the present moment
+    runtime = ScriptedRuntime(['get_current_time"'])
+    response, _ = await run(runtime, request(messages=_asking(dated), tools=[TIME, CALC, PERMITTED_WRITE]))
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["get_current_time"], answer=False)
+    ask = "Add to log.txt: what we agreed with the landlord about the boiler"  # names no tool: may be answered
     first, again = ['answer"'], ['get_current_time"']  # answered, its second look not taken: the whole request
-    runtime = ScriptedRuntime(first, again, ['write_file"'], ['{"path": "timelog.txt", "content": "x", "size": 1}'])
+    runtime = ScriptedRuntime(first, again, ['write_file"'], ['{"path": "log.txt", "content": "x", "size": 1}'])
     response, _ = await run(runtime, request(messages=_asking(ask), tools=[TIME, PERMITTED_WRITE]))
     assert [c.name for c in response.tool_calls or ()] == ["write_file"]
+    assert runtime.payloads[0]["regex"] == lt.choice_regex(["get_current_time"])
     assert [p["messages"][-1]["content"] for p in runtime.payloads[1:3]] == [
-        'the current time and "started the report"',
+        "what we agreed with the landlord about the boiler",
         ask,
     ]
 
