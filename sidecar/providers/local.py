@@ -76,9 +76,9 @@ default where it is installed), on 2026-12-06 at 7f49dc1 (05:28–05:56, load 3.
 25/30 + MCP 28/30, multiple 21/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 23/30 + MCP 18/21 —
 one multiple-function case more than before (an optional list given empty, or a date nothing spoke of, left to its
 default: :func:`localtools.without_empty`, :func:`localtools.unasked`). Before, at 987c36a (03:20–03:58, load 3.5:
-agent-bilingual-v2 and agent-core-v1 beside it) with the same counts as at 603a314 (00:22–01:09, load 4.7): single 25/30 + MCP 28/30,
-multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 23/30 + MCP 18/21 — one real
-users' session fewer than before, which the tuning half's 100 real users' no-call sessions did not show (the same
+agent-bilingual-v2 and agent-core-v1 beside it) with the same counts as at 603a314 (00:22–01:09, load 4.7): single
+25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 23/30 + MCP
+18/21 — one real users' session fewer than before, which the tuning half's 100 real users' no-call sessions did not show (the same
 calls at 949a055 and at 603a314, 81 right at both);
 before, the same counts on 2026-12-05 late at 7020f48 (21:46–22:24, load ~5: agent runs and
 end-to-end tests beside it) as at night at bfdcea2 (19:00–19:35, load ~3.7: two agent runs beside it) as in the evening
@@ -413,13 +413,13 @@ class LocalAdapter(BaseAdapter):
         a second opinion says so (:meth:`_general`); a read of a file made up for a quoted text is not made
         (:func:`localtools.reads_a_guess`); an unsure pick of another tool for a fact of the user's own
         life gives way to that search when the second opinion agrees (:func:`localtools.of_their_own`); a file due
-        after a result is offered the tools its own clause asks for (:func:`localtools.as_the_clause_asks`). What a write
-        on a named file spells out after its colon (:func:`localtools.what_to_write`) is decided first among the tools
-        that change nothing — the one it names by the tool's own words alone, and where it names it by two words or
-        speaks of the present moment, answering is not a choice (``answering``: "…加一行：今天的日期，…" had been
-        answered and the words "今天的日期" written); a file copied from
-        is read first (:func:`localtools.sources_first`), and the notes a write takes its text from are searched
-        first (:func:`localtools.taken_from`)."""
+        after a result is offered the tools its own clause asks for (:func:`localtools.as_the_clause_asks`). What a
+        write on a named file spells out after its colon (:func:`localtools.what_to_write`) is decided first among the
+        tools that change nothing — the one it names by the tool's own words alone, and where it names it by two words
+        or speaks of the present moment, answering is not a choice (``answering``: "…加一行：今天的日期，…" had been
+        answered and the words "今天的日期" written); a file copied from is read first
+        (:func:`localtools.sources_first`), and the notes a write takes its text from are searched first
+        (:func:`localtools.taken_from`)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -430,10 +430,10 @@ class LocalAdapter(BaseAdapter):
         unchanging = [t for t in tools if not (localtools.changes_things(t) or t.requires_permission)]
         called = False
         if spelled is not None:  # the one tool it names by the tool's own words ("today's date"): that one
-            words = localtools.named_by(unchanging, spelled)
-            named = [t for t in unchanging if words.get(t.name)]
-            unchanging = named if len(named) == 1 else unchanging
-            called = len(named) == 1 and (len(words[named[0].name]) > 1 or localtools.of_the_present(spelled))
+            naming = localtools.named_by(unchanging, spelled)
+            one = [t for t in unchanging if naming.get(t.name)]
+            unchanging = one if len(one) == 1 else unchanging
+            called = len(one) == 1 and (len(naming[one[0].name]) > 1 or localtools.of_the_present(spelled))
         if spelled is not None and part is None and unchanging:  # what a line to write asks for (a date), first
             asking = _asking(request, spelled)
             if await self._tool_step(asking, unchanging, asm, steps, in_order=False, answering=not called):
