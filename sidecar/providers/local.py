@@ -78,8 +78,8 @@ one multiple-function case more than before (an optional list given empty, or a 
 default: :func:`localtools.without_empty`, :func:`localtools.unasked`). Before, at 987c36a (03:20–03:58, load 3.5:
 agent-bilingual-v2 and agent-core-v1 beside it) with the same counts as at 603a314 (00:22–01:09, load 4.7): single
 25/30 + MCP 28/30, multiple 20/30 + MCP 20/25, real users' 18/30, no call where none fits 25/30 + 23/30 + MCP
-18/21 — one real users' session fewer than before, which the tuning half's 100 real users' no-call sessions did not show (the same
-calls at 949a055 and at 603a314, 81 right at both);
+18/21 — one real users' session fewer than before, which the tuning half's 100 real users' no-call sessions did
+not show (the same calls at 949a055 and at 603a314, 81 right at both);
 before, the same counts on 2026-12-05 late at 7020f48 (21:46–22:24, load ~5: agent runs and
 end-to-end tests beside it) as at night at bfdcea2 (19:00–19:35, load ~3.7: two agent runs beside it) as in the evening
 (BFCL's kinds at 5552bf8, 15:56–16:08, nothing beside it; the MCP kinds at the final code, with the made-up date rule
