@@ -423,11 +423,12 @@ class LocalAdapter(BaseAdapter):
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
-        part = localtools.before_saving(localtools.question(request.messages)) if in_order and not calls else None
+        asked = localtools.question(request.messages)
+        part = localtools.before_saving(asked) if in_order and not calls else None
         if part is not None and await self._tool_step(_asking(request, part), tools, asm, steps, in_order=False):
             return True
-        spelled = localtools.what_to_write(localtools.question(request.messages)) if in_order and not calls else None
-        unchanging = [t for t in tools if not (localtools.changes_things(t) or t.requires_permission)]
+        spelled = localtools.what_to_write(asked) if in_order and not calls else None
+        unchanging = [t for t in tools if not localtools.may_change(t)]
         called = False
         if spelled is not None:  # the one tool it names by the tool's own words ("today's date"): that one
             naming = localtools.named_by(unchanging, spelled)
@@ -449,7 +450,7 @@ class LocalAdapter(BaseAdapter):
             on_files = [t for t in localtools.for_files(tools, request.messages)
                         if localtools.takes_a_file(t) and t.name not in failed]  # fmt: skip
             if not opening:  # a file the request names: the tools its clause asks for (a change, or none)
-                on_files = localtools.as_the_clause_asks(on_files, localtools.question(request.messages), due)
+                on_files = localtools.as_the_clause_asks(on_files, asked, due)
         unfinished = bool(on_files)
         if not (on_files or {t.name for t in tools} - done):
             return False  # every offered tool has done its part: the answer, without a decision
@@ -460,13 +461,11 @@ class LocalAdapter(BaseAdapter):
             if first
             else []
         )
-        sources = localtools.sources_first(
-            localtools.request_paths(request.messages), localtools.question(request.messages)
-        )
-        if first and narrowed and sources:  # a file to read from before the one to change: read first
-            narrowed = [t for t in narrowed if not (localtools.changes_things(t) or t.requires_permission)] or narrowed
-        elif first and narrowed and localtools.asks_for_a_change(request.messages):
-            source = localtools.taken_from(tools, localtools.question(request.messages))
+        sources = localtools.sources_first(localtools.request_paths(request.messages), asked) if first else []
+        if narrowed and sources:  # a file to read from before the one to change: read first
+            narrowed = [t for t in narrowed if not localtools.may_change(t)] or narrowed
+        elif narrowed and localtools.asks_for_a_change(request.messages):  # narrowed: the first step only
+            source = localtools.taken_from(tools, asked)
             narrowed = [source] if source is not None else narrowed  # "from my notes into F": the notes first
         on_a_file = bool(narrowed)  # a named file or web address: the tools for it only, answering is not a choice
         tools = narrowed or tools
@@ -490,7 +489,6 @@ class LocalAdapter(BaseAdapter):
             return await self._decision(base["messages"], among, asm, steps, answer=answer)
 
         step, decision, choice = await decide(names, answer=answering and not (unfinished or on_a_file))
-        asked = localtools.question(request.messages)
         about_files: list[str] = []
         lister = localtools.folder_first(choice, tools, request.messages) if first and not on_a_file else None
         if lister is not None:  # a read with no file named, in a folder named: what the folder holds, first
@@ -614,7 +612,7 @@ class LocalAdapter(BaseAdapter):
             schema = localtools.ground_arguments(schema, targets)
         elif localtools.takes_a_file(tool):  # a file named (or, after a result, seen), as spelled; never a guess after
             known = localtools.request_paths(request.messages) if first else localtools.known_paths(request.messages)
-            if first and sources and not localtools.changes_things(tool) and not tool.requires_permission:
+            if sources and not localtools.may_change(tool):
                 known = sources  # read from the file to copy from, not the one to write
             if not known and not first:
                 return False

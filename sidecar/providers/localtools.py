@@ -330,6 +330,11 @@ def changes_things(tool: MetonaToolDef) -> bool:
     return any(w in _CHANGE_VERBS for w in _name_words(tool.name.replace(".", " ")))
 
 
+def may_change(tool: MetonaToolDef) -> bool:
+    """The tool changes things by its name (:func:`changes_things`) or needs the user's permission to run."""
+    return changes_things(tool) or tool.requires_permission
+
+
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
 
 
@@ -428,10 +433,15 @@ def before_saving(text: str) -> str | None:
         if connective is None:
             continue  # not a saving clause of its own ("what would we save per month?"): a later one may be
         head = head[: connective.start()].rstrip(" ,，;；")
-        words = _CLAUSE_WORDS.findall(head)
-        cjk = sum(1 for w in words if _CJK.fullmatch(w))
-        return head if len(words) - cjk >= 2 or cjk >= 4 else None
+        return head if _a_clause(head) else None
     return None
+
+
+def _a_clause(text: str) -> bool:
+    """``text`` is a part of a request to decide on its own: two words or more (or four Chinese characters)."""
+    words = _CLAUSE_WORDS.findall(text)
+    cjk = sum(1 for w in words if _CJK.fullmatch(w))
+    return len(words) - cjk >= 2 or cjk >= 4
 
 
 _SPELLED_OUT = re.compile(r"[:：]\s*")
@@ -449,9 +459,7 @@ def what_to_write(text: str) -> str | None:
         head, rest = text[: colon.start()], text[colon.end() :].strip()
         if not named_paths(head) or not _asks_a_change(head):
             continue
-        words = _CLAUSE_WORDS.findall(rest)
-        cjk = sum(1 for w in words if _CJK.fullmatch(w))
-        return rest if len(words) - cjk >= 2 or cjk >= 4 else None
+        return rest if _a_clause(rest) else None
     return None
 
 
@@ -550,9 +558,7 @@ def what_remains(text: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> str 
     if connective is None:
         return None
     rest = text[connective.end() :].strip(" ,，;；:：")
-    words = _CLAUSE_WORDS.findall(rest)
-    cjk = sum(1 for w in words if _CJK.fullmatch(w))
-    return rest if len(words) - cjk >= 2 or cjk >= 4 else None
+    return rest if _a_clause(rest) else None
 
 
 _CHANGE_WORDS = re.compile(
@@ -970,11 +976,11 @@ TEXT_MIN_CHARS = 1000
 
 def text_argument(tool: MetonaToolDef, schema: dict[str, Any]) -> str | None:
     """The one argument of ``schema`` (the tool's arguments schema) that holds a text the call writes, when the
-    tool changes things (:func:`changes_things`, or it needs the user's permission): a required string with no enum
+    tool may change things (:func:`may_change`): a required string with no enum
     and no format, that names no file (:func:`_names_a_file`), whose declaration bounds it to no fewer than
     :data:`TEXT_MIN_CHARS` characters if at all — write_file's ``content``, a ticket's ``body``. None when there is
     not exactly one. After a turn's results it is written first, as text (:func:`text_request`)."""
-    if not (changes_things(tool) or tool.requires_permission):
+    if not may_change(tool):
         return None
     declared = tool.parameters.model_dump(mode="json", exclude_none=True)
     required = set(schema.get("required") or ())
