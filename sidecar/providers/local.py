@@ -484,6 +484,14 @@ class LocalAdapter(BaseAdapter):
         async def keep(text: str) -> None:
             written.append(text)
 
+        opinions: list[bool] = []
+
+        async def general() -> bool:
+            """The second opinion on the request (:meth:`_general`), asked once a step."""
+            if not opinions:
+                opinions.append(await self._general(asked, asm, steps))
+            return opinions[0]
+
         async def decide(among: list[str], answer: bool = True) -> tuple[dict[str, Any], str, str | None]:
             """One decision on the request among the names ``among`` (and ``answer``), :meth:`_decision`."""
             return await self._decision(base["messages"], among, asm, steps, answer=answer)
@@ -527,12 +535,20 @@ class LocalAdapter(BaseAdapter):
             sums = {t.name for t in tools if localtools.computes(t)} if localtools.arithmetic(asked) else set()
 
             recalled = localtools.of_their_own(by_name[choice], named[choice], tools, step.get("score"), asked)
-            if recalled and await self._general(asked, asm, steps):
+            if recalled and await general():
                 recalled = None  # knowledge anyone has, whatever "I" the request says: not the user's records
+            if (  # the search of the user's records, far from a question of their own: called if the second opinion
+                localtools.searches_the_users(by_name[choice])  # agrees ("咱家那只巴西龟…几度…？" had been answered)
+                and localtools.asks_their_own(asked)
+                and not localtools.relevant(near[choice], step.get("score"))
+                and not await general()
+            ):
+                recalled = choice
             if localtools.nothing_to_compute(by_name[choice], request.messages):  # a formula of no number stated
-                theirs = localtools.spoken_of_as_theirs(tools, asked)
-                if len(theirs) != 1:
-                    return False  # answered
+                theirs = {recalled} if recalled else localtools.spoken_of_as_theirs(tools, asked)
+                unnamed = not (recalled or named.get(next(iter(theirs), "")))  # "翻下我笔记…" names the notes
+                if len(theirs) != 1 or (unnamed and await general()):
+                    return False  # answered ("我想学做红烧肉，一般要炖多久？": knowledge anyone has)
                 recalled = next(iter(theirs))  # "look in my notes: …" — the user's own things, looked up
             folder = localtools.named_folder(asked)
 
@@ -554,9 +570,7 @@ class LocalAdapter(BaseAdapter):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
-            if localtools.not_the_users(by_name[choice], named[choice], asked, len(tools)) and await self._general(
-                asked, asm, steps
-            ):
+            if localtools.not_the_users(by_name[choice], named[choice], asked, len(tools)) and await general():
                 return False  # a question of general knowledge: answered, not looked up in the user's own things
         if first and choice == localtools.ANSWER:
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
@@ -570,7 +584,7 @@ class LocalAdapter(BaseAdapter):
                         asked,
                         len(tools),
                     )
-                    and await self._general(asked, asm, steps)
+                    and await general()
                 )
             ):
                 choice = likeliest
@@ -597,6 +611,8 @@ class LocalAdapter(BaseAdapter):
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = by_name[choice]
+        if first and localtools.may_change(tool) and localtools.asks_how_to(asked):
+            return False  # "How do I create an index?": explained, not done
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))

@@ -335,6 +335,23 @@ def may_change(tool: MetonaToolDef) -> bool:
     return changes_things(tool) or tool.requires_permission
 
 
+_HOW_TO_DO = re.compile(
+    r"^\W*(?:how (?:do|can|could|should|would) (?:i|we|you|one)\b|how to\b)"
+    r"|^(?:请问)?(?:我)?(?:该|要|应该)?(?:怎么|如何|怎样)(?!样)",
+    re.IGNORECASE,
+)
+
+
+def asks_how_to(text: str) -> bool:
+    """``text`` opens by asking how something is done ("How do I create an index in SQLite?", "how to delete a
+    branch", "怎么删除分支？", "如何新建表？"): what to do is explained, not done — a tool that changes things
+    (:func:`may_change`) is not called for it. Offered a database plugin's ``create_table``, "How do I create an
+    index in SQLite?" ran ``CREATE INDEX idx_name ON table_name (column1, column2, ...)`` (requests written for
+    this, 2026-12-06); none of the tuning half's how-to requests that call a tool (5, single and real users') calls
+    one that changes things."""
+    return _HOW_TO_DO.search(text.strip()) is not None
+
+
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
 
 
@@ -1771,9 +1788,10 @@ def speaks_of_the_user(text: str) -> bool:
     return _FIRST_PERSON.search(bare) is not None
 
 
-_HELP_ME = re.compile(r"(?:帮|替)(?:我|咱)|\bhelp\s+me\b", re.IGNORECASE)
-"""How a request asks ("help me write…", "帮我改一下…"), not what it speaks of: a request to rewrite a quoted line
-politely went to the notes search for its 帮我 (agent-mine-v7, a tuning set, 2026-12-06)."""
+_HELP_ME = re.compile(r"(?:帮|替)(?:我|咱)|告诉我|提醒我|\b(?:help|tell|remind)\s+me\b", re.IGNORECASE)
+"""How a request asks ("help me write…", "帮我改一下…", "tell me", "remind me", 告诉我), not what it speaks of: a
+request to rewrite a quoted line politely went to the notes search for its 帮我 (agent-mine-v7, a tuning set,
+2026-12-06), "remind me, who wrote Pride and Prejudice?" for its "me" (written for this, 2026-12-06)."""
 
 
 def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_tools: int) -> bool:
@@ -1833,6 +1851,21 @@ def taken_from(tools: Sequence[MetonaToolDef], text: str) -> MetonaToolDef | Non
     return found[0] if len(found) == 1 else None
 
 
+_RECALLING = re.compile(
+    r"\bagain\s*[?？]|\bremind me\b|\bI\s+(?:forgot|forget|can['’]?t remember|don['’]?t remember)\b"
+    r"|来着|上次|上回|忘了",
+    re.IGNORECASE,
+)
+"""How a request asks after what the one asking knew once ("what's the office printer's IP again?", "remind me, …",
+"…是多少来着？", "上次那个…", "忘了…"): a thing of their own, or a fact anyone knows they forgot (the second opinion
+tells which, :data:`KNOWLEDGE_PROMPT`)."""
+
+
+def recalls(text: str) -> bool:
+    """``text`` asks after what the one asking knew once (:data:`_RECALLING`), outside what it quotes."""
+    return _RECALLING.search(_TITLE.sub(" ", _A_QUOTE.sub(" ", text))) is not None
+
+
 def spoken_of_as_theirs(tools: Sequence[MetonaToolDef], request: str) -> set[str]:
     """The offered tools that search the user's own things (:func:`searches_the_users`) when the request speaks of
     the user (:func:`speaks_of_the_user`): "my notes", "我的笔记" name the notes search as much as two of its words
@@ -1862,14 +1895,21 @@ def of_their_own(
     up, and were then answered from memory (agent-mine-v6, a tuning set, 2026-12-05). The caller asks the second
     opinion of :data:`KNOWLEDGE_PROMPT` first: a general question that says "I" in passing (a capital the user
     always mixes up) had gone to the calculator too, and is no search of the user's notes."""
-    if sure(score) or named or searches_the_users(choice):
-        return None
-    if not (speaks_of_the_user(request) and asks_a_fact(request)) or _own_numbers(request):
-        return None
-    if _FILE_WORDS.search(request) or speaks_of_folders(request) or _NOW.search(request):
+    if sure(score) or named or searches_the_users(choice) or not asks_their_own(request):
         return None
     own = [t.name for t in tools if searches_the_users(t)]
     return own[0] if len(own) == 1 else None
+
+
+def asks_their_own(request: str) -> bool:
+    """``request`` asks one fact (:func:`asks_a_fact`) of the user's own life (:func:`speaks_of_the_user`) or one
+    they knew once (:func:`recalls`), states no number of its own (:func:`_own_numbers`), speaks of no file or folder
+    and not of the present moment (:data:`_NOW`): what only the user's own records may tell (:func:`of_their_own`;
+    a pick of the search of those records the model is unsure of, far from the request, is called when the second
+    opinion agrees)."""
+    if not ((speaks_of_the_user(request) or recalls(request)) and asks_a_fact(request)) or _own_numbers(request):
+        return False
+    return not (_FILE_WORDS.search(request) or speaks_of_folders(request) or _NOW.search(request))
 
 
 def _known(score: float | None) -> TypeGuard[float]:
@@ -2697,32 +2737,61 @@ def _unnamed_file(value: Any, said: set[str]) -> bool:
     return _unsaid(re.sub(r"[_.-]+", " ", stem), said)
 
 
+def _squeezed(text: str) -> str:
+    """``text`` lower-case without spaces, ``_`` and ``-``: a name as written and as the model spelled it alike."""
+    return re.sub(r"[\s_-]+", "", text.lower())
+
+
+_CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
+"""A time of day and nothing else (``06:00``, ``9:30:00``): made up where the conversation holds no number at all
+(:func:`made_up`)."""
+
+
+def _unwritten_file(value: Any, written: str) -> bool:
+    """``value`` is a file's name with an extension (its last part) whose stem the conversation (``written``) never
+    wrote, spaces, ``_`` and ``-`` aside (:func:`_squeezed`: "Sales Q3.xlsx" is ``sales_q3.xlsx``, "打开会议纪要" is
+    ``会议纪要.md``): a name put together from the request's words ("My cat keeps scratching the sofa, any tips?" →
+    ``read_file(path: "cat_scratching_sofa.txt")``, requests written for this, 2026-12-06; "Explain bar chart of
+    Patient." → ``data/patient_chart.png``, BFCL's real users' no-call kind, a tuning case). Each of the tuning
+    half's possible answers that holds a file (single, multiple, real users': 5) writes it as its request does."""
+    if not isinstance(value, str):
+        return False
+    name = re.split(r"[\\/]", value.strip())[-1]
+    if not _EXTENSION.search(name):
+        return False
+    stem = _squeezed(name.rsplit(".", 1)[0])
+    return bool(stem) and stem not in _squeezed(written)
+
+
 def made_up(
     args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage], described: str = ""
 ) -> list[str]:
-    """The required arguments the model made up where the conversation (what the user wrote, the turn's tool results)
-    left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave ("What time
-    is it?" offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can you do it?" →
-    ``receiver: "john_doe"``); and where the conversation gave no number at all, in digits or in words, and named
-    nothing to look one up by (:func:`_numbers_given`), a string of numbers and arithmetic only (:data:`_FORMULA`:
-    "Good morning! I finished my thesis." offered a calculator → ``expression: "100 * 0.075"``) and the numbers of
-    a call whose every required argument, two or more, is numbers only (a number, coordinates; "How can the deer
-    population grow?" → ``current_population: 1000, birth_rate: 0.05``; not "What's the weather in Berlin?" → its
-    coordinates (a named place lets a place's numbers through, :func:`_a_places_numbers`, not a BMI's weight and
-    height for "the average temperature for Los Angeles"), nor "roll a die" → ``sides: 6``; a call with a named
-    file and its size is judged by the name);
-    and a file (a required argument named ``path``, ``file``, ``filename``, ``filepath``: :func:`_names_a_file`)
-    whose name nobody gave (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files the
-    possible answers hold is named by its request). Such a call is not made; the answer is written instead (it can
-    ask for what is missing); prose where a formula of numbers is asked for (:func:`_prose_for_a_formula`), or
-    one number (:func:`_a_constant`); a placeholder nobody wrote (:func:`_placeholder`); a web address, any
-    argument's, whose host nothing wrote (:func:`_unknown_address`; ``described``: the tool's description and the
-    system prompt); a password or a key nobody gave (:func:`_untold_secret`). A
-    word matches one it starts or that starts it (three letters or more: ``EUR`` and
-    "euros"). Not judged: an enum's choice, a number worked out from others (any number in the conversation lets
-    every number through), dates and times, text the model composes (a sentence, lower-case words), the names and
-    the numbers-only calls of a request asked in Chinese (its formulas and files are: "人体正常体温是多少度？" offered a
-    calculator → ``expression: "37"``)."""
+    """The required arguments the model made up where the conversation (what the user wrote, the turn's tool
+    results) left them out: a string whose value reads as a name or an id (:func:`_a_name`) that nothing gave
+    ("What time is it?" offered a weather tool → ``location: "San Francisco, CA"``, "I have a transaction, can
+    you do it?" → ``receiver: "john_doe"``); and where the conversation gave no number at all, in digits or in
+    words, and named nothing to look one up by (:func:`_numbers_given`), a string of numbers and arithmetic
+    only (:data:`_FORMULA`: "Good morning! I finished my thesis." offered a calculator → ``expression: "100 *
+    0.075"``) and the numbers of a call whose every required argument, two or more or one that holds two
+    numbers or more, is numbers only (a number, coordinates; "How can the deer population grow?" →
+    ``current_population: 1000, birth_rate: 0.05``, "Which country has the most lakes?" →
+    ``maps_elevation(locations: [{latitude: 40.71, …}, …])``; not "What's the weather in Berlin?" → its
+    coordinates (a named place lets a place's numbers through, :func:`_a_places_numbers`, not a BMI's weight
+    and height for "the average temperature for Los Angeles"), nor "roll a die" → ``sides: 6``; a call with a
+    named file and its size is judged by the name), and a time of day (:data:`_CLOCK`: "奥斯陆明天几点日出？" →
+    ``convert_time(time: "06:00")``, the time it asks after); and a file (a required argument named ``path``,
+    ``file``, ``filename``, ``filepath``: :func:`_names_a_file`) whose name nobody gave
+    (:func:`_unnamed_file`, :func:`_unwritten_file`; on the tuning half, 2026-12-05, every one of the 16 files
+    the possible answers hold is named by its request). Such a call is not made; the answer is written instead
+    (it can ask for what is missing); prose where a formula of numbers is asked for
+    (:func:`_prose_for_a_formula`), or one number (:func:`_a_constant`); a placeholder nobody wrote
+    (:func:`_placeholder`); a web address, any argument's, whose host nothing wrote (:func:`_unknown_address`;
+    ``described``: the tool's description and the system prompt); a password or a key nobody gave
+    (:func:`_untold_secret`). A word matches one it starts or that starts it (three letters or more: ``EUR``
+    and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the
+    conversation lets every number through), dates and times, text the model composes (a sentence, lower-case
+    words), the names and the numbers-only calls of a request asked in Chinese (its formulas and files are:
+    "人体正常体温是多少度？" offered a calculator → ``expression: "37"``)."""
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
     out = []
@@ -2731,15 +2800,23 @@ def made_up(
     ]
     chinese = bool(_CJK.search(question(messages)))  # no capitals to tell a place by: its coordinates are let be
     looked_up = _a_places_numbers(args, numbers, parameters)  # a named place's coordinates, not a named thing's weight
-    if len(numbers) >= 2 and len(numbers) == len(required) and not chinese and not _numbers_given(messages, looked_up):
+    several = len(numbers) >= 2 or (len(numbers) == 1 and len(_numbers_in(args[numbers[0]])) >= 2)  # a list of points
+    if several and len(numbers) == len(required) and not chinese and not _numbers_given(messages, looked_up):
         out += numbers  # every input of the call a number, and the conversation gave none nor a place to look up
-    out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said)]
+    clocks = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _CLOCK.fullmatch(args[k].strip())]
+    if clocks and not _numbers_given(messages, looked_up=False):
+        out += clocks  # "奥斯陆明天几点日出？" → convert_time(time: "06:00"): the time asked after, made up
+    written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
+    out += [
+        k
+        for k in sorted(required & set(args))
+        if _names_a_file(k) and (_unnamed_file(args[k], said) or _unwritten_file(args[k], written))
+    ]
     formulas = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _FORMULA.fullmatch(args[k])]
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
     out += [k for k in sorted(required & set(args)) if _prose_for_a_formula(k, args[k], _spec(parameters, k))]
     out += [k for k in sorted(required & set(args)) if k not in out and _a_constant(k, args[k], _spec(parameters, k))]
-    written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     known = f"{written}\n{described}\n{json.dumps(parameters, ensure_ascii=False)}".lower()
     out += [k for k in sorted(args) if k not in out and _unknown_address(args[k], known)]
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]

@@ -1476,6 +1476,50 @@ def test_a_code_for_an_argument_that_asks_for_one_is_not_made_up() -> None:
     assert lt.made_up({"to_currency": "CAD", "airline": "KLM"}, params, convert.messages) == ["airline"]  # no code
 
 
+def test_a_time_of_day_or_a_list_of_points_nobody_gave_is_made_up() -> None:
+    """"奥斯陆明天几点日出？" offered a time plugin's convert_time got ``time: "06:00"`` (the time it asks after);
+    "Which country has the most lakes?" offered maps_elevation got two cities' coordinates in one list."""
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    convert = {"type": "object", "required": ["source_timezone", "time"], "properties": {"time": {"type": "string"}}}
+    sunrise = asked("奥斯陆明天几点日出？")
+    assert lt.made_up({"source_timezone": "Europe/Oslo", "time": "06:00"}, convert, sunrise) == ["time"]
+    meeting = asked("When it's 9:30 in Oslo, what time is it in Tokyo?")
+    assert lt.made_up({"source_timezone": "Europe/Oslo", "time": "09:30"}, convert, meeting) == []
+    evening = asked("Convert nine in the evening Oslo time to Tokyo time")  # a number in words: worked out
+    assert lt.made_up({"source_timezone": "Europe/Oslo", "time": "21:00"}, convert, evening) == []
+    points = {"type": "object", "required": ["locations"], "properties": {"locations": {"type": "array"}}}
+    lakes = asked("Which country has the most lakes?")
+    two = [{"latitude": 40.71, "longitude": -74.0}, {"latitude": 34.05, "longitude": -118.24}]
+    assert lt.made_up({"locations": two}, points, lakes) == ["locations"]
+    assert lt.made_up({"locations": two}, points, asked("How high are New York and Los Angeles?")) == []
+    sides = {"type": "object", "required": ["sides"], "properties": {"sides": {"type": "integer"}}}
+    assert lt.made_up({"sides": 6}, sides, asked("Roll a die for me")) == []  # one number: a default, not judged
+
+
+def test_a_how_to_question_is_explained_not_done() -> None:
+    assert lt.asks_how_to("How do I create an index in SQLite?")
+    assert lt.asks_how_to("how to delete a git branch")
+    assert lt.asks_how_to("怎么删除分支？") and lt.asks_how_to("请问如何新建一张表？")
+    assert not lt.asks_how_to("Create an index on users.email. How do I check it worked?")  # asks it done first
+    assert not lt.asks_how_to("怎么样，今天的会开完了吗？")
+    assert not lt.asks_how_to("How many rows are in the orders table?")
+
+
+async def test_a_how_to_question_never_runs_a_tool_that_changes_things() -> None:
+    create = {**tool("create_table", "query"), "description": "Create a new table in the SQLite database."}
+    runtime = ScriptedRuntime(['create_table"'], ["Use CREATE INDEX …"], score=-0.05)
+    asked = request(messages=_asking("How do I create an index in SQLite?"), tools=[create, CALC])
+    response, _ = await run(runtime, asked, FavouringEmbedder("create"))
+    assert response.tool_calls is None and response.content == "Use CREATE INDEX …"
+    runtime = ScriptedRuntime(['create_table"'], ['{"query": "CREATE TABLE t (id INTEGER)"}'], score=-0.05)
+    asked = request(messages=_asking("Create a table t with an integer id"), tools=[create, CALC])
+    response, _ = await run(runtime, asked, FavouringEmbedder("create"))
+    assert [c.name for c in response.tool_calls or ()] == ["create_table"]
+
+
 def test_a_required_file_nobody_named_is_made_up() -> None:
     properties = {"file_path": {"type": "string"}, "include_graphs": {"type": "boolean"}}
     params = {"type": "object", "required": ["file_path"], "properties": properties}
@@ -1485,7 +1529,12 @@ def test_a_required_file_nobody_named_is_made_up() -> None:
 
     chart = asked("Explain bar chart of Patient.")
     assert lt.made_up({"file_path": "path/to/summary_statistics.csv"}, params, chart) == ["file_path"]
-    assert lt.made_up({"file_path": "data/patient_chart.png"}, params, chart) == []  # its name was given
+    # its words were given, not a file's name: made up from the words
+    assert lt.made_up({"file_path": "data/patient_chart.png"}, params, chart) == ["file_path"]
+    assert lt.made_up({"file_path": "Patient.csv"}, params, chart) == []  # "Patient." ends a sentence: its stem
+    tips = asked("My cat keeps scratching the sofa, any tips?")
+    assert lt.made_up({"file_path": "cat_scratching_sofa.txt"}, params, tips) == ["file_path"]
+    assert lt.made_up({"file_path": "notes/Sales-Q3.xlsx"}, params, asked("Summarise Sales Q3.xlsx")) == []
     assert lt.made_up({"file_path": "sales_q3.xlsx"}, params, asked("Summarise Sales Q3.xlsx")) == []
     assert lt.made_up({"file_path": "会议纪要.md"}, params, asked("打开会议纪要")) == []
     assert lt.made_up({"file_path": "meeting_notes.md"}, params, asked("打开会议纪要")) == ["file_path"]
@@ -2526,6 +2575,38 @@ async def test_my_notes_name_the_notes_search_for_an_unsure_pick_of_another_tool
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [("notes_search", {"query": "京都 第二天"})]
     assert lt.spoken_of_as_theirs(defs(*tools), ask) == {"notes_search"}
     assert lt.spoken_of_as_theirs(defs(*tools), "笔记软件有哪些推荐？") == set()
+
+
+async def test_a_fact_asked_again_is_looked_up_in_the_users_things_when_the_second_opinion_agrees() -> None:
+    """"What's the office printer's IP again?" went to the time tool at p 0.74 and "咱家那只巴西龟…几度…？" to the
+    notes search far from the request (answered from memory): a fact the user asks after as one they knew once, or
+    of their own life, is looked up in their things when the second opinion says personal; a general fact asked
+    "again" is answered. The second opinion is asked once a step."""
+    unsure = math.log(lt.NEARER_P) - 0.4
+    tools = [TIME, NOTES_SEARCH]
+    printer = "what's the office printer's IP again?"
+    runtime = ScriptedRuntime(['get_current_time"'], ['personal"'], ['{"query": "office printer IP"}'], score=unsure)
+    response, _ = await run(runtime, request(messages=_asking(printer), tools=tools), FavouringEmbedder("get"))
+    assert [c.name for c in response.tool_calls or ()] == ["notes_search"]
+    assert [p["messages"][0]["content"] for p in runtime.payloads].count(lt.KNOWLEDGE_PROMPT) == 1
+    capital = "What's the capital of Australia again?"
+    runtime = ScriptedRuntime(['get_current_time"'], ['general"'], ["Canberra."], score=unsure)
+    response, _ = await run(runtime, request(messages=_asking(capital), tools=tools), FavouringEmbedder("get"))
+    assert "notes_search" not in [c.name for c in response.tool_calls or ()]
+    far = math.log(lt.RELEVANT_P) - 0.3  # under the relevance bar, and the embedder ranks the time tool nearer
+    turtle = "咱家那只巴西龟，冬天水温低于几度就别喂了？"
+    runtime = ScriptedRuntime(['notes_search"'], ['personal"'], ['{"query": "巴西龟 水温"}'], score=far)
+    response, _ = await run(runtime, request(messages=_asking(turtle), tools=tools), FavouringEmbedder("get"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("notes_search", {"query": "巴西龟 水温"})]
+    runtime = ScriptedRuntime(['notes_search"'], ['general"'], ["十五度。"], score=far)
+    response, _ = await run(runtime, request(messages=_asking(turtle), tools=tools), FavouringEmbedder("get"))
+    assert response.tool_calls is None
+    assert lt.recalls(printer) and lt.recalls("老王的生日是几号来着？") and lt.recalls("上次那个牙医诊所的电话是多少？")
+    assert not lt.recalls("Play it again and again") and not lt.recalls('翻译“我忘了带钥匙”')  # not asked; quoted
+    assert lt.asks_their_own(printer) and lt.asks_their_own(turtle)
+    assert not lt.asks_their_own("What time is it now, again?")  # the present moment: no record holds it
+    assert not lt.speaks_of_the_user("remind me, who wrote Pride and Prejudice?")  # how it asks, not of whom
+    assert lt.speaks_of_the_user("remind me where my passport is?")
 
 
 async def test_a_fact_of_the_users_own_life_is_looked_up_not_computed() -> None:
