@@ -611,7 +611,7 @@ class LocalAdapter(BaseAdapter):
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = by_name[choice]
-        if first and localtools.may_change(tool) and localtools.asks_how_to(asked):
+        if first and localtools.changes_things(tool) and localtools.asks_how_to(asked):
             return False  # "How do I create an index?": explained, not done
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess

@@ -344,11 +344,12 @@ _HOW_TO_DO = re.compile(
 
 def asks_how_to(text: str) -> bool:
     """``text`` opens by asking how something is done ("How do I create an index in SQLite?", "how to delete a
-    branch", "怎么删除分支？", "如何新建表？"): what to do is explained, not done — a tool that changes things
-    (:func:`may_change`) is not called for it. Offered a database plugin's ``create_table``, "How do I create an
-    index in SQLite?" ran ``CREATE INDEX idx_name ON table_name (column1, column2, ...)`` (requests written for
-    this, 2026-12-06); none of the tuning half's how-to requests that call a tool (5, single and real users') calls
-    one that changes things."""
+    branch", "怎么删除分支？", "如何新建表？"): what to do is explained, not done — a tool whose name says it changes
+    things (:func:`changes_things`) is not called for it. Offered a database plugin's ``create_table``, "How do I
+    create an index in SQLite?" ran ``CREATE INDEX idx_name ON table_name (column1, column2, ...)`` (requests
+    written for this, 2026-12-06); none of the tuning half's how-to requests that call a tool (5, single and real
+    users') calls one whose name says so ("How to obtain the detailed case information of 'R vs Adams'?" →
+    ``legal_case.fetch``: a plugin's tool, which needs permission, but one that reads)."""
     return _HOW_TO_DO.search(text.strip()) is not None
 
 
