@@ -688,6 +688,7 @@ class LocalAdapter(BaseAdapter):
         if generated is not None:
             args = localtools.without_its_value(localtools.without_empty(generated, declared), declared)
             args = localtools.spare_numbers(args, declared, asked)
+            args = localtools.fractions_of_percentages(args, declared, asked)
             args = localtools.unasked(args, declared, request.messages, changes=tool.requires_permission)
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
             if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed

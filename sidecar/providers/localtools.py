@@ -2255,6 +2255,33 @@ def _dated(text: str) -> list[int]:
     return [int(next(g for g in m.groups() if g)) for m in _DAY_WRITTEN.finditer(text.translate(_ASCII_DIGITS))]
 
 
+_PERCENTAGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|per ?cent\b)", re.IGNORECASE)
+_SAYS_PERCENT = re.compile(r"percent|%|\bpct\b|百分", re.IGNORECASE)
+
+
+def fractions_of_percentages(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` with a number the request ``text`` states as a percentage only ("a 60% chance", "5 per cent") as the
+    fraction it is (``0.6``), for an argument of type ``number`` whose name and description do not say it takes a
+    percentage ("in percentage", "%"). "a player has a 60% chance of making any given shot" →
+    ``probability_of_success: 60`` (BFCL parallel, a tuning case read for the first time, 2026-12-06); of the tuning
+    half's possible answers with an argument a stated percentage fills, 39 hold the fraction, 12 the whole number
+    (each of those an argument that says percentage, or the number stated again as a count: "5% for 5 years")."""
+    percentages = {float(m.group(1)) for m in _PERCENTAGE.finditer(text)}
+    if not percentages:
+        return args
+    bare = _PERCENTAGE.sub(" ", text)
+    plain = {float(n) for n in stated_numbers(bare)}
+    out = dict(args)
+    for key, value in args.items():
+        spec = _spec(parameters, key)
+        if not _number(value) or spec.get("type") != "number" or spec.get("enum"):
+            continue
+        if float(value) in percentages and float(value) not in plain and value > 1:
+            if not _SAYS_PERCENT.search(f"{key} {spec.get('description') or ''}"):
+                out[key] = float(f"{value / 100:.15g}")
+    return out
+
+
 def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` without the optional numbers that reuse a number of the request ``text`` another argument already
     has: a number stated once fills one argument (stated twice, two). The model filled every optional number it

@@ -3005,3 +3005,26 @@ async def test_a_text_written_empty_is_no_call() -> None:
     runtime = ScriptedRuntime(['write_file"'], ["\n```\n"], ["The wifi is Larkspur-5G."], score=-0.05)
     response, _ = await run(runtime, request(messages=_turn(ask, found), tools=[NOTES, PERMITTED_WRITE]))
     assert not response.tool_calls and response.content == "The wifi is Larkspur-5G."
+
+
+def test_a_number_stated_as_a_percentage_is_its_fraction_unless_the_argument_takes_a_percentage() -> None:
+    """"a 60% chance" → ``probability_of_success: 60`` (BFCL parallel, a tuning case): the fraction, 0.6."""
+    params = {
+        "type": "object",
+        "properties": {
+            "probability_of_success": {"type": "number", "description": "The probability of a success."},
+            "trials": {"type": "integer"},
+            "brightness": {"type": "number", "description": "Screen brightness level in percentage."},
+        },
+    }
+    chance = "A player makes 60% of his shots: in 10 shots, the chance of 7? Set brightness to 70%."
+    args = {"probability_of_success": 60, "trials": 10, "brightness": 70}
+    assert lt.fractions_of_percentages(args, params, chance) == {**args, "probability_of_success": 0.6}
+    fraction = {"probability_of_success": 0.6}
+    assert lt.fractions_of_percentages(fraction, params, chance) == fraction
+    again = "5% a year for 5 years"  # 5 is stated as a count too: left as written
+    assert lt.fractions_of_percentages({"probability_of_success": 5}, params, again) == {"probability_of_success": 5}
+    assert lt.fractions_of_percentages({"probability_of_success": 7}, params, "7 per cent") == {
+        "probability_of_success": 0.07
+    }
+    assert lt.fractions_of_percentages(args, params, "no percentage here: 60, 70") == args
