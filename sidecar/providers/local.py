@@ -647,11 +647,6 @@ class LocalAdapter(BaseAdapter):
             if not text.strip():
                 return False  # nothing written: no empty file, the answer instead
             schema = localtools.without_argument(schema, text_key)
-        formula_key = localtools.formula_argument(tool, schema) if not rest else None
-        formula = await self._formula_first(base["messages"][1:], asm, steps) if formula_key else ""
-        if formula_key and formula:  # a formula of numbers: written first, as a line of text
-            schema = localtools.without_argument(schema, formula_key)
-        generated: dict[str, Any] | None = None
         if schema.get("properties"):  # a tool without parameters needs no generation for its arguments
             written.clear()
             if rest:
@@ -682,11 +677,7 @@ class LocalAdapter(BaseAdapter):
                 return False
             if planned:
                 parsed.pop(localtools.PLAN, None)
-            generated = parsed
-        if formula_key and formula:
-            generated = {**(generated or {}), formula_key: formula}
-        if generated is not None:
-            args = localtools.without_its_value(localtools.without_empty(generated, declared), declared)
+            args = localtools.without_its_value(localtools.without_empty(parsed, declared), declared)
             args = localtools.spare_numbers(args, declared, asked)
             args = localtools.fractions_of_percentages(args, declared, asked)
             args = localtools.unasked(args, declared, request.messages, changes=tool.requires_permission)
@@ -701,32 +692,6 @@ class LocalAdapter(BaseAdapter):
             return False
         await asm.tool_call(name=choice, args=args)
         return True
-
-    async def _formula_first(
-        self, conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]
-    ) -> str:
-        """The formula of numbers a call's argument asks (:func:`localtools.formula_argument`), written as a line of
-        text by the model that writes arguments, asked :data:`localtools.FORMULA_PROMPT` over ``conversation`` (the
-        request, and the turn's calls and results); empty when none was written (:func:`localtools.written_formula`)."""
-        from ..localmodel.assets import ARGUMENTS_SLOT
-
-        parts: list[str] = []
-
-        async def keep(text: str) -> None:
-            parts.append(text)
-
-        payload: dict[str, Any] = {
-            **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
-            "messages": [{"role": "system", "content": localtools.FORMULA_PROMPT}, *conversation],
-            "max_tokens": localtools.FORMULA_TOKENS,
-            "temperature": 0.0,
-            "stop": ["\n"],
-            "stop_on_loop": True,
-            "prefix": localtools.FORMULA_PREFIX,
-        }
-        step = await self._generate(payload, keep, asm)
-        steps.append(step)
-        return localtools.written_formula("".join(parts))
 
     async def _text_first(
         self, request: MetonaRequest, tool: Any, key: str, asm: StreamAssembler, steps: list[dict[str, Any]]

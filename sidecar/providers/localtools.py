@@ -2655,45 +2655,6 @@ def computes(tool: MetonaToolDef) -> bool:
     return any(asks_a_formula(k, v) for k, v in declared.items() if isinstance(v, dict))
 
 
-FORMULA_PROMPT = (
-    "Work out the calculation the user asks for. In one or two short lines, say which numbers from the request or "
-    "the tool results are combined and how (convert units first: minutes to hours is /60, a percentage p% is "
-    "p/100). Then write the final line as 'Expression: <one arithmetic expression of those numbers>'. Do not compute "
-    "the result."
-)
-FORMULA_PREFIX = "Expression: "
-FORMULA_TOKENS = 60
-"""A formula of numbers (:func:`formula_argument`) is written first as a line of text, after
-:data:`FORMULA_PREFIX`, asked :data:`FORMULA_PROMPT` (at most :data:`FORMULA_TOKENS`); the other arguments then as
-JSON. Inside the JSON of the arguments, after a one-line plan (:data:`PLAN_RULE`), the 1.5B model wrote
-``(5.4 + 3.8) * 1.1 * 100 / 10000`` for the floor of a 5.4 m by 3.8 m room with 10% spare, ``12800 / (21.75 * 30 *
-8)`` for an hourly wage from a monthly one (agent-mine-v7, a tuning set); as a line of text, ``5.4 * 3.8 * (1 +
-0.1)`` and ``12800 / (21.75 * 8)``. On 28 arithmetic requests written for this (2026-12-06, 3 of them agent-mine-v7's),
-the formula was right in 21 as text, 18 in the JSON."""
-
-
-def formula_argument(tool: MetonaToolDef, schema: dict[str, Any]) -> str | None:
-    """The one required argument of ``schema`` (an :func:`arguments_schema`) that asks a formula of numbers
-    (:func:`asks_a_formula`, by the tool's own declaration): written first, as text (:data:`FORMULA_PROMPT`)."""
-    declared = tool.parameters.model_dump(mode="json", exclude_none=True).get("properties") or {}
-    required = set(schema.get("required") or ())
-    keys = [
-        k
-        for k in (schema.get("properties") or {})
-        if k in required and isinstance(declared.get(k), dict) and asks_a_formula(k, declared[k])
-    ]
-    return keys[0] if len(keys) == 1 else None
-
-
-def written_formula(written: str) -> str:
-    """The formula of numbers written after :data:`FORMULA_PREFIX`: its first line, without a result worked out after
-    ``=``, a closing full stop or a backtick; empty when what is left is no formula of numbers
-    (:data:`FORMULA_OF_NUMBERS`: a unit, a name or a word in it — the arguments are then written as JSON)."""
-    line = written.strip().split("\n", 1)[0].split("=", 1)[0]
-    line = line.strip().strip("`").rstrip(".。 ").replace("×", "*").replace("÷", "/")
-    return line if line and re.fullmatch(FORMULA_OF_NUMBERS, line) else ""
-
-
 def with_plan(tool: MetonaToolDef, schema: dict[str, Any]) -> dict[str, Any] | None:
     """``schema`` (an :func:`arguments_schema`) with :data:`PLAN`, a string, as its first and required property,
     when the tool asks a formula of numbers (:func:`asks_a_formula`) and declares no argument of that name; else

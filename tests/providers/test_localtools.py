@@ -1716,49 +1716,33 @@ def test_a_calls_token_budget_follows_the_lengths_its_tool_declares() -> None:
     assert lt.argument_budget({"type": "object", "properties": {"content": huge}}) == lt.ARGUMENT_TOKENS
 
 
-async def test_a_formula_of_numbers_is_written_first_as_a_line_of_text_else_after_a_plan() -> None:
-    """The formula is written as a line of text after :data:`lt.FORMULA_PREFIX` (the other arguments then as JSON);
-    when that line is no formula of numbers (a unit, a word), the arguments are JSON after a one-line plan."""
+async def test_a_formula_of_numbers_is_written_after_a_plan_that_the_call_leaves_out() -> None:
     calc = {**CALC, "parameters": {"type": "object", "required": ["expression"], "properties": {
         "expression": {"type": "string", "description": "e.g. '(3 + 4) * 2 ** 10 / sqrt(2)'"}}}}  # fmt: skip
-    messages = [{"role": "user", "content": "5 litres cost 89.9 yuan: how much per litre?", "timestamp": 1}]
-    runtime = ScriptedRuntime(['calculator"'], ["89.9 / 5 = 17.98."])
-    response, _ = await run(runtime, request(messages=messages, tools=[calc]))
-    assert response.tool_calls and response.tool_calls[0].args == {"expression": "89.9 / 5"}
-    assert len(runtime.payloads) == 2  # the decision, the formula: no JSON left to write
-    assert runtime.payloads[1]["prefix"] == lt.FORMULA_PREFIX
-    assert runtime.payloads[1]["messages"][0]["content"] == lt.FORMULA_PROMPT
     plan = '{"plan": "price per litre: 89.9 yuan / 5 litres", "expression": "89.9 / 5"}'
-    runtime = ScriptedRuntime(['calculator"'], ["89.9 yuan / 5 litres"], [plan])  # units in it: no formula
+    runtime = ScriptedRuntime(['calculator"'], [plan])
+    messages = [{"role": "user", "content": "5 litres cost 89.9 yuan: how much per litre?", "timestamp": 1}]
     response, _ = await run(runtime, request(messages=messages, tools=[calc]))
     assert response.tool_calls and response.tool_calls[0].args == {"expression": "89.9 / 5"}
-    grammar = runtime.payloads[2]["json_schema"]
+    grammar = runtime.payloads[1]["json_schema"]
     assert list(grammar["properties"]) == ["plan", "expression"] and grammar["required"] == ["plan", "expression"]
-    assert lt.PLAN_RULE in runtime.payloads[2]["messages"][0]["content"]
+    assert lt.PLAN_RULE in runtime.payloads[1]["messages"][0]["content"]
     runtime = ScriptedRuntime(['calculator"'], ['{"expression": "37*43"}'])  # "where": no formula asked for
     await run(runtime, request(tools=[CALC]))
     assert "plan" not in runtime.payloads[1]["json_schema"]["properties"]
     assert lt.PLAN_RULE not in runtime.payloads[1]["messages"][0]["content"]
 
 
-def test_the_formula_written_as_text_is_its_first_line_without_a_result() -> None:
-    assert lt.written_formula("5.4 * 3.8 * (1 + 0.1)\nso 22.57") == "5.4 * 3.8 * (1 + 0.1)"
-    assert lt.written_formula("`12800 / (21.75 * 8)` = 73.56.") == "12800 / (21.75 * 8)"
-    assert lt.written_formula("3 × 4 ÷ 2。") == "3 * 4 / 2"
-    assert lt.written_formula("42.6 km / 1.63 h") == ""  # units: the JSON instead
-    assert lt.written_formula("") == ""
-
-
 async def test_a_bounded_argument_gets_its_own_budget_and_the_notice_says_which() -> None:
     calc = {**CALC, "parameters": {"type": "object", "required": ["expression"], "properties": {
         "expression": {"type": "string", "description": "e.g. 1 + 2 (at most 500 characters)"}}}}  # fmt: skip
-    runtime = ScriptedRuntime(  # the line of text is no formula: the JSON, cut short
-        ['calculator"'], ["one plus two"], ['{"expression": "1/4 * 2 * 3 * 4'], ["It is 3."], arguments_finish="length"
+    runtime = ScriptedRuntime(
+        ['calculator"'], ['{"expression": "1/4 * 2 * 3 * 4'], ["It is 3."], arguments_finish="length"
     )
     messages = [{"role": "user", "content": "What is 1 + 2?", "timestamp": 1}]
     response, _ = await run(runtime, request(messages=messages, tools=[calc]))
     limit = lt.ARGUMENT_OVERHEAD + 504 + lt.PLAN_TOKENS  # a formula of numbers: its plan's tokens too
-    assert runtime.payloads[2]["max_tokens"] == limit
+    assert runtime.payloads[1]["max_tokens"] == limit
     assert response.tool_calls is None
     assert response.content.startswith(f"(I did not call calculator: its arguments ran past the {limit}-")
 
@@ -2483,17 +2467,17 @@ async def test_a_chinese_request_that_gives_its_amounts_is_computed_where_the_mo
 
     unsure = math.log(lt.RELEVANT_P) - 0.1
     ask = "我每月工资9000，房租占30%，一年房租一共多少钱？"
-    runtime = ScriptedRuntime(['notes_search"'], ["9000 * 12 * 0.3"], score=unsure)
+    runtime = ScriptedRuntime(['notes_search"'], ['{"expression": "9000 * 12 * 30%"}'], score=unsure)
     tools = [NOTES_SEARCH, calculator.model_dump(mode="json", exclude_none=True)]
     response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), Weak())
-    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 0.3"})]
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 30%"})]
     runtime = ScriptedRuntime(['notes_search"'], ['{"query": "报价 450 520"}'], score=unsure)
     asked = request(messages=_asking("我的笔记里写的那两个报价，450 和 520，是哪家的？"), tools=tools)
     response, _ = await run(runtime, asked, Weak())
     assert [c.name for c in response.tool_calls or ()] == ["notes_search"]  # no quantity asked: the notes it names
-    runtime = ScriptedRuntime(['calculator"'], ["9000 * 12 * 0.3"], score=unsure)
+    runtime = ScriptedRuntime(['calculator"'], ['{"expression": "9000 * 12 * 30%"}'], score=unsure)
     response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), Weak())  # its own pick: near too
-    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 0.3"})]
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 30%"})]
     assert lt.arithmetic(ask) and not lt.arithmetic("我的笔记里写的那两个报价，450 和 520，是哪家的？")
 
 
