@@ -2817,9 +2817,10 @@ def made_up(
     ``described``: the tool's description and the system prompt); a password or a key nobody gave
     (:func:`_untold_secret`). A word matches one it starts or that starts it (three letters or more: ``EUR``
     and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the
-    conversation lets every number through), dates and times, text the model composes (a sentence, lower-case
-    words), the names and the numbers-only calls of a request asked in Chinese (its formulas and files are:
-    "人体正常体温是多少度？" offered a calculator → ``expression: "37"``)."""
+    conversation lets every number through), dates and times (but a time of day where no number was given),
+    text the model composes (a sentence, lower-case words), the names and the numbers-only calls of a request
+    asked in Chinese (its formulas and files are: "人体正常体温是多少度？" offered a calculator → ``expression:
+    "37"``)."""
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
     out = []
