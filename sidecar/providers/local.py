@@ -428,17 +428,15 @@ class LocalAdapter(BaseAdapter):
         part = localtools.before_saving(asked) if in_order and not calls else None
         if part is not None and await self._tool_step(_asking(request, part), tools, asm, steps, in_order=False):
             return True
-        spelled = localtools.what_to_write(asked) if in_order and not calls else None
-        unchanging = [t for t in tools if not localtools.may_change(t)]
-        called = False
-        if spelled is not None:  # the one tool it names by the tool's own words ("today's date"): that one
+        spelled = localtools.what_to_write(asked) if in_order and not calls and part is None else None
+        if spelled is not None:  # what a line to write asks for (a date), first, among the tools that change nothing
+            unchanging = [t for t in tools if not localtools.may_change(t)]
             naming = localtools.named_by(unchanging, spelled)
-            one = [t for t in unchanging if naming.get(t.name)]
-            unchanging = one if len(one) == 1 else unchanging
+            one = [t for t in unchanging if naming.get(t.name)]  # the one it names by the tool's own words: that one
             called = len(one) == 1 and (len(naming[one[0].name]) > 1 or localtools.of_the_present(spelled))
-        if spelled is not None and part is None and unchanging:  # what a line to write asks for (a date), first
-            asking = _asking(request, spelled)
-            if await self._tool_step(asking, unchanging, asm, steps, in_order=False, answering=not called):
+            unchanging = one if len(one) == 1 else unchanging
+            line = _asking(request, spelled)
+            if unchanging and await self._tool_step(line, unchanging, asm, steps, in_order=False, answering=not called):
                 return True
         if len(calls) >= localtools.MAX_CALLS_PER_TURN:
             return False

@@ -1910,7 +1910,7 @@ def asks_their_own(request: str) -> bool:
     opinion agrees)."""
     if not ((speaks_of_the_user(request) or recalls(request)) and asks_a_fact(request)) or _own_numbers(request):
         return False
-    return not (_FILE_WORDS.search(request) or speaks_of_folders(request) or _NOW.search(request))
+    return not (_FILE_WORDS.search(request) or speaks_of_folders(request) or of_the_present(request))
 
 
 def _known(score: float | None) -> TypeGuard[float]:
@@ -2756,15 +2756,6 @@ def _names_a_file(key: str) -> bool:
     return bool(words) and words[-1] in ("path", "file", "filename", "filepath")
 
 
-def _unnamed_file(value: Any, said: set[str]) -> bool:
-    """``value`` is a file's path whose name (its last part, the extension aside) has words and the conversation gave
-    none of them: ``path/to/summary_statistics.csv`` for "Explain bar chart of Patient."."""
-    if not isinstance(value, str):
-        return False
-    stem = re.split(r"[\\/]", value.strip())[-1].rsplit(".", 1)[0]
-    return _unsaid(re.sub(r"[_.-]+", " ", stem), said)
-
-
 def _squeezed(text: str) -> str:
     """``text`` lower-case without spaces, ``_`` and ``-``: a name as written and as the model spelled it alike."""
     return re.sub(r"[\s_-]+", "", text.lower())
@@ -2775,20 +2766,23 @@ _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
 (:func:`made_up`)."""
 
 
-def _unwritten_file(value: Any, written: str) -> bool:
-    """``value`` is a file's name with an extension (its last part) whose stem the conversation (``written``) never
-    wrote, spaces, ``_`` and ``-`` aside (:func:`_squeezed`: "Sales Q3.xlsx" is ``sales_q3.xlsx``, "打开会议纪要" is
-    ``会议纪要.md``): a name put together from the request's words ("My cat keeps scratching the sofa, any tips?" →
-    ``read_file(path: "cat_scratching_sofa.txt")``, requests written for this, 2026-12-06; "Explain bar chart of
-    Patient." → ``data/patient_chart.png``, BFCL's real users' no-call kind, a tuning case). Each of the tuning
-    half's possible answers that holds a file (single, multiple, real users': 5) writes it as its request does."""
+def _unnamed_file(value: Any, said: set[str], written: str) -> bool:
+    """``value`` is a file's path whose name (its last part, the extension aside) has words and the conversation gave
+    none of them (``said``: ``path/to/summary_statistics.csv`` for "Explain bar chart of Patient."), or that has an
+    extension and a stem the conversation (``written``) never wrote, spaces, ``_`` and ``-`` aside
+    (:func:`_squeezed`: "Sales Q3.xlsx" is ``sales_q3.xlsx``, "打开会议纪要" is ``会议纪要.md``): a name put together
+    from the request's words ("My cat keeps scratching the sofa, any tips?" → ``read_file(path:
+    "cat_scratching_sofa.txt")``, requests written for this, 2026-12-06; "Explain bar chart of Patient." →
+    ``data/patient_chart.png``, BFCL's real users' no-call kind, a tuning case). Each of the tuning half's possible
+    answers that holds a file (single, multiple, real users': 5) writes it as its request does."""
     if not isinstance(value, str):
         return False
     name = re.split(r"[\\/]", value.strip())[-1]
-    if not _EXTENSION.search(name):
-        return False
-    stem = _squeezed(name.rsplit(".", 1)[0])
-    return bool(stem) and stem not in _squeezed(written)
+    stem = name.rsplit(".", 1)[0]
+    if _unsaid(re.sub(r"[_.-]+", " ", stem), said):
+        return True
+    squeezed = _squeezed(stem)
+    return bool(_EXTENSION.search(name)) and bool(squeezed) and squeezed not in _squeezed(written)
 
 
 def made_up(
@@ -2809,7 +2803,7 @@ def made_up(
     named file and its size is judged by the name), and a time of day (:data:`_CLOCK`: "奥斯陆明天几点日出？" →
     ``convert_time(time: "06:00")``, the time it asks after); and a file (a required argument named ``path``,
     ``file``, ``filename``, ``filepath``: :func:`_names_a_file`) whose name nobody gave
-    (:func:`_unnamed_file`, :func:`_unwritten_file`; on the tuning half, 2026-12-05, every one of the 16 files
+    (:func:`_unnamed_file`; on the tuning half, 2026-12-05, every one of the 16 files
     the possible answers hold is named by its request). Such a call is not made; the answer is written instead
     (it can ask for what is missing); prose where a formula of numbers is asked for
     (:func:`_prose_for_a_formula`), or one number (:func:`_a_constant`); a placeholder nobody wrote
@@ -2836,11 +2830,7 @@ def made_up(
     if clocks and not _numbers_given(messages, looked_up=False):
         out += clocks  # "奥斯陆明天几点日出？" → convert_time(time: "06:00"): the time asked after, made up
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
-    out += [
-        k
-        for k in sorted(required & set(args))
-        if _names_a_file(k) and (_unnamed_file(args[k], said) or _unwritten_file(args[k], written))
-    ]
+    out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said, written)]
     formulas = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _FORMULA.fullmatch(args[k])]
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
