@@ -313,10 +313,12 @@ def names_its_file(tool: MetonaToolDef) -> bool:
 _CHANGE_VERBS = frozenset(
     "write edit create move rename delete remove update set append put post patch insert upload save mkdir rm "
     "modify replace add commit reset checkout push merge stage init send clear apply copy make drop kill install "
-    "overwrite truncate unlink".split()
+    "overwrite truncate unlink buy purchase reserve pay cancel reschedule transfer submit sell publish".split()
 )
 """Verbs in a tool's name that say it changes things (``write_file``, ``create_directory``, ``git_commit``,
-``add_observations``); a name without one reads (``read_text_file``, ``get_file_info``, ``directory_tree``)."""
+``add_observations``, ``BuyMovieTickets``, ``MakePayment``); a name without one reads (``read_text_file``,
+``get_file_info``, ``directory_tree``, ``FindMovies``). Nouns that are verbs too (order, book, schedule) are not
+here: ``get_order_status`` reads."""
 
 
 def _name_words(name: str) -> list[str]:
@@ -2027,7 +2029,9 @@ def arguments_schema(
         for key, spec in parameters["properties"].items():
             if not isinstance(spec, dict):
                 continue
-            if key in required or spec.get("type") not in _STATED_ONLY:
+            if key in required and number_choices(spec):
+                out["properties"][key] = {"type": "number", "enum": number_choices(spec)}
+            elif key in required or spec.get("type") not in _STATED_ONLY:
                 out["properties"][key] = arguments_schema(spec, top=False, numbers=numbers)
             elif numbers and not spec.get("enum"):
                 fitting = _allowed(numbers, spec)
@@ -2094,6 +2098,27 @@ def _hint_items(description: str) -> list[str]:
     return [h.strip() for h in hints.group(1).split(",")] if hints else []
 
 
+def _choices(hint: str) -> list[int | float]:
+    """The numbers of a hint ``one of 1|2|3`` (a number field's enum, which the IR's string ``enum`` cannot
+    carry)."""
+    out: list[int | float] = []
+    for part in hint.removeprefix("one of ").split("|"):
+        try:
+            value = float(part)
+        except ValueError:
+            continue
+        out.append(int(value) if value.is_integer() and "." not in part else value)
+    return out
+
+
+def number_choices(spec: dict[str, Any]) -> list[int | float]:
+    """The numbers a ``number`` field's hints allow it alone (``(integer, one of 1|2|3|4|5, default 1)``), empty
+    where they allow any."""
+    if spec.get("type") != "number":
+        return []
+    return next((_choices(h) for h in _hint_items(str(spec.get("description") or "")) if h.startswith("one of ")), [])
+
+
 def _allowed(numbers: Sequence[int | float], spec: dict[str, Any]) -> list[int | float]:
     """The ``numbers`` a declaration's hints allow its field (:func:`_fits`)."""
     return [n for n in numbers if _fits(n, str(spec.get("description") or ""))]
@@ -2105,6 +2130,8 @@ def _fits(number: int | float, description: str) -> bool:
     MCP tool's ``count`` (integer, 1–10) was offered the request's ``2.5`` and ``1299.99``."""
     for hint in _hint_items(description):
         if hint == "integer" and not float(number).is_integer():
+            return False
+        if hint.startswith("one of ") and number not in _choices(hint):
             return False
         if (span := _RANGE.match(hint)) and not float(span.group(1)) <= number <= float(span.group(2)):
             return False
@@ -2466,6 +2493,21 @@ def _unsaid(value: str, said: set[str]) -> bool:
     return bool(words) and not any(_said(w, said) for w in words) and _initials(value) not in said
 
 
+def _short_for(choice: str, said: set[str]) -> bool:
+    """An enum's ``choice`` of two to four letters is the short form of a word the conversation gave: its letters
+    in that word's order, the first one first (``txt`` of "text files", ``py`` of "Python", ``md`` of
+    "Markdown"; BFCL live's ``list_files(type: "txt")`` for "all the text files", a tuning case)."""
+    word = choice.lower()
+    if not (2 <= len(word) <= 4 and word.isascii() and word.isalpha()):
+        return False
+
+    def within(longer: str) -> bool:
+        rest = iter(longer)
+        return all(c in rest for c in word)
+
+    return any(len(w) > len(word) and w[0] == word[0] and within(w) for w in said)
+
+
 def _initials(value: str) -> str:
     """The initials of a name of two words or more before any comma, lower-case ("Los Angeles, CA" → ``la``, "New
     York City" → ``nyc``): a name the user wrote short ("LA" → ``from_city: "Los Angeles, CA"``, BFCL live, a
@@ -2483,9 +2525,11 @@ def unasked(
     that mentions it. An optional enum's choice is judged the same way when the request is not Chinese (whose words
     never spell an English choice): "According to my notes, …" got ``mode: "vector"`` where the default, ``hybrid``,
     finds more, and "is docker running, use docker ps" got ``unit: "seconds"``; not a yes or a no (``"True"``, worked
-    out from "I have laundry services"), nor any choice of a tool that ``changes`` things (one that needs the user's
-    permission): its default may undo what was asked — "Add a line to todo.txt" writes ``mode: "append"``, and the
-    default, ``overwrite``, would lose the file. A value of digits only, an enum's choice too, goes when nothing
+    out from "I have laundry services"), nor the short form of a word given (:func:`_short_for`: ``txt`` of "text
+    files"), nor any choice of a tool that ``changes`` things (its name says so, :func:`changes_things`; not merely
+    that it needs the user's permission, as every untrusted plugin's tool does): its default may undo what was
+    asked — "Add a line to todo.txt" writes ``mode: "append"``, and the default, ``overwrite``, would lose the
+    file. A value of digits only, an enum's choice too, goes when nothing
     gave its number (:func:`_untold`: a request for an artist's songs from an album got ``year: "2010"`` of the
     years offered, BFCL live, a tuning case; on 417 recorded calls of the tuning half's multiple and real users'
     kinds, 2026-12-05, one mended, none broken), and so does a placeholder nobody wrote (:func:`_placeholder`; one
@@ -2493,9 +2537,11 @@ def unasked(
     current temperature in Hyderabad" got ``time: "2023-04-15 12:00:00"``), not by its words (worked out:
     "tomorrow"). On the tuning half (2026-12-04, 90 calls of BFCL single, multiple and live, 47 of
     tool-generalisation-v1) no call's score changes with the free strings; with every tool's enums (the same calls
-    and 90 more of BFCL) one call was mended and, once a yes or a no was let be, none broken — but the bench's
-    functions need permission, as an untrusted plugin's tools do, so their enum choices are now all kept (held out:
-    real users' 18/30 with the rule on them, 17/30 without)."""
+    and 90 more of BFCL) one call was mended and, once a yes or a no was let be, none broken. From 2026-12-04 to
+    12-06 a tool that needed permission kept every choice — the bench's functions, as an untrusted plugin's tools
+    (held out: real users' 18/30 with the rule on them, 17/30 without); judged by the name since, on 560 recorded
+    calls of the tuning half (single, multiple, real users', parallel) 8 mended (``_class: "Value"``,
+    ``genre: "Offbeat"`` for "a movie in Mountain View"), none broken once ``txt`` was read as "text"."""
     said = _said_words(messages)
     told = _said_text(messages)  # an id an earlier turn's lookup gave is told
     written = told.lower()
@@ -2511,7 +2557,7 @@ def unasked(
                 if _untold(value.strip(), told, str(_spec(parameters, key).get("description") or "")):
                     continue
             elif _spec(parameters, key).get("enum"):
-                judged = choices and value.strip().lower() not in _YES_NO
+                judged = choices and value.strip().lower() not in _YES_NO and not _short_for(value.strip(), said)
             else:
                 judged = not _DATE_OR_TIME.search(value)
                 if not judged and not _TIME_SPOKEN_OF.search(told):

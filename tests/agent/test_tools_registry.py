@@ -200,11 +200,26 @@ class MixedUnionParams(ToolParams):
     x: int | str = Field(description="Either.")
 
 
+class MixedEnumParams(ToolParams):
+    x: Literal[1, "one"] = Field(description="A number or a word.")
+
+
 class IntEnumParams(ToolParams):
     x: Literal[1, 2] = Field(description="A number choice.")
+    direct: Literal[True] = Field(True, description="Direct only.")
 
 
-@pytest.mark.parametrize("params", [NoDescriptionParams, MixedUnionParams, IntEnumParams])
+def test_a_number_enum_is_a_number_with_its_choices_in_the_hints() -> None:
+    tool = Echo()
+    tool.Params = IntEnumParams  # type: ignore[misc]
+    reg = ToolRegistry()
+    reg.register(tool)
+    props = reg.definition("echo").parameters.model_dump(mode="json", exclude_none=True)["properties"]
+    assert props["x"] == {"type": "number", "description": "A number choice. (integer, one of 1|2)"}
+    assert props["direct"] == {"type": "boolean", "description": "Direct only. (default true)"}
+
+
+@pytest.mark.parametrize("params", [NoDescriptionParams, MixedUnionParams, MixedEnumParams])
 def test_inexpressible_schema_is_refused(params: type[ToolParams]) -> None:
     tool = Echo()
     tool.Params = params  # type: ignore[misc]

@@ -160,3 +160,90 @@ async def test_the_adapter_calls_a_plugin_tool_with_nested_arguments() -> None:
     assert response.tool_calls[0].args == ARGS
     sent = runtime.payloads[1]["json_schema"]
     assert sent["properties"]["entities"]["items"]["required"] == ["name", "entityType", "observations"]
+
+
+BUSES: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "from_city": {"type": "string", "description": "The city to leave from, as 'City, ST'."},
+        "to_city": {"type": "string", "description": "The city to go to, as 'City, ST'."},
+        "num_passengers": {"type": "integer", "enum": [1, 2, 3, 4, 5], "default": 1, "description": "Travellers."},
+        "seats": {"type": "integer", "enum": [1, 2, 3, 4, 5], "description": "Seats to hold."},
+        "direct": {"type": "boolean", "enum": [True, False], "description": "Direct buses only."},
+        "mixed": {"enum": [1, "one"], "description": "Either."},
+    },
+    "required": ["from_city", "to_city", "seats"],
+}
+
+
+def bus_tool(name: str = "find_bus", schema: dict[str, Any] = BUSES) -> McpTool:
+    """A plugin's tool without trusted annotations (it needs the user's permission)."""
+
+    async def never(*_: Any) -> Any:
+        raise AssertionError("not called")
+
+    description = "Find a bus itinerary between two cities." if schema is BUSES else "Find movies showing in a city."
+    return McpTool(
+        plugin_id="travel",
+        mcp_name=name,
+        description=description,
+        input_schema=schema,
+        risk=MetonaRiskLevel.MEDIUM,
+        timeout_ms=1000,
+        call=never,
+    )
+
+
+def test_a_number_or_boolean_enum_keeps_its_type_and_its_choices() -> None:
+    """An integer enum became a free string (the IR's ``enum`` holds strings), and the model sent a plugin
+    ``"2"`` or ``"{4}"`` for a number of passengers: it is a number now, its choices in the hints, and the
+    decoder is constrained to them (an optional one to those the request states)."""
+    params = convert_schema(BUSES).model_dump(mode="json", exclude_none=True)["properties"]
+    hints = "Travellers. (integer, one of 1|2|3|4|5, default 1)"
+    assert params["num_passengers"] == {"type": "number", "description": hints}
+    assert params["direct"] == {"type": "boolean", "description": "Direct buses only."}
+    assert params["mixed"]["type"] == "string" and "JSON Schema" in params["mixed"]["description"]
+    declared = convert_schema(BUSES).model_dump(mode="json", exclude_none=True)
+    schema = lt.arguments_schema(declared, numbers=lt.stated_numbers("for two people, with 7 bags"))
+    assert schema["properties"]["seats"] == {"type": "number", "enum": [1, 2, 3, 4, 5]}
+    assert schema["properties"]["num_passengers"] == {"type": "number", "enum": [2]}  # 7 is not a choice
+    assert "num_passengers" not in lt.arguments_schema(declared, numbers=[7])["properties"]
+
+
+async def test_the_adapter_sends_a_number_enum_as_a_number() -> None:
+    declared = bus_tool().declaration("bus__find_bus").model_dump(mode="json")
+    text = '{"from_city": "Miami, FL", "to_city": "Atlanta, GA", "seats": 3, "num_passengers": 2}'
+    runtime = ScriptedRuntime(['bus__find_bus"'], [text])
+    asked = "Find a bus from Miami, FL to Atlanta, GA for two people; hold 3 seats."
+    ask = [{"role": "user", "content": asked, "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=ask, tools=[declared]))
+    assert response.tool_calls and response.tool_calls[0].args["num_passengers"] == 2
+    jsonschema.validate(response.tool_calls[0].args, BUSES)  # the server's own schema
+    assert runtime.payloads[1]["json_schema"]["properties"]["num_passengers"] == {"type": "number", "enum": [2, 3]}
+
+
+LOOKUP = {
+    "type": "object",
+    "properties": {
+        "location": {"type": "string", "description": "The city, as 'City, ST'."},
+        "genre": {"type": "string", "enum": ["Offbeat", "Drama", "dontcare"], "default": "dontcare"},
+        "show_type": {"type": "string", "enum": ["regular", "3d", "imax", "dontcare"], "default": "dontcare"},
+    },
+    "required": ["location"],
+}
+
+
+@pytest.mark.parametrize(("name", "kept"), [("find_movies", {}), ("buy_movie_tickets", {"show_type": "regular"})])
+async def test_a_look_up_plugin_tool_lets_go_of_choices_nobody_asked_for(name: str, kept: dict[str, Any]) -> None:
+    """An untrusted plugin's tools all need permission; whether an unasked enum choice is let go (the default
+    applies) follows the tool's name: a look-up's "Offbeat" for "a movie in Mountain View" goes, a purchase keeps
+    what it was given (its default could undo what was asked)."""
+    declared = bus_tool(name, LOOKUP).declaration(f"movies__{name}").model_dump(mode="json")
+    assert declared["requiresPermission"]
+    text = '{"location": "Mountain View, CA", "genre": "Offbeat", "show_type": "regular"}'
+    runtime = ScriptedRuntime([f'movies__{name}"'], [text])
+    ask = [{"role": "user", "content": "I want to see a movie in Mountain View, CA tonight.", "timestamp": 1}]
+    response, _ = await run(runtime, request(messages=ask, tools=[declared]))
+    assert response.tool_calls
+    want = {"location": "Mountain View, CA", **({"genre": "Offbeat"} if kept else {}), **kept}
+    assert response.tool_calls[0].args == want

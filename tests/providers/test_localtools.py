@@ -1608,6 +1608,12 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     add = asked("Add a line 'buy milk' to todo.txt")
     assert lt.unasked({"mode": "append"}, modes, add, changes=True) == {"mode": "append"}
     assert lt.unasked({"mode": "append"}, modes, add) == {}  # a look-up's choice nobody asked for is let go
+    # a choice that is the short form of a word the request gave was asked for
+    kinds = {"type": "object", "properties": {"type": {"type": "string", "enum": ["py", "txt", "md", "json"]}}}
+    assert lt.unasked({"type": "txt"}, kinds, asked("Show me all the text files, hidden ones too")) == {"type": "txt"}
+    assert lt.unasked({"type": "md"}, kinds, asked("List the Markdown notes")) == {"type": "md"}
+    assert lt.unasked({"type": "py"}, kinds, asked("List the files of the project")) == {}
+    assert lt.unasked({"type": "json"}, kinds, asked("List the jobs")) == {}  # not the letters of a word it gave
 
 
 def test_an_optional_number_written_as_digits_is_kept_only_when_something_gave_it() -> None:

@@ -359,7 +359,10 @@ def _kind(node: dict[str, Any]) -> str:
     if "properties" in node:
         return "object"
     if "enum" in node or "const" in node:
-        return "string"
+        values = _values(node)
+        if values and all(isinstance(v, bool) for v in values):
+            return "boolean"
+        return "number" if values and all(_a_number(v) for v in values) else "string"
     raise ValueError(f"type {raw!r} is not expressible")
 
 
@@ -368,7 +371,7 @@ def param_field(prop: dict[str, Any], defs: dict[str, Any], *, top: bool = False
         raise ValueError("nested too deeply")
     node = _unwrap_optional(_resolve(prop, defs), defs)
     kind = _kind(node)
-    enum = _enum(node)
+    enum = _enum(node, kind)
     description = node.get("description") or ""
     if top and not description.strip():
         raise ValueError("needs a description (Field(description=...))")
@@ -410,13 +413,31 @@ def _object_fields(
     return fields or None, [r for r in needed if r in fields] or None
 
 
-def _enum(node: dict[str, Any]) -> list[str] | None:
+def _values(node: dict[str, Any]) -> list[Any] | None:
+    """The values an ``enum`` or a ``const`` allows; None where the node declares neither."""
     values = node["enum"] if "enum" in node else [node["const"]] if "const" in node else None
+    return list(values) if isinstance(values, list) else None
+
+
+def _a_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _enum(node: dict[str, Any], kind: str) -> list[str] | None:
+    """The IR's ``enum`` (strings only). The choices of a ``number`` field (an integer enum: a plugin's
+    ``num_passengers`` of 1–5) go into its description's hints (:func:`_hints`: ``one of 1|2|3``), and a
+    ``boolean`` field's need no list: as a string enum the choices were a free string, and a plugin was sent
+    ``"2"`` or ``"{4}"`` for a number of passengers."""
+    values = _values(node)
     if values is None:
         return None
+    if kind == "number" and all(_a_number(v) for v in values):
+        return None
+    if kind == "boolean" and all(isinstance(v, bool) for v in values):
+        return None
     if not all(isinstance(v, str) for v in values):
-        raise ValueError("only string enums/literals are expressible")
-    return list(values)
+        raise ValueError("only string, number or boolean enums/literals are expressible")
+    return values
 
 
 SHORT_STRING = 1000
@@ -431,6 +452,9 @@ def _hints(node: dict[str, Any], kind: str) -> list[str]:
     hints: list[str] = []
     if node.get("type") == "integer":
         hints.append("integer")
+    values = _values(node)
+    if kind == "number" and values and all(_a_number(v) for v in values):
+        hints.append("one of " + "|".join(str(v) for v in values))
     if "minimum" in node and "maximum" in node:
         hints.append(f"{node['minimum']}-{node['maximum']}")
     else:
