@@ -2395,9 +2395,17 @@ def _words(text: str) -> set[str]:
 
 
 def _said(word: str, said: set[str]) -> bool:
+    """``word`` is one of ``said``, or begins one or is begun by one (three letters or more), a final ``e`` of the
+    word said aside ("driving" for "the drive from Boston", "closing" for "close")."""
     if word in said:
         return True
-    return len(word) >= 3 and any(w.startswith(word) or (len(w) >= 3 and word.startswith(w)) for w in said)
+    if len(word) < 3:
+        return False
+    return any(w.startswith(word) or (len(w) >= 3 and word.startswith(_e_aside(w))) for w in said)
+
+
+def _e_aside(word: str) -> str:
+    return word[:-1] if len(word) >= 5 and word.endswith("e") else word
 
 
 def _a_name(value: str) -> bool:

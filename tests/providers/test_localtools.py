@@ -1614,6 +1614,9 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     assert lt.unasked({"type": "md"}, kinds, asked("List the Markdown notes")) == {"type": "md"}
     assert lt.unasked({"type": "py"}, kinds, asked("List the files of the project")) == {}
     assert lt.unasked({"type": "json"}, kinds, asked("List the jobs")) == {}  # not the letters of a word it gave
+    travel = {"type": "object", "properties": {"mode": {"type": "string", "enum": ["driving", "walking"]}}}
+    assert lt.unasked({"mode": "driving"}, travel, asked("How long is the drive to Boston?")) == {"mode": "driving"}
+    assert lt.unasked({"mode": "driving"}, travel, asked("How far is Boston?")) == {}
 
 
 def test_an_optional_number_written_as_digits_is_kept_only_when_something_gave_it() -> None:
