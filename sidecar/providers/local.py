@@ -651,7 +651,8 @@ class LocalAdapter(BaseAdapter):
             if rest:
                 schema = localtools.numbers_only(schema, declared)
             planned = localtools.with_plan(tool, schema)  # a formula of numbers: a one-line plan written first
-            budget = localtools.argument_budget(declared) + (localtools.PLAN_TOKENS if planned else 0)
+            length = localtools.said_length(request.messages)
+            budget = localtools.argument_budget(declared, length) + (localtools.PLAN_TOKENS if planned else 0)
             prompt = localtools.arguments_prompt(tool, asked, plan=planned is not None)
             payload = {
                 **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),

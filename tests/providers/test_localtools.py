@@ -1228,7 +1228,7 @@ async def test_a_repeated_call_is_replaced_by_the_answer_from_the_results() -> N
 @pytest.mark.parametrize(
     ("finish", "ask", "notice"),
     [
-        ("length", "What is 1 + 2?", f"(I did not call calculator: its arguments ran past the {lt.ARGUMENT_TOKENS}-"),
+        ("length", "What is 1 + 2?", f"(I did not call calculator: its arguments ran past the {lt.SHORT_ARGUMENTS + 7}-"),
         ("loop", "What is 1 + 2?", "(I did not call calculator: its arguments fell into a repeating loop."),
         ("stop", "What is 1 + 2?", "(I did not call calculator: its arguments were incomplete."),
         ("loop", "一加二等于几？", "（没有调用 calculator：参数陷入了重复循环"),
@@ -1720,7 +1720,17 @@ def test_a_calls_token_budget_follows_the_lengths_its_tool_declares() -> None:
     free = {"type": "object", "properties": {"expression": bounded, "content": {"type": "string", "description": "x"}}}
     assert lt.argument_budget(free) == lt.ARGUMENT_TOKENS  # a string without a bound: a file's content
     unbounded = {"type": "array", "description": "Tags", "items": bounded}
-    assert lt.argument_budget({"type": "object", "properties": {"tags": unbounded}}) == lt.ARGUMENT_TOKENS
+    assert lt.argument_budget({"type": "object", "properties": {"notes": unbounded}}) == lt.ARGUMENT_TOKENS
+    # no text among the unbounded strings (a web address, ids, a list of names): what a value copied from the
+    # conversation can take, not the 4096 tokens a runaway address ran to (~10 minutes)
+    link = {"type": "object", "properties": {"url": {"type": "string", "description": "The address."}}}
+    assert lt.argument_budget(link) == lt.SHORT_ARGUMENTS
+    assert lt.argument_budget(link, said=3000) == lt.SHORT_ARGUMENTS + 1500
+    assert lt.argument_budget(link, said=100_000) == lt.ARGUMENT_TOKENS
+    edits = {"type": "array", "items": {"type": "object", "properties": {"newText": {"type": "string"}}}}
+    assert lt.argument_budget({"type": "object", "properties": {"edits": edits}}) == lt.ARGUMENT_TOKENS
+    headers = {"type": "object", "properties": {"Content-Type": {"type": "string"}, "Accept": {"type": "string"}}}
+    assert lt.argument_budget({"type": "object", "properties": {"headers": headers}}) == lt.SHORT_ARGUMENTS
     huge = {"type": "string", "description": "(at most 2097152 characters)"}
     assert lt.argument_budget({"type": "object", "properties": {"content": huge}}) == lt.ARGUMENT_TOKENS
 
