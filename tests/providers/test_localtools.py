@@ -1225,10 +1225,14 @@ async def test_a_repeated_call_is_replaced_by_the_answer_from_the_results() -> N
     assert "tools" not in answer and "returned: 37*43 = 1591" in answer["messages"][-1]["content"]
 
 
+BUDGET = lt.SHORT_ARGUMENTS + len("What is 1 + 2?") // 2
+"""The calculator here bounds no string and holds no text: its budget is that of a short call."""
+
+
 @pytest.mark.parametrize(
     ("finish", "ask", "notice"),
     [
-        ("length", "What is 1 + 2?", f"(I did not call calculator: its arguments ran past the {lt.SHORT_ARGUMENTS + 7}-"),
+        ("length", "What is 1 + 2?", f"(I did not call calculator: its arguments ran past the {BUDGET}-"),
         ("loop", "What is 1 + 2?", "(I did not call calculator: its arguments fell into a repeating loop."),
         ("stop", "What is 1 + 2?", "(I did not call calculator: its arguments were incomplete."),
         ("loop", "一加二等于几？", "（没有调用 calculator：参数陷入了重复循环"),
