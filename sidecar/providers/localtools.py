@@ -2067,8 +2067,8 @@ def arguments_schema(
         for key, spec in parameters["properties"].items():
             if not isinstance(spec, dict):
                 continue
-            if key in required and number_choices(spec):
-                out["properties"][key] = {"type": "number", "enum": number_choices(spec)}
+            if key in required and (choices := number_choices(spec)):
+                out["properties"][key] = {"type": "number", "enum": choices}
             elif key in required or spec.get("type") not in _STATED_ONLY:
                 out["properties"][key] = arguments_schema(spec, top=False, numbers=numbers)
             elif numbers and not spec.get("enum"):

@@ -359,10 +359,7 @@ def _kind(node: dict[str, Any]) -> str:
     if "properties" in node:
         return "object"
     if "enum" in node or "const" in node:
-        values = _values(node)
-        if values and all(isinstance(v, bool) for v in values):
-            return "boolean"
-        return "number" if values and all(_a_number(v) for v in values) else "string"
+        return _kind_of(_values(node)) or "string"
     raise ValueError(f"type {raw!r} is not expressible")
 
 
@@ -419,8 +416,13 @@ def _values(node: dict[str, Any]) -> list[Any] | None:
     return list(values) if isinstance(values, list) else None
 
 
-def _a_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _kind_of(values: list[Any] | None) -> str | None:
+    """``boolean`` or ``number`` when the values are all of that kind (and there are some), else None."""
+    if not values:
+        return None
+    if all(isinstance(v, bool) for v in values):
+        return "boolean"
+    return "number" if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) else None
 
 
 def _enum(node: dict[str, Any], kind: str) -> list[str] | None:
@@ -431,9 +433,7 @@ def _enum(node: dict[str, Any], kind: str) -> list[str] | None:
     values = _values(node)
     if values is None:
         return None
-    if kind == "number" and all(_a_number(v) for v in values):
-        return None
-    if kind == "boolean" and all(isinstance(v, bool) for v in values):
+    if kind in ("number", "boolean") and (not values or _kind_of(values) == kind):
         return None
     if not all(isinstance(v, str) for v in values):
         raise ValueError("only string, number or boolean enums/literals are expressible")
@@ -453,7 +453,7 @@ def _hints(node: dict[str, Any], kind: str) -> list[str]:
     if node.get("type") == "integer":
         hints.append("integer")
     values = _values(node)
-    if kind == "number" and values and all(_a_number(v) for v in values):
+    if kind == "number" and values and _kind_of(values) == "number":
         hints.append("one of " + "|".join(str(v) for v in values))
     if "minimum" in node and "maximum" in node:
         hints.append(f"{node['minimum']}-{node['maximum']}")
