@@ -2496,11 +2496,16 @@ weekday's or a month's (a sigh about Mondays → ``calculator("100 * 0.075")`` h
 numbers: agent-mine-v5, a tuning set, 2026-12-05)."""
 
 
+def _conversation_text(messages: Sequence[MetonaMessage]) -> str:
+    """Every message of the conversation and every tool result, earlier turns too, one per line."""
+    return "\n".join(tool_text(m) if m.role == "tool" else m.content for m in messages)
+
+
 def _numbers_given(messages: Sequence[MetonaMessage], looked_up: bool = True) -> bool:
     """The conversation (every message and tool result, earlier turns too) holds a number, in digits or in words,
     or (``looked_up``) names something whose numbers can be looked up (a capitalised word within a sentence: "the
     weather in Berlin" → its coordinates)."""
-    text = "\n".join(tool_text(m) if m.role == "tool" else m.content for m in messages)
+    text = _conversation_text(messages)
     if _ANY_NUMBER.search(text) or _ZH_ANY_NUMBER.search(text):
         return True
     return looked_up and any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines())
@@ -2858,6 +2863,47 @@ def _squeezed(text: str) -> str:
     return re.sub(r"[\s_-]+", "", text.lower())
 
 
+ROUND_FACTORS = (1, 7, 12, 24, 60, 100, 365, 1000, 3600)
+"""What a number the conversation gives may be multiplied or divided by and still be the user's: a percentage as a
+fraction, a unit's step (hours and minutes, days and weeks, months, years, thousands)."""
+
+
+def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float]) -> bool:
+    """``value``, a required plain number, is a round figure (10, 100, 200, 1000: a whole multiple of ten) that no
+    number the conversation gives (``given``, digits and words, :func:`_all_stated`) is, nor comes to by a common
+    unit's factor (:data:`ROUND_FACTORS`), nor the argument's declared default: the figure the model fills in
+    for what nobody said. Where no offered function fitted: "How much electricity will I need for my 2000 sq ft
+    home?" → ``average_sunlight_hours: 10``, "What's the recipe to cook five chicken" → ``per_unit_time: 10``,
+    "…the neurological impact of sports…" → ``caffeine_content: 200``, "I would like to make a transaction with
+    Diego." → ``amount: 100``; of 144 right recorded calls of the tuning half (BFCL simple, multiple and live, MCP
+    one and several, 2026-12-06), none holds one. A count the model knows is let be (13 hearts in a deck, 7 days
+    for "next week", 1 for "next month": any required number nobody gave would have refused 4 of those 144)."""
+    if not _number(value) or spec.get("enum") or number_choices(spec) or _is_default(value, spec):
+        return False
+    if value < 10 or not float(value).is_integer() or int(value) % 10:
+        return False
+    return not any(math.isclose(value, n * f) or math.isclose(value * f, n) for n in given for f in ROUND_FACTORS)
+
+
+_WHEN_WORDS = re.compile(
+    r"\b(?:today|tonight|tomorrow|yesterday|now|next|this|coming|last|upcoming|current(?:ly)?|weekends?|weeks?|"
+    r"months?|years?|morning|evening|afternoon|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|"
+    r"fri|sat|sun)[a-z]*)\b|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年",
+    re.IGNORECASE,
+)
+"""Words that say when (a day, a month, "next", "this"): a date argument of a request holding one is the user's."""
+_ISO_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}")
+
+
+def _an_untold_date(value: Any, text: str) -> bool:
+    """``value`` holds a date (``2023-04-15``) and the conversation ``text`` says no when at all — no number, no
+    word of a day, a month or a time to come (:data:`_WHEN_WORDS`): "Get me tickets to see Toto." →
+    ``date: "2023-04-15"``, "Search for something under the Play genre near Seattle." offered a bus search →
+    ``departure_date: "2023-04-15"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06; none of the 144
+    right recorded calls beside them holds one)."""
+    return isinstance(value, str) and bool(_ISO_DATE.search(value)) and not _WHEN_WORDS.search(text)
+
+
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
 """A time of day and nothing else (``06:00``, ``9:30:00``): made up where the conversation holds no number at all
 (:func:`made_up`)."""
@@ -2908,7 +2954,9 @@ def made_up(
     ``described``: the tool's description and the system prompt); a password or a key nobody gave
     (:func:`_untold_secret`). A word matches one it starts or that starts it (three letters or more: ``EUR``
     and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the
-    conversation lets every number through), dates and times (but a time of day where no number was given),
+    conversation lets every number through, but a round figure none of them comes to: :func:`_a_round_guess`), dates
+    and times (but a time of day where no number was given, and a date where nothing says when:
+    :func:`_an_untold_date`),
     text the model composes (a sentence, lower-case words), the names and the numbers-only calls of a request
     asked in Chinese (its formulas and files are: "人体正常体温是多少度？" offered a calculator → ``expression:
     "37"``)."""
@@ -2926,9 +2974,20 @@ def made_up(
     clocks = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _CLOCK.fullmatch(args[k].strip())]
     if clocks and not _numbers_given(messages, looked_up=False):
         out += clocks  # "奥斯陆明天几点日出？" → convert_time(time: "06:00"): the time asked after, made up
+    everything = _conversation_text(messages)
+    given = _all_stated(everything)
+    out += [
+        k for k in sorted(required & set(args)) if k not in out and _a_round_guess(args[k], _spec(parameters, k), given)
+    ]
+    if not _numbers_given(messages, looked_up=False):  # a date where nothing says when ("Get me tickets to see Toto.")
+        out += [k for k in sorted(required & set(args)) if k not in out and _an_untold_date(args[k], everything)]
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said, written)]
-    formulas = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _FORMULA.fullmatch(args[k])]
+    formulas = [  # a date is no formula (:func:`_an_untold_date` judges it)
+        k
+        for k in sorted(required & set(args))
+        if isinstance(args[k], str) and _FORMULA.fullmatch(args[k]) and not _ISO_DATE.fullmatch(args[k].strip())
+    ]
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"
     out += [k for k in sorted(required & set(args)) if _prose_for_a_formula(k, args[k], _spec(parameters, k))]

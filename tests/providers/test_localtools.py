@@ -1481,7 +1481,7 @@ def test_a_code_for_an_argument_that_asks_for_one_is_not_made_up() -> None:
 
 
 def test_a_time_of_day_or_a_list_of_points_nobody_gave_is_made_up() -> None:
-    """"奥斯陆明天几点日出？" offered a time plugin's convert_time got ``time: "06:00"`` (the time it asks after);
+    """ "奥斯陆明天几点日出？" offered a time plugin's convert_time got ``time: "06:00"`` (the time it asks after);
     "Which country has the most lakes?" offered maps_elevation got two cities' coordinates in one list."""
 
     def asked(text: str) -> Any:
@@ -1501,6 +1501,38 @@ def test_a_time_of_day_or_a_list_of_points_nobody_gave_is_made_up() -> None:
     assert lt.made_up({"locations": two}, points, asked("How high are New York and Los Angeles?")) == []
     sides = {"type": "object", "required": ["sides"], "properties": {"sides": {"type": "integer"}}}
     assert lt.made_up({"sides": 6}, sides, asked("Roll a die for me")) == []  # one number: a default, not judged
+
+
+def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
+    """Where no offered function fitted, the model filled a required number with a round figure nobody said
+    ("…my 2000 sq ft home?" → ``average_sunlight_hours: 10``) and a date where nothing says when ("Get me tickets to
+    see Toto." → ``date: "2023-04-15"``); a count it knows, a unit's step of a given number, a default, a date the
+    request speaks of are the user's."""
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    number = {"type": "number"}
+    solar = {"type": "object", "required": ["square_footage", "hours"], "properties": {"square_footage": number,
+             "hours": number}}  # fmt: skip
+    home = asked("How much electricity will I need for my 2000 sq ft home?")
+    assert lt.made_up({"square_footage": 2000, "hours": 10}, solar, home) == ["hours"]
+    assert lt.made_up({"square_footage": 2000, "hours": 10}, solar, asked("2000 sq ft, ten hours of sun")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 10}, solar, asked("2000 sq ft and 10 hours of sun")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 13}, solar, home) == [], "not a round figure: a known count"
+    assert lt.made_up({"square_footage": 2000, "hours": 120}, solar, asked("2000 sq ft, sunny for 2 hours")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 0.5}, solar, asked("2000 sq ft, sun 50% of the day")) == []
+    defaulted = {**solar, "properties": {**solar["properties"], "hours": {"type": "number", "default": 10}}}
+    assert lt.made_up({"square_footage": 2000, "hours": 10}, defaulted, home) == [], "its declared default"
+    limits = {"type": "object", "required": ["limit"], "properties": {"limit": {"type": "integer", "enum": [10, 20]}}}
+    assert lt.made_up({"limit": 10}, limits, home) == [], "an enum's choice"
+    date = {"type": "string"}
+    tickets = {"type": "object", "required": ["event", "date"], "properties": {"event": date, "date": date}}
+    toto = {"event": "Toto", "date": "2023-04-15"}
+    assert lt.made_up(toto, tickets, asked("Get me tickets to see Toto.")) == ["date"]
+    for when in ("Get me tickets to see Toto tomorrow.", "Toto tickets for the 15th", "Toto, next Friday please",
+                 "买两张托托演唱会的票，周六的"):  # fmt: skip
+        assert lt.made_up(toto, tickets, asked(when)) == [], when
 
 
 def test_a_how_to_question_is_explained_not_done() -> None:
@@ -1813,10 +1845,14 @@ def test_only_a_request_to_save_or_to_write_to_a_file_wants_a_file(ask: str, wan
         ("My pay is $5,800 a month and I save 22% of it. How much is that a year?", None),  # money saved
         ("我每月工资9000，存下20%，一年一共能存多少？", None),
         ("I earn 4000, then save $300 of it; how much is left?", None),
-        ("If I cancel my $14.99/month plan, how much would I save in a year? Put the figure in savings.txt",
-         "If I cancel my $14.99/month plan, how much would I save in a year"),  # money saved, then the saving
-        ("把 读书笔记/第三章.md 里的金句挑出来，单独存到 金句.txt 里。",
-         "把 读书笔记/第三章.md 里的金句挑出来"),  # an adverb between the connective and the saving
+        (
+            "If I cancel my $14.99/month plan, how much would I save in a year? Put the figure in savings.txt",
+            "If I cancel my $14.99/month plan, how much would I save in a year",
+        ),  # money saved, then the saving
+        (
+            "把 读书笔记/第三章.md 里的金句挑出来，单独存到 金句.txt 里。",
+            "把 读书笔记/第三章.md 里的金句挑出来",
+        ),  # an adverb between the connective and the saving
     ],
 )
 def test_what_a_request_asks_before_saving_is_its_first_part(ask: str, part: str | None) -> None:
@@ -2587,7 +2623,7 @@ async def test_a_second_look_does_not_send_a_general_question_to_the_users_notes
 
 
 async def test_my_notes_name_the_notes_search_for_an_unsure_pick_of_another_tool() -> None:
-    """"翻翻我的笔记，…" went to list_directory at p 0.44: one word of the notes search ("笔记", note) and the user's
+    """ "翻翻我的笔记，…" went to list_directory at p 0.44: one word of the notes search ("笔记", note) and the user's
     own is enough for it to give way; without the user, one word is not."""
     unsure = math.log(lt.NEARER_P) - 0.4
     lister = {**tool("list_folder", "path"), "description": "List a folder."}
@@ -2601,7 +2637,7 @@ async def test_my_notes_name_the_notes_search_for_an_unsure_pick_of_another_tool
 
 
 async def test_a_fact_asked_again_is_looked_up_in_the_users_things_when_the_second_opinion_agrees() -> None:
-    """"What's the office printer's IP again?" went to the time tool at p 0.74 and "咱家那只巴西龟…几度…？" to the
+    """ "What's the office printer's IP again?" went to the time tool at p 0.74 and "咱家那只巴西龟…几度…？" to the
     notes search far from the request (answered from memory): a fact the user asks after as one they knew once, or
     of their own life, is looked up in their things when the second opinion says personal; a general fact asked
     "again" is answered. The second opinion is asked once a step."""
@@ -2625,7 +2661,7 @@ async def test_a_fact_asked_again_is_looked_up_in_the_users_things_when_the_seco
     response, _ = await run(runtime, request(messages=_asking(turtle), tools=tools), FavouringEmbedder("get"))
     assert response.tool_calls is None
     assert lt.recalls(printer) and lt.recalls("老王的生日是几号来着？") and lt.recalls("上次那个牙医诊所的电话是多少？")
-    assert not lt.recalls("Play it again and again") and not lt.recalls('翻译“我忘了带钥匙”')  # not asked; quoted
+    assert not lt.recalls("Play it again and again") and not lt.recalls("翻译“我忘了带钥匙”")  # not asked; quoted
     assert lt.asks_their_own(printer) and lt.asks_their_own(turtle)
     assert not lt.asks_their_own("What time is it now, again?")  # the present moment: no record holds it
     assert not lt.speaks_of_the_user("remind me, who wrote Pride and Prejudice?")  # how it asks, not of whom
@@ -2692,7 +2728,7 @@ async def test_a_formula_of_no_number_the_request_states_is_not_computed() -> No
 
 
 async def test_a_folder_the_request_names_makes_a_folder_tool_near_enough() -> None:
-    """"列一下 学习/雅思/听力 这个文件夹里都有啥" named list_directory at p 0.37, far from it by the embedder
+    """ "列一下 学习/雅思/听力 这个文件夹里都有啥" named list_directory at p 0.37, far from it by the embedder
     (Chinese against an English summary): answered with a made-up listing. A folder named, a tool that works in
     folders is near enough; a tool that does not is judged as before."""
     unsure = math.log(0.37)
@@ -2763,7 +2799,7 @@ async def test_a_file_due_after_a_result_is_offered_the_tools_its_clause_asks_fo
 
 
 async def test_a_detail_asked_of_a_file_the_results_named_is_read_from_it() -> None:
-    """"Find the file that mentions … and tell me what time it is at": the search's matched line does not hold it,
+    """ "Find the file that mentions … and tell me what time it is at": the search's matched line does not hold it,
     so the found file is read next; a file a listing named is read when the request names it by a word; not for
     what was found, what a folder holds, which file or how many."""
     matches = {"path": ".", "matches": [{"path": "notes/health.md", "kind": "content", "line": 4}]}
@@ -2778,15 +2814,19 @@ async def test_a_detail_asked_of_a_file_the_results_named_is_read_from_it() -> N
     assert lt.asked_of("List the recipes folder and tell me what's in the pancake one", calls, listed) == listed[:1]
     assert lt.asked_of("看看 报告 文件夹，第三季度那份的利润是多少", [("list_directory", {"path": "报告"})],
                        ["报告/第一季度.md", "报告/第三季度.md"]) == ["报告/第三季度.md"]  # fmt: skip
-    for asked in ("List the recipes folder and tell me what's in it", "List recipes and tell me how many there are",
-                  "List recipes, then tell me which one is newest", "List the recipes folder and save it to r.txt"):
+    for asked in (
+        "List the recipes folder and tell me what's in it",
+        "List recipes and tell me how many there are",
+        "List recipes, then tell me which one is newest",
+        "List the recipes folder and save it to r.txt",
+    ):
         assert lt.asked_of(asked, calls, listed) == [], asked
     search = [("search_files", {"query": "invoice"})]
     assert lt.asked_of('Search for "invoice" and tell me what you find', search, ["a/inv.md"]) == []
 
 
 async def test_a_number_no_calculation_has_used_is_computed_again_from_its_clause() -> None:
-    """"…, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour": after the sum the
+    """ "…, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour": after the sum the
     model names the calculator again; the clause that states 42.50 is decided on its own and computed."""
     ask = "Open timesheet.csv, add up my hours for the week, and tell me what I'll get paid at $42.50 an hour."
     read = ("read_file", {"path": "timesheet.csv"}, True, "day,hours\nMon,7.5\nTue,31")
@@ -2822,7 +2862,7 @@ def test_a_change_goes_to_the_file_whose_clause_asks_for_one() -> None:
 
 
 async def test_an_unsure_listing_for_a_quoted_text_to_find_is_decided_again_among_the_finders() -> None:
-    """"之前有个文件里写了“年会抽奖”的奖品安排…帮我找到它" went to list_directory at p 0.36 and was answered: a quoted
+    """ "之前有个文件里写了“年会抽奖”的奖品安排…帮我找到它" went to list_directory at p 0.36 and was answered: a quoted
     text to find, a listing picked unsure, is decided again among the tools that find text; a folder's quoted name,
     or a sure pick, is kept."""
     from sidecar.agent.tools.builtin import default_registry
@@ -2842,7 +2882,7 @@ async def test_an_unsure_listing_for_a_quoted_text_to_find_is_decided_again_amon
 
 
 async def test_a_read_picked_again_for_a_request_about_files_in_a_named_folder_lists_the_folder_first() -> None:
-    """"简历文件夹里我存了好几个版本，打开最新的那一版…": the notes search picked unsure, decided again among the file
+    """ "简历文件夹里我存了好几个版本，打开最新的那一版…": the notes search picked unsure, decided again among the file
     tools, went to read_file with no file to read; the folder named is listed first."""
     from sidecar.agent.tools.builtin import default_registry
 
@@ -2905,7 +2945,7 @@ def test_the_text_written_in_its_fence_ends_at_the_fence_and_a_call_written_inst
 
 
 async def test_after_results_the_text_a_call_writes_is_written_first_as_the_answer_is() -> None:
-    """"Put … from my notes into wifi.txt": after the search, the content is asked for as text from the request
+    """ "Put … from my notes into wifi.txt": after the search, the content is asked for as text from the request
     and the results (the 1.5B model had copied the request into the JSON string), by the model that writes
     answers; the JSON arguments are then the rest, and the call carries the text."""
     ask = "Put the wifi details from my notes into wifi.txt"
@@ -2951,7 +2991,7 @@ def test_what_a_line_to_write_spells_out_after_its_colon() -> None:
 
 
 async def test_what_a_line_to_write_asks_for_is_decided_first_among_the_tools_that_change_nothing() -> None:
-    """"Add to timelog.txt: the current time and …": the named file had narrowed the decision to the file tools;
+    """ "Add to timelog.txt: the current time and …": the named file had narrowed the decision to the file tools;
     the part after the colon is decided on its own first, without the tools that change things, and the time is
     asked for; when that part calls nothing, the whole request is decided as before."""
     ask = 'Add to timelog.txt: the current time and "started the report"'
@@ -2978,7 +3018,7 @@ async def test_what_a_line_to_write_asks_for_is_decided_first_among_the_tools_th
 
 
 async def test_a_file_to_copy_from_is_read_before_the_file_to_write() -> None:
-    """"把 提纲.md 里打了★的问题抄到 清单.txt": offered both, the model wrote the list first, from nothing, to the file
+    """ "把 提纲.md 里打了★的问题抄到 清单.txt": offered both, the model wrote the list first, from nothing, to the file
     to copy from; the turn's first step is among the tools that change nothing, on the file named before the change."""
     ask = "把 播客/第12期 采访提纲.md 里打了★的问题单独抄到 追问清单.txt，没打星的不用。"
     runtime = ScriptedRuntime(['read_file"'], ['{"path": "播客/第12期 采访提纲.md"}'])
@@ -2992,7 +3032,7 @@ async def test_a_file_to_copy_from_is_read_before_the_file_to_write() -> None:
 
 
 async def test_a_write_of_what_the_users_notes_hold_searches_the_notes_first() -> None:
-    """"Copy my OBS stream settings from my notes into stream-settings.txt": the named file narrowed the first step to
+    """ "Copy my OBS stream settings from my notes into stream-settings.txt": the named file narrowed the first step to
     the file tools and the write was of a placeholder; the notes the request takes it from are searched first."""
     ask = "Copy my OBS stream settings from my notes into stream-settings.txt, I'm setting up the new PC tonight"
     runtime = ScriptedRuntime(['knowledge_search"'], ['{"query": "OBS stream settings"}'])
@@ -3015,7 +3055,7 @@ async def test_a_text_written_empty_is_no_call() -> None:
 
 
 def test_a_number_stated_as_a_percentage_is_its_fraction_unless_the_argument_takes_a_percentage() -> None:
-    """"a 60% chance" → ``probability_of_success: 60`` (BFCL parallel, a tuning case): the fraction, 0.6."""
+    """ "a 60% chance" → ``probability_of_success: 60`` (BFCL parallel, a tuning case): the fraction, 0.6."""
     params = {
         "type": "object",
         "properties": {
