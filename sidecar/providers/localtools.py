@@ -2396,7 +2396,8 @@ def _is_default(value: Any, spec: dict[str, Any]) -> bool:
         return bool(spec["default"] == value)
     for hint in _hint_items(str(spec.get("description") or "")):
         if hint.startswith("default "):
-            return _number(value) and hint.removeprefix("default ") in (str(value), f"{value}.0")
+            default = hint.removeprefix("default ")
+            return default in (str(value), f"{value}.0") if _number(value) else value == default
     return False
 
 
@@ -2621,6 +2622,36 @@ def unasked(
             if judged and _unsaid(value, said):
                 continue
         out[key] = value
+    return out
+
+
+SAID_CHOICE_CHARS = 4
+"""The shortest choice a request's word is taken for (``auto``, ``celsius``; not ``on``, ``all``, ``asc``)."""
+
+
+def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
+    """``args`` with an optional enum the model left out set to the one choice the request spells as a word of its
+    own: "…the forecast in fahrenheit for the next 5 days" offered ``temperature_unit`` (``celsius``,
+    ``fahrenheit``; default ``celsius``) got no unit, and the forecast came in celsius. Only where exactly one of
+    the enum's choices (:data:`SAID_CHOICE_CHARS` letters or more) is said, it is not the default, and no argument
+    the model gave already holds it (the word went to another argument). Of 144 right recorded calls of the tuning
+    half (2026-12-06) none changed; one call was mended."""
+    asked = question(messages).lower()
+    required = set(parameters.get("required") or ())
+    taken = " ".join(str(v) for v in _strings_in(args)).lower()
+    out = dict(args)
+    for key, spec in (parameters.get("properties") or {}).items():
+        if key in required or key in args or not isinstance(spec, dict):
+            continue
+        said = [
+            c
+            for c in spec.get("enum") or ()
+            if isinstance(c, str)
+            and len(c) >= SAID_CHOICE_CHARS
+            and re.search(rf"(?<![\w-]){re.escape(c.lower())}(?![\w-])", asked)
+        ]
+        if len(said) == 1 and said[0].lower() not in taken and not _is_default(said[0], spec):
+            out[key] = said[0]
     return out
 
 

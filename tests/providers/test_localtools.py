@@ -1535,6 +1535,53 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
         assert lt.made_up(toto, tickets, asked(when)) == [], when
 
 
+FORECAST = {
+    **tool("weather_forecast", "latitude"),
+    "description": "The weather forecast at a place's coordinates.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "latitude": {"type": "number", "description": "Latitude."},
+            "longitude": {"type": "number", "description": "Longitude."},
+            "temperature_unit": {
+                "type": "string",
+                "description": "The unit of temperatures (default celsius)",
+                "enum": ["celsius", "fahrenheit"],
+            },
+            "wind_unit": {"type": "string", "description": "Wind speed unit", "enum": ["kmh", "mph", "knots"]},
+        },
+        "required": ["latitude", "longitude"],
+    },
+}
+
+
+def test_an_optional_choice_the_request_spells_is_given() -> None:
+    params = MetonaToolDef.model_validate(FORECAST).parameters.model_dump(mode="json", exclude_none=True)
+
+    def asked(text: str) -> Any:
+        return request(messages=_asking(text)).messages
+
+    where = {"latitude": 48.85, "longitude": 2.35}
+    fahrenheit = asked("Use coordinates 48.85, 2.35 and give me the forecast in fahrenheit for the next 5 days.")
+    assert lt.said_choices(where, params, fahrenheit) == {**where, "temperature_unit": "fahrenheit"}
+    assert lt.said_choices(where, params, asked("The forecast at 48.85, 2.35, in Fahrenheit, wind in knots")) == {
+        **where, "temperature_unit": "fahrenheit", "wind_unit": "knots"}  # fmt: skip
+    assert lt.said_choices(where, params, asked("48.85, 2.35 in celsius")) == where, "the default: no change"
+    assert lt.said_choices(where, params, asked("48.85, 2.35: celsius or fahrenheit?")) == where, "two said"
+    assert lt.said_choices(where, params, asked("The forecast at 48.85, 2.35 in mph")) == where, "under 4 letters"
+    given = {**where, "temperature_unit": "celsius"}
+    assert lt.said_choices(given, params, fahrenheit) == given, "the model's own choice stays"
+
+
+async def test_the_choice_a_request_spells_reaches_the_call() -> None:
+    runtime = ScriptedRuntime(['weather_forecast"'], ['{"latitude": 48.85, "longitude": 2.35}'], score=-0.05)
+    asked = request(messages=_asking("The forecast at 48.85, 2.35 in fahrenheit, please"), tools=[FORECAST, CALC])
+    response, _ = await run(runtime, asked, FavouringEmbedder("weather"))
+    assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [
+        ("weather_forecast", {"latitude": 48.85, "longitude": 2.35, "temperature_unit": "fahrenheit"})
+    ]
+
+
 def test_a_how_to_question_is_explained_not_done() -> None:
     assert lt.asks_how_to("How do I create an index in SQLite?")
     assert lt.asks_how_to("how to delete a git branch")
