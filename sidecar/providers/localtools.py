@@ -2894,6 +2894,15 @@ def _squeezed(text: str) -> str:
     return re.sub(r"[\s_-]+", "", text.lower())
 
 
+def _described(value: Any, spec: dict[str, Any]) -> bool:
+    """``value``, a number, is the argument's declared default or a number its own description states ("The size
+    of the deck. Default is 52." → ``deck_size: 52``; "What is the probability of getting a full house in poker?"
+    had been refused as numbers nobody gave, BFCL simple, a tuning case)."""
+    if not _number(value):
+        return False
+    return _is_default(value, spec) or value in _all_stated(str(spec.get("description") or ""))
+
+
 ROUND_FACTORS = (1, 7, 12, 24, 60, 100, 365, 1000, 3600)
 """What a number the conversation gives may be multiplied or divided by and still be the user's: a percentage as a
 fraction, a unit's step (hours and minutes, days and weeks, months, years, thousands)."""
@@ -2902,14 +2911,15 @@ fraction, a unit's step (hours and minutes, days and weeks, months, years, thous
 def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float]) -> bool:
     """``value``, a required plain number, is a round figure (10, 100, 200, 1000: a whole multiple of ten) that no
     number the conversation gives (``given``, digits and words, :func:`_all_stated`) is, nor comes to by a common
-    unit's factor (:data:`ROUND_FACTORS`), nor the argument's declared default: the figure the model fills in
-    for what nobody said. Where no offered function fitted: "How much electricity will I need for my 2000 sq ft
-    home?" → ``average_sunlight_hours: 10``, "What's the recipe to cook five chicken" → ``per_unit_time: 10``,
-    "…the neurological impact of sports…" → ``caffeine_content: 200``, "I would like to make a transaction with
-    Diego." → ``amount: 100``; of 144 right recorded calls of the tuning half (BFCL simple, multiple and live, MCP
-    one and several, 2026-12-06), none holds one. A count the model knows is let be (13 hearts in a deck, 7 days
-    for "next week", 1 for "next month": any required number nobody gave would have refused 4 of those 144)."""
-    if not _number(value) or spec.get("enum") or number_choices(spec) or _is_default(value, spec):
+    unit's factor (:data:`ROUND_FACTORS`), nor the argument's default or a number its description states
+    (:func:`_described`): the figure the model fills in for what nobody said. Where no offered function fitted:
+    "How much electricity will I need for my 2000 sq ft home?" → ``average_sunlight_hours: 10``, "What's the recipe
+    to cook five chicken" → ``per_unit_time: 10``, "…the neurological impact of sports…" → ``caffeine_content:
+    200``, "I would like to make a transaction with Diego." → ``amount: 100``; of 144 right recorded calls of the
+    tuning half (BFCL simple, multiple and live, MCP one and several, 2026-12-06), none holds one. A count the model
+    knows is let be (13 hearts in a deck, 7 days for "next week", 1 for "next month": any required number nobody
+    gave would have refused 4 of those 144)."""
+    if not _number(value) or spec.get("enum") or number_choices(spec) or _described(value, spec):
         return False
     if value < 10 or not float(value).is_integer() or int(value) % 10:
         return False
@@ -2994,8 +3004,12 @@ def made_up(
     said = _said_words(messages)
     required = set(parameters.get("required") or ())
     out = []
-    numbers = [
-        k for k in sorted(required & set(args)) if _numbers_only(args[k]) and not _spec(parameters, k).get("enum")
+    numbers = [  # the numbers of the call's own choosing: not an enum's, nor what the argument's description states
+        k
+        for k in sorted(required & set(args))
+        if _numbers_only(args[k])
+        and not _spec(parameters, k).get("enum")
+        and not _described(args[k], _spec(parameters, k))
     ]
     chinese = bool(_CJK.search(question(messages)))  # no capitals to tell a place by: its coordinates are let be
     looked_up = _a_places_numbers(args, numbers, parameters)  # a named place's coordinates, not a named thing's weight

@@ -1524,6 +1524,16 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     assert lt.made_up({"square_footage": 2000, "hours": 0.5}, solar, asked("2000 sq ft, sun 50% of the day")) == []
     defaulted = {**solar, "properties": {**solar["properties"], "hours": {"type": "number", "default": 10}}}
     assert lt.made_up({"square_footage": 2000, "hours": 10}, defaulted, home) == [], "its declared default"
+    usual = {**solar, "properties": {**solar["properties"], "hours": {"type": "number", "description": "Usually 10."}}}
+    assert lt.made_up({"square_footage": 2000, "hours": 10}, usual, home) == [], "a number its description states"
+    size = {"type": "integer", "description": "The size of the deck. Default is 52."}
+    hand = {"type": "integer", "description": "The size of the hand. Default is 5."}
+    poker = {"type": "object", "required": ["deck_size", "hand_size"], "properties": {"deck_size": size,
+             "hand_size": hand}}  # fmt: skip
+    full_house = asked("What is the probability of getting a full house in poker?")
+    assert lt.made_up({"deck_size": 52, "hand_size": 5}, poker, full_house) == [], "the numbers its arguments state"
+    assert lt.made_up({"deck_size": 52, "hand_size": 7}, poker, full_house) == [], "one left: one number, not judged"
+    assert lt.made_up({"deck_size": 50, "hand_size": 7}, poker, full_house) == ["deck_size", "hand_size"]
     limits = {"type": "object", "required": ["limit"], "properties": {"limit": {"type": "integer", "enum": [10, 20]}}}
     assert lt.made_up({"limit": 10}, limits, home) == [], "an enum's choice"
     date = {"type": "string"}
