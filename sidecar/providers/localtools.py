@@ -2928,8 +2928,9 @@ def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float
 
 _WHEN_WORDS = re.compile(
     r"\b(?:today|tonight|tomorrow|yesterday|now|next|this|coming|last|upcoming|current(?:ly)?|weekends?|weeks?|"
-    r"months?|years?|morning|evening|afternoon|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue|wed|thu|"
-    r"fri|sat|sun)[a-z]*)\b|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年",
+    r"months?|years?|morning|evening|afternoon|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|"
+    r"july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|(?:mon|tue(?:s)?|wed(?:nes)?|"
+    r"thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?)\b|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年",
     re.IGNORECASE,
 )
 """Words that say when (a day, a month, "next", "this"): a date argument of a request holding one is the user's."""

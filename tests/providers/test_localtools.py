@@ -1543,6 +1543,8 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     for when in ("Get me tickets to see Toto tomorrow.", "Toto tickets for the 15th", "Toto, next Friday please",
                  "买两张托托演唱会的票，周六的"):  # fmt: skip
         assert lt.made_up(toto, tickets, asked(when)) == [], when
+    for no_when in ("Get me tickets to see Toto with my friend.", "Toto tickets for a wedding gift"):
+        assert lt.made_up(toto, tickets, asked(no_when)) == ["date"], no_when  # "fri…", "wed…": no day's name
 
 
 FORECAST = {
