@@ -2908,6 +2908,10 @@ ROUND_FACTORS = (1, 7, 12, 24, 60, 100, 365, 1000, 3600)
 fraction, a unit's step (hours and minutes, days and weeks, months, years, thousands)."""
 
 
+ONE_IN_SECONDS = (60, 3600)
+"""An hour in minutes, a minute or an hour in seconds: what "an hour", "a minute" come to, no number said."""
+
+
 def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float]) -> bool:
     """``value``, a required plain number, is a round figure (10, 100, 200, 1000: a whole multiple of ten) that no
     number the conversation gives (``given``, digits and words, :func:`_all_stated`) is, nor comes to by a common
@@ -2921,7 +2925,7 @@ def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float
     gave would have refused 4 of those 144)."""
     if not _number(value) or spec.get("enum") or number_choices(spec) or _described(value, spec):
         return False
-    if value < 10 or not float(value).is_integer() or int(value) % 10:
+    if value < 10 or not float(value).is_integer() or int(value) % 10 or value in ONE_IN_SECONDS:
         return False
     return not any(math.isclose(value, n * f) or math.isclose(value * f, n) for n in given for f in ROUND_FACTORS)
 

@@ -1522,6 +1522,7 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     assert lt.made_up({"square_footage": 2000, "hours": 13}, solar, home) == [], "not a round figure: a known count"
     assert lt.made_up({"square_footage": 2000, "hours": 120}, solar, asked("2000 sq ft, sunny for 2 hours")) == []
     assert lt.made_up({"square_footage": 2000, "hours": 0.5}, solar, asked("2000 sq ft, sun 50% of the day")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 60}, solar, asked("2000 sq ft, an hour of sun")) == []
     defaulted = {**solar, "properties": {**solar["properties"], "hours": {"type": "number", "default": 10}}}
     assert lt.made_up({"square_footage": 2000, "hours": 10}, defaulted, home) == [], "its declared default"
     usual = {**solar, "properties": {**solar["properties"], "hours": {"type": "number", "description": "Usually 10."}}}
