@@ -2629,6 +2629,23 @@ SAID_CHOICE_CHARS = 4
 """The shortest choice a request's word is taken for (``auto``, ``celsius``; not ``on``, ``all``, ``asc``)."""
 
 
+_NOT_THAT = re.compile(
+    r"(?:\b(?:no|not|non|without|except|never|hate|avoid|instead of|rather than|don't|dont)|不要|不用|别|除了)\W*"
+    r"(?:\w+\W+){0,2}$|\b(?:the|a|an|my|your|our|their|his|her|its|this|that|of)\W*$",
+    re.IGNORECASE,
+)
+
+
+def _spells_choice(choice: str, asked: str) -> bool:
+    """``asked`` (lower-cased) spells ``choice`` as a word of its own, not negated ("not in fahrenheit", "no
+    images", within three words) nor as a thing spoken of ("the date of the party", "my parents")."""
+    for match in re.finditer(rf"(?<![a-z0-9_-]){re.escape(choice.lower())}(?![a-z0-9_-])", asked):
+        before = asked[max(0, match.start() - 40) : match.start()]
+        if not _NOT_THAT.search(before):
+            return True
+    return False
+
+
 def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
     """``args`` with an optional enum the model left out set to the one choice the request spells as a word of its
     own: "…the forecast in fahrenheit for the next 5 days" offered ``temperature_unit`` (``celsius``,
@@ -2646,9 +2663,7 @@ def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Seq
         said = [
             c
             for c in spec.get("enum") or ()
-            if isinstance(c, str)
-            and len(c) >= SAID_CHOICE_CHARS
-            and re.search(rf"(?<![\w-]){re.escape(c.lower())}(?![\w-])", asked)
+            if isinstance(c, str) and len(c) >= SAID_CHOICE_CHARS and _spells_choice(c, asked)
         ]
         if len(said) == 1 and said[0].lower() not in taken and not _is_default(said[0], spec):
             out[key] = said[0]
@@ -2896,23 +2911,38 @@ def _squeezed(text: str) -> str:
 
 def _described(value: Any, spec: dict[str, Any]) -> bool:
     """``value``, a number, is the argument's declared default or a number its own description states ("The size
-    of the deck. Default is 52." → ``deck_size: 52``; "What is the probability of getting a full house in poker?"
-    had been refused as numbers nobody gave, BFCL simple, a tuning case)."""
-    if not _number(value):
+    of the deck. Default is 52." → ``deck_size: 52``, a bound of "(0-100)"; "What is the probability of getting a
+    full house in poker?" had been refused as numbers nobody gave, BFCL simple, a tuning case)."""
+    if not _number(value) or not abs(value) <= 1e15:  # an id-length number (or inf, nan) is no figure
         return False
-    return _is_default(value, spec) or value in _all_stated(str(spec.get("description") or ""))
+    written = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", str(spec.get("description") or ""))]
+    return _is_default(value, spec) or float(value) in written  # a range's bounds too: "(0-100)"
 
 
-ROUND_FACTORS = (1, 7, 12, 24, 60, 100, 365, 1000, 3600)
+ROUND_FACTORS = (1, 7, 12, 24, 60, 100, 365, 1000, 1440, 3600, 86400, 604800, 1_000_000)
 """What a number the conversation gives may be multiplied or divided by and still be the user's: a percentage as a
-fraction, a unit's step (hours and minutes, days and weeks, months, years, thousands)."""
+fraction, a unit's step (hours, minutes and seconds, days and weeks, months, years, thousands, millions)."""
+_AMOUNT_WORDS = re.compile(
+    r"\b(?:half|quarter|couple|few|several|dozens?|score|hundreds?|thousands?|millions?|billions?|trillions?|"
+    r"decades?|century|centuries|full|max(?:imum)?|min(?:imum)?|double|triple|twice|thrice|all the way|"
+    r"\d+0'?s|(?:twen|thir|for|fif|six|seven|eigh|nine)ties)\b|\d\s?[kmb]\b",
+    re.IGNORECASE,
+)
+"""Words that state an amount without its digits ("half an hour", "a thousand dollars", "the 90s", "$2.5M", "all the
+way up"): where the conversation holds one, a round figure is not judged (:func:`_a_round_guess`)."""
+_SETTING_WORDS = frozenset(
+    "max min limit count num number top size page radius result results timeout length offset depth precision "
+    "round decimal decimals k n rows items level volume brightness percent percentage".split()
+)
+"""Words of an argument's name that make it a setting of the call (``max_results``, ``pageSize``, ``radius``), whose
+round value the model picks as a default would be: not judged as made up."""
 
 
 ONE_IN_SECONDS = (60, 3600)
 """An hour in minutes, a minute or an hour in seconds: what "an hour", "a minute" come to, no number said."""
 
 
-def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float]) -> bool:
+def _a_round_guess(key: str, value: Any, spec: dict[str, Any], given: Sequence[int | float]) -> bool:
     """``value``, a required plain number, is a round figure (10, 100, 200, 1000: a whole multiple of ten) that no
     number the conversation gives (``given``, digits and words, :func:`_all_stated`) is, nor comes to by a common
     unit's factor (:data:`ROUND_FACTORS`), nor the argument's default or a number its description states
@@ -2922,8 +2952,13 @@ def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float
     200``, "I would like to make a transaction with Diego." → ``amount: 100``; of 144 right recorded calls of the
     tuning half (BFCL simple, multiple and live, MCP one and several, 2026-12-06), none holds one. A count the model
     knows is let be (13 hearts in a deck, 7 days for "next week", 1 for "next month": any required number nobody
-    gave would have refused 4 of those 144)."""
-    if not _number(value) or spec.get("enum") or number_choices(spec) or _described(value, spec):
+    gave would have refused 4 of those 144), and so is a setting of the call (:data:`_SETTING_WORDS`:
+    ``max_results: 10`` for "Search the news for climate change"). The caller judges no request asked in Chinese
+    (whose amounts in characters, 五百, 两千, are not all read) nor one holding an amount in words
+    (:data:`_AMOUNT_WORDS`)."""
+    if not _number(value) or not abs(value) <= 1e15 or spec.get("enum") or number_choices(spec):
+        return False  # an id-length number (or inf, nan) is no figure
+    if _described(value, spec) or _SETTING_WORDS & set(_name_words(key)):
         return False
     if value < 10 or not float(value).is_integer() or int(value) % 10 or value in ONE_IN_SECONDS:
         return False
@@ -2932,18 +2967,22 @@ def _a_round_guess(value: Any, spec: dict[str, Any], given: Sequence[int | float
 
 _WHEN_WORDS = re.compile(
     r"\b(?:today|tonight|tomorrow|yesterday|now|next|this|coming|last|upcoming|current(?:ly)?|weekends?|weeks?|"
-    r"months?|years?|morning|evening|afternoon|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|"
+    r"months?|years?|days?|weekdays?|morning|evening|afternoon|later|soon|asap|tonite|christmas|xmas|eve|"
+    r"valentine'?s?|thanksgiving|easter|halloween|holidays?|summer|winter|spring|autumn|calendar|schedule|agenda|"
+    r"meetings?|appointments?|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|"
     r"july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|(?:mon|tue(?:s)?|wed(?:nes)?|"
-    r"thu(?:rs)?|fri|sat(?:ur)?|sun)(?:day)?s?)\b|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年",
+    r"thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?)\b|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年|节|春|夏|秋|冬|"
+    r"安排|日程|会议|待会|稍后",
     re.IGNORECASE,
 )
-"""Words that say when (a day, a month, "next", "this"): a date argument of a request holding one is the user's."""
+"""Words that say when (a day, a month, a season, a holiday, "next", "this", "later") or speak of the user's calendar
+(a schedule, meetings): a date argument of a request holding one is the user's."""
 _ISO_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}")
 
 
 def _an_untold_date(value: Any, text: str) -> bool:
-    """``value`` holds a date (``2023-04-15``) and the conversation ``text`` says no when at all — no number, no
-    word of a day, a month or a time to come (:data:`_WHEN_WORDS`): "Get me tickets to see Toto." →
+    """``value`` holds a date (``2023-04-15``) and the conversation ``text`` holds no word of when
+    (:data:`_WHEN_WORDS`; the caller asks first that it holds no number): "Get me tickets to see Toto." →
     ``date: "2023-04-15"``, "Search for something under the Play genre near Seattle." offered a bus search →
     ``departure_date: "2023-04-15"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06; none of the 144
     right recorded calls beside them holds one)."""
@@ -3026,9 +3065,12 @@ def made_up(
         out += clocks  # "奥斯陆明天几点日出？" → convert_time(time: "06:00"): the time asked after, made up
     everything = _conversation_text(messages)
     given = _all_stated(everything)
-    out += [
-        k for k in sorted(required & set(args)) if k not in out and _a_round_guess(args[k], _spec(parameters, k), given)
-    ]
+    if not chinese and not _AMOUNT_WORDS.search(everything):  # "给张三转账五百元", "half an hour": amounts unread
+        out += [
+            k
+            for k in sorted(required & set(args))
+            if k not in out and _a_round_guess(k, args[k], _spec(parameters, k), given)
+        ]
     if not _numbers_given(messages, looked_up=False):  # a date where nothing says when ("Get me tickets to see Toto.")
         out += [k for k in sorted(required & set(args)) if k not in out and _an_untold_date(args[k], everything)]
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up

@@ -1512,7 +1512,7 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     def asked(text: str) -> Any:
         return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
 
-    number = {"type": "number"}
+    number, date = {"type": "number"}, {"type": "string"}
     solar = {"type": "object", "required": ["square_footage", "hours"], "properties": {"square_footage": number,
              "hours": number}}  # fmt: skip
     home = asked("How much electricity will I need for my 2000 sq ft home?")
@@ -1521,7 +1521,22 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     assert lt.made_up({"square_footage": 2000, "hours": 10}, solar, asked("2000 sq ft and 10 hours of sun")) == []
     assert lt.made_up({"square_footage": 2000, "hours": 13}, solar, home) == [], "not a round figure: a known count"
     assert lt.made_up({"square_footage": 2000, "hours": 120}, solar, asked("2000 sq ft, sunny for 2 hours")) == []
-    assert lt.made_up({"square_footage": 2000, "hours": 0.5}, solar, asked("2000 sq ft, sun 50% of the day")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 20}, solar, asked("2000 sq ft, 1200 minutes of sun")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 30}, solar, asked("2000 sq ft, half an hour of sun")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 1000}, solar, asked("2000 sq ft, a thousand hours")) == []
+    assert lt.made_up({"square_footage": 2000, "hours": 10}, solar, asked("我家两千平方英尺，要多少电？")) == [], "zh"
+    pay = {"type": "object", "required": ["recipient", "amount"], "properties": {"recipient": {"type": "string"},
+           "amount": number}}  # fmt: skip
+    assert lt.made_up({"recipient": "张三", "amount": 500}, pay, asked("给张三转账五百元")) == []
+    assert lt.made_up({"recipient": "Diego", "amount": 100}, pay, asked("I would like to pay Diego.")) == ["amount"]
+    news = {
+        "type": "object",
+        "required": ["query", "max_results"],
+        "properties": {"query": date, "max_results": number},
+    }
+    assert lt.made_up({"query": "climate", "max_results": 10}, news, asked("Search the news for climate")) == []
+    huge = {"square_footage": 2000, "hours": 10**400}
+    assert lt.made_up(huge, solar, home) == [], "a runaway number is no round figure (and no OverflowError)"
     assert lt.made_up({"square_footage": 2000, "hours": 60}, solar, asked("2000 sq ft, an hour of sun")) == []
     defaulted = {**solar, "properties": {**solar["properties"], "hours": {"type": "number", "default": 10}}}
     assert lt.made_up({"square_footage": 2000, "hours": 10}, defaulted, home) == [], "its declared default"
@@ -1537,12 +1552,12 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     assert lt.made_up({"deck_size": 50, "hand_size": 7}, poker, full_house) == ["deck_size", "hand_size"]
     limits = {"type": "object", "required": ["limit"], "properties": {"limit": {"type": "integer", "enum": [10, 20]}}}
     assert lt.made_up({"limit": 10}, limits, home) == [], "an enum's choice"
-    date = {"type": "string"}
     tickets = {"type": "object", "required": ["event", "date"], "properties": {"event": date, "date": date}}
     toto = {"event": "Toto", "date": "2023-04-15"}
     assert lt.made_up(toto, tickets, asked("Get me tickets to see Toto.")) == ["date"]
     for when in ("Get me tickets to see Toto tomorrow.", "Toto tickets for the 15th", "Toto, next Friday please",
-                 "买两张托托演唱会的票，周六的"):  # fmt: skip
+                 "买两张托托演唱会的票，周六的", "Toto tickets for Christmas",
+                 "Toto on my calendar?", "托托，国庆节"):  # fmt: skip
         assert lt.made_up(toto, tickets, asked(when)) == [], when
     for no_when in ("Get me tickets to see Toto with my friend.", "Toto tickets for a wedding gift"):
         assert lt.made_up(toto, tickets, asked(no_when)) == ["date"], no_when  # "fri…", "wed…": no day's name
@@ -1584,6 +1599,11 @@ def test_an_optional_choice_the_request_spells_is_given() -> None:
     assert lt.said_choices(where, params, asked("The forecast at 48.85, 2.35 in mph")) == where, "under 4 letters"
     given = {**where, "temperature_unit": "celsius"}
     assert lt.said_choices(given, params, fahrenheit) == given, "the model's own choice stays"
+    for not_asked in ("48.85, 2.35, not in fahrenheit please", "48.85, 2.35 without fahrenheit", "48.85, 2.35: "
+                      "the fahrenheit scale, explain it"):  # fmt: skip
+        assert lt.said_choices(where, params, asked(not_asked)) == where, not_asked
+    assert lt.said_choices(where, params, asked("48.85, 2.35的天气，用fahrenheit")) == {
+        **where, "temperature_unit": "fahrenheit"}  # fmt: skip
 
 
 async def test_the_choice_a_request_spells_reaches_the_call() -> None:
