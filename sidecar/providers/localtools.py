@@ -2938,8 +2938,9 @@ _SETTING_WORDS = frozenset(
 round value the model picks as a default would be: not judged as made up."""
 
 
-ONE_IN_SECONDS = (60, 3600)
-"""An hour in minutes, a minute or an hour in seconds: what "an hour", "a minute" come to, no number said."""
+HOUR_AND_MINUTE_STEPS = (60, 3600)
+"""An hour in minutes or a minute in seconds (60), an hour in seconds (3600): what "an hour", "a minute" come to,
+no number said."""
 
 
 def _a_round_guess(key: str, value: Any, spec: dict[str, Any], given: Sequence[int | float]) -> bool:
@@ -2960,7 +2961,7 @@ def _a_round_guess(key: str, value: Any, spec: dict[str, Any], given: Sequence[i
         return False  # an id-length number (or inf, nan) is no figure
     if _described(value, spec) or _SETTING_WORDS & set(_name_words(key)):
         return False
-    if value < 10 or not float(value).is_integer() or int(value) % 10 or value in ONE_IN_SECONDS:
+    if value < 10 or not float(value).is_integer() or int(value) % 10 or value in HOUR_AND_MINUTE_STEPS:
         return False
     return not any(math.isclose(value, n * f) or math.isclose(value * f, n) for n in given for f in ROUND_FACTORS)
 
