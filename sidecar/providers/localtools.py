@@ -2915,7 +2915,7 @@ def _described(value: Any, spec: dict[str, Any]) -> bool:
     full house in poker?" had been refused as numbers nobody gave, BFCL simple, a tuning case)."""
     if not _number(value) or not abs(value) <= 1e15:  # an id-length number (or inf, nan) is no figure
         return False
-    written = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", str(spec.get("description") or ""))]
+    written = [float(n) for n in _DECIMAL.findall(str(spec.get("description") or ""))]
     return _is_default(value, spec) or float(value) in written  # a range's bounds too: "(0-100)"
 
 
@@ -3062,7 +3062,8 @@ def made_up(
     if several and len(numbers) == len(required) and not chinese and not _numbers_given(messages, looked_up):
         out += numbers  # every input of the call a number, and the conversation gave none nor a place to look up
     clocks = [k for k in sorted(required & set(args)) if isinstance(args[k], str) and _CLOCK.fullmatch(args[k].strip())]
-    if clocks and not _numbers_given(messages, looked_up=False):
+    no_number = not _numbers_given(messages, looked_up=False)  # no number at all, in digits or in words
+    if clocks and no_number:
         out += clocks  # "奥斯陆明天几点日出？" → convert_time(time: "06:00"): the time asked after, made up
     everything = _conversation_text(messages)
     given = _all_stated(everything)
@@ -3072,7 +3073,7 @@ def made_up(
             for k in sorted(required & set(args))
             if k not in out and _a_round_guess(k, args[k], _spec(parameters, k), given)
         ]
-    if not _numbers_given(messages, looked_up=False):  # a date where nothing says when ("Get me tickets to see Toto.")
+    if no_number:  # a date where nothing says when ("Get me tickets to see Toto.")
         out += [k for k in sorted(required & set(args)) if k not in out and _an_untold_date(args[k], everything)]
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said, written)]
