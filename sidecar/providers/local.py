@@ -624,6 +624,8 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.which_file(request.messages))
                 return True
             return False
+        if localtools.opposed(tool, request.messages):  # "log out" offered a login; a delete nobody asked for
+            return False
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
         said = localtools.clause_of(asked, localtools.request_paths(request.messages)) if on_a_file else asked
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(said))

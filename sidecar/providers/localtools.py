@@ -395,6 +395,75 @@ def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     return bool(files or roots or named_folder(asked))
 
 
+def _side(names: str, said: str) -> tuple[frozenset[str], re.Pattern[str]]:
+    return frozenset(names.split()), re.compile(said, re.IGNORECASE)
+
+
+_OPPOSITES = (
+    (_side("login signin logon", r"\b(?:log|sign)[\s-]?(?:in|on)\b|登录|登入"),
+     _side("logout signout logoff", r"\b(?:log|sign)[\s-]?(?:out|off)\b|登出|注销")),
+    (_side("sunrise", r"\bsunrise|日出"), _side("sunset", r"\bsunset|日落")),
+    (_side("internal", r"\binternal|内部"), _side("external", r"\bexternal|外部")),
+    (_side("import", r"\bimport|导入"), _side("export", r"\bexport|导出")),
+    (_side("upload", r"\bupload|上传"), _side("download", r"\bdownload|下载")),
+    (_side("buy purchase", r"\b(?:buy|bought|purchas)|买"), _side("sell", r"\b(?:sell|sold)|卖")),
+    (_side("enable", r"\benabl|启用"), _side("disable", r"\bdisabl|禁用|停用")),
+    (_side("encrypt", r"\bencrypt|加密"), _side("decrypt", r"\bdecrypt|解密")),
+    (_side("encode", r"\bencod|编码"), _side("decode", r"\bdecod|解码")),
+    (_side("compress zip", r"\bcompress|压缩"), _side("decompress unzip", r"\bdecompress|\bunzip|解压")),
+    (_side("lock", r"\block(?:s|ed|ing)?\b|锁上|上锁|锁定"), _side("unlock", r"\bunlock|解锁")),
+    (_side("subscribe", r"\bsubscrib|订阅"), _side("unsubscribe", r"\bunsubscrib|退订")),
+    (_side("follow", r"\bfollow(?:s|ed|ing)?\b|关注"), _side("unfollow", r"\bunfollow|取关")),
+    (_side("mute", r"\bmut(?:e|es|ed|ing)\b|静音"), _side("unmute", r"\bunmut")),
+    (_side("block", r"\bblock(?:s|ed|ing)?\b|拉黑|屏蔽"), _side("unblock", r"\bunblock")),
+    (_side("install", r"\binstall|安装"), _side("uninstall", r"\buninstall|卸载")),
+    (_side("connect", r"\bconnect|连接|连上"), _side("disconnect", r"\bdisconnect|断开")),
+    (_side("attach", r"\battach"), _side("detach", r"\bdetach")),
+    (_side("increase", r"\bincreas|提高|增加|调高|调大"), _side("decrease", r"\bdecreas|降低|减少|调低|调小")),
+    (_side("arrival arrivals arrive", r"\barriv|到达|抵达"),
+     _side("departure departures depart", r"\bdepart|出发|起飞")),
+    (_side("deposit", r"\bdeposit|存款|存钱"), _side("withdraw withdrawal", r"\bwithdr[ae]w|取款|取钱|提现")),
+    (_side("incoming inbound", r"\bincoming|\binbound"), _side("outgoing outbound", r"\boutgoing|\boutbound")),
+    (_side("min minimum", r"\bmin(?:imum|imal|imi[sz]e)?\b|最小|最低|最少"),
+     _side("max maximum", r"\bmax(?:imum|imal|imi[sz]e)?\b|最大|最高|最多")),
+)  # fmt: skip
+"""Pairs of opposite actions or things, each side the words a tool's name says it with and what a request says it
+with (English, Chinese): :func:`opposed`. Not here: pairs whose words mean other things in a request ("close" is
+near, a bus "stop" is no stopping, "lower than" no lowering), so no open/close, start/stop, raise/lower."""
+_DESTROYING = frozenset(
+    "delete remove destroy purge erase wipe revoke uninstall unlink cancel terminate truncate".split()
+)
+"""Words of a tool's name that say the call destroys or undoes something (:func:`opposed`)."""
+_ASKS_TO_DESTROY = re.compile(
+    r"\b(?:delet|remov|destroy|purg|eras|wip(?:e|es|ed|ing)\b|revok|uninstall|unlink|cancel|terminat|truncat|clear|"
+    r"clean|discard|trash|drop|rid\b|undo|unsubscrib|dispos|eliminat|abort|withdr[ae]w|kill|empty|reset)|"
+    r"删|移除|清|取消|撤|卸载|去掉|去除|丢|扔|终止|作废|注销|不要|停",
+    re.IGNORECASE,
+)
+"""What a request that asks to destroy or undo something says (delete, remove, clear, cancel, get rid of; 删除,
+清空, 取消, 去掉)."""
+
+
+def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
+    """The tool does what the request does not ask, by the words of its name (:func:`_name_words`): the opposite
+    of what the current request asks (:data:`_OPPOSITES`: "I'd like to log out" offered ``user_login``, "When is
+    sunset in Beijing?" → ``calculate_sunrise``, "the external rate of return" →
+    ``calculate_internal_rate_of_return``: BFCL's no-call kinds, tuning half, 2026-12-06 and 07; none of the 144
+    right recorded calls beside them is one), or destroys or undoes something (:data:`_DESTROYING`: delete, remove,
+    cancel…) where nothing the user wrote asks for that ("Give me an analysis trail for my project" →
+    ``acl_api_delete_mapping``). The call is not made; the answer is written instead. A name that holds both
+    sides of a pair, and a request that says both, are not judged."""
+    name = set(_name_words(tool.name.replace(".", " ")))
+    if name & _DESTROYING and not _ASKS_TO_DESTROY.search(_said_text(messages, len(messages))):
+        return True
+    asked = question(messages)
+    for (names_a, said_a), (names_b, said_b) in _OPPOSITES:
+        for mine, its, theirs, other in ((names_a, said_a, names_b, said_b), (names_b, said_b, names_a, said_a)):
+            if name & mine and not name & theirs and other.search(asked) and not its.search(asked):
+                return True
+    return False
+
+
 _SAVE_WORDS = re.compile(
     r"\b(?:save[ds]?|saving|store)\b(?!\s*[$¥€£]?\s*\d)|保存|存到|存入|存为|存成|存下(?!\s*[$¥€£]?\d)|另存",
     re.IGNORECASE,
@@ -2978,16 +3047,19 @@ _WHEN_WORDS = re.compile(
 )
 """Words that say when (a day, a month, a season, a holiday, "next", "this", "later") or speak of the user's calendar
 (a schedule, meetings): a date argument of a request holding one is the user's."""
-_ISO_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}")
+_A_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}|\b\d{1,2}[-./]\d{1,2}[-./]\d{4}\b|\b\d{4}/\d{1,2}/\d{1,2}\b")
+"""A date in digits: ISO (``2023-04-15``), day or month first (``15-04-2023``, ``04/15/2023``, ``15.04.2023``), or
+year first with slashes (``2023/04/15``)."""
 
 
 def _an_untold_date(value: Any, text: str) -> bool:
     """``value`` holds a date (``2023-04-15``) and the conversation ``text`` holds no word of when
     (:data:`_WHEN_WORDS`; the caller asks first that it holds no number): "Get me tickets to see Toto." →
     ``date: "2023-04-15"``, "Search for something under the Play genre near Seattle." offered a bus search →
-    ``departure_date: "2023-04-15"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06; none of the 144
-    right recorded calls beside them holds one)."""
-    return isinstance(value, str) and bool(_ISO_DATE.search(value)) and not _WHEN_WORDS.search(text)
+    ``departure_date: "2023-04-15"``, "Can you assist me in scheduling a flight with IndiGo airlines?" offered a
+    form's finish → ``default_date: "15-04-2023"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06 and 07;
+    none of the 144 right recorded calls beside them holds one). Any :data:`_A_DATE` form."""
+    return isinstance(value, str) and bool(_A_DATE.search(value)) and not _WHEN_WORDS.search(text)
 
 
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
@@ -3080,7 +3152,7 @@ def made_up(
     formulas = [  # a date is no formula (:func:`_an_untold_date` judges it)
         k
         for k in sorted(required & set(args))
-        if isinstance(args[k], str) and _FORMULA.fullmatch(args[k]) and not _ISO_DATE.fullmatch(args[k].strip())
+        if isinstance(args[k], str) and _FORMULA.fullmatch(args[k]) and not _A_DATE.fullmatch(args[k].strip())
     ]
     if formulas and not _numbers_given(messages):
         out += formulas  # "How many days are there in a leap year?" → expression "366"

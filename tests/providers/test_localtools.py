@@ -510,6 +510,57 @@ def test_a_plugin_tool_that_reads_is_called_on_a_named_file_or_path_without_a_ch
     assert lt.folder_paths("at 60 km/h, see https://example.com/a/b and ~/code/app.") == ["~/code/app"]
 
 
+def _named(name: str, description: str = "Does what its name says.") -> MetonaToolDef:
+    (made,) = defs({**tool(name, "id"), "description": description})
+    return made
+
+
+def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not_called() -> None:
+    """Where no offered tool fitted, the model named one whose name says the opposite of what was asked ("I'd like
+    to log out" → ``user_authentication_login``, "When will be sunset in Beijing today?" → ``calculate_sunrise``)
+    or that destroys something nobody asked to destroy ("Give me an analysis trail for my project" →
+    ``acl_api_delete_mapping``): :func:`localtools.opposed`."""
+
+    def opposed(name: str, text: str) -> bool:
+        return lt.opposed(_named(name), request(messages=_asking(text)).messages)
+
+    assert opposed("user_authentication_login", "I'd like to log out to go shopping. My username is 'john_doe'.")
+    assert not opposed("user_authentication_login", "Log me in as john_doe")
+    assert not opposed("user_authentication_login", "Log out, then log in again as john_doe"), "both said"
+    assert not opposed("session.login_or_logout", "I'd like to log out"), "a name holding both"
+    assert opposed("calculate_sunrise", "When will be sunset in Beijing today?")
+    assert opposed("calculateSunrise", "北京今天几点日落？") and not opposed("calculateSunrise", "北京几点日出？")
+    assert opposed("calculate_internal_rate_of_return", "What is the external rate of return of -100, 40, 60?")
+    assert opposed("buy_stock", "Should I sell my Apple shares?") and not opposed("buy_stock", "Buy 5 AAPL")
+    assert opposed("files__upload", "下载这个文件") and not opposed("files__upload", "Upload report.pdf")
+    assert not opposed("lock_door", "Is the blockchain secure?") and opposed("lock_door", "Unlock the front door")
+    assert not opposed("get_minimum_price", "Find the cheapest flight"), "neither side said"
+    assert not opposed("start_navigation", "Take me to the nearest bus stop"), "no start/stop pair"
+    for destroys, asks in (("acl_api_delete_mapping", "Give me an analysis trail for project AB1010CD"),
+                           ("notes__remove_note", "Show me my note about Paris"),
+                           ("Reservations_CancelBooking", "What time is my table at Nopa?"),
+                           ("memory__delete_entities", "张三是谁？")):  # fmt: skip
+        assert opposed(destroys, asks), destroys
+    for destroys, asks in (("acl_api_delete_mapping", "Delete the mapping of team AB1010CD"),
+                           ("notes__remove_note", "Get rid of my note about Paris"),
+                           ("Reservations_CancelBooking", "I can't make it tonight, cancel my table at Nopa"),
+                           ("memory__delete_entities", "把张三从记忆里删掉"),
+                           ("trash__delete_all", "清空回收站")):  # fmt: skip
+        assert not opposed(destroys, asks), destroys
+
+
+async def test_the_adapter_answers_where_the_tool_named_does_the_opposite() -> None:
+    """The decision named a login for "log out": no arguments are written, no call is made, the answer is."""
+    login = {**tool("accounts__user_login", "username"), "description": "Log a user in."}
+    runtime = ScriptedRuntime(['accounts__user_login"'], ["I can't log you out; I can only log you in."])
+    response, _ = await run(runtime, request(messages=_asking("I'd like to log out, please."), tools=[login]))
+    assert not response.tool_calls and response.content == "I can't log you out; I can only log you in."
+    assert not any("json_schema" in p for p in runtime.payloads), "no arguments written"
+    runtime = ScriptedRuntime(['accounts__user_login"'], ['{"username": "john_doe"}'])
+    response, _ = await run(runtime, request(messages=_asking("Log me in as john_doe."), tools=[login]))
+    assert [c.name for c in response.tool_calls or ()] == ["accounts__user_login"]
+
+
 def test_a_tool_with_side_effects_on_a_path_is_grounded_in_the_files_the_request_names() -> None:
     write, calc = defs(PERMITTED_WRITE, CALC)
     assert lt.names_its_file(write) and not lt.names_its_file(calc) and not lt.names_its_file(defs(WRITE)[0])
@@ -1561,6 +1612,9 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
         assert lt.made_up(toto, tickets, asked(when)) == [], when
     for no_when in ("Get me tickets to see Toto with my friend.", "Toto tickets for a wedding gift"):
         assert lt.made_up(toto, tickets, asked(no_when)) == ["date"], no_when  # "fri…", "wed…": no day's name
+    for written in ("15-04-2023", "04/15/2023", "15.04.2023", "2023/04/15"):  # a date however it is written
+        assert lt.made_up({**toto, "date": written}, tickets, asked("Get me tickets to see Toto.")) == ["date"]
+        assert lt.made_up({**toto, "date": written}, tickets, asked("Toto tickets for the 15th")) == [], written
 
 
 FORECAST = {
