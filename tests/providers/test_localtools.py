@@ -510,6 +510,43 @@ def test_a_plugin_tool_that_reads_is_called_on_a_named_file_or_path_without_a_ch
     assert lt.folder_paths("at 60 km/h, see https://example.com/a/b and ~/code/app.") == ["~/code/app"]
 
 
+def test_items_nobody_gave_are_not_added_to_a_list_the_user_gave() -> None:
+    recipe = {
+        "type": "object",
+        "required": ["ingredients"],
+        "properties": {
+            "ingredients": {"type": "array", "items": {"type": "string"}},
+            "diet": {"type": "array", "items": {"type": "string", "enum": ["Vegan", "Vegetarian", "Kosher"]}},
+        },
+    }
+
+    def kept(args: dict[str, Any], text: str) -> Any:
+        return lt.unsaid_items(args, recipe, request(messages=_asking(text)).messages)
+
+    pasta = "Give me a recipe for a vegetarian pasta with cheese for 2 servings."
+    made = {"ingredients": ["Pasta", "Cheese", "Tomato", "Onion", "Garlic"]}
+    assert kept(made, pasta) == {"ingredients": ["Pasta", "Cheese"]}
+    assert kept(made, "Pasta with cheese, tomatoes and onions, garlic too") == made, "plurals and all said"
+    assert kept({"ingredients": ["Mercury", "Venus"]}, "Cook something from the planets") == {
+        "ingredients": ["Mercury", "Venus"]}, "none said: the model's to write"  # fmt: skip
+    assert kept({"ingredients": ["AAPL", "MSFT"]}, "Compare Apple and MSFT") == {"ingredients": ["AAPL", "MSFT"]}
+    assert kept({"ingredients": ["NYC", "Boston"]}, "From New York City to Boston") == {
+        "ingredients": ["NYC", "Boston"]}, "initials"  # fmt: skip
+    assert kept({"diet": ["Vegetarian", "Kosher"]}, pasta) == {"diet": ["Vegetarian", "Kosher"]}, "enum choices"
+    assert kept({"ingredients": ["Beijing", "Pasta"]}, "北京的 pasta 做法") == {"ingredients": ["Beijing", "Pasta"]}
+    assert kept({"ingredients": ["Pasta"]}, "Cheese") == {"ingredients": ["Pasta"]}, "one item: not judged"
+
+
+async def test_the_adapter_calls_with_the_items_the_user_gave() -> None:
+    recipes = {**tool("recipe_search", "ingredients"), "description": "Find recipes with the ingredients given."}
+    recipes["parameters"]["properties"]["ingredients"] = {
+        "type": "array", "description": "What goes in.", "items": {"type": "string", "description": "one"}}  # fmt: skip
+    runtime = ScriptedRuntime(['recipe_search"'], ['{"ingredients": ["Pasta", "Cheese", "Tomato"]}'])
+    asking = _asking("Find me a recipe for pasta with cheese.")
+    response, _ = await run(runtime, request(messages=asking, tools=[recipes]))
+    assert [c.args for c in response.tool_calls or ()] == [{"ingredients": ["Pasta", "Cheese"]}]
+
+
 def _named(name: str, description: str = "Does what its name says.") -> MetonaToolDef:
     (made,) = defs({**tool(name, "id"), "description": description})
     return made
