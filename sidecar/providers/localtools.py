@@ -2982,6 +2982,46 @@ _CODE = re.compile(r"[A-Z]{2,4}")
 _CODED = re.compile(r"currenc|\bcodes?\b|_code\b|country|language|airport|\biata\b|\biso\b|ticker|symbol", re.I)
 
 
+_CURRENCIES = {
+    **dict.fromkeys(("dollar", "dollars", "us dollar", "us dollars", "american dollars", "美元", "美金"), "USD"),
+    **dict.fromkeys(("euro", "euros", "欧元"), "EUR"),
+    **dict.fromkeys(
+        ("pound", "pounds", "british pound", "british pounds", "pound sterling", "sterling", "英镑"), "GBP"
+    ),
+    **dict.fromkeys(("yen", "japanese yen", "日元"), "JPY"),
+    **dict.fromkeys(("yuan", "renminbi", "chinese yuan", "rmb", "人民币", "元"), "CNY"),
+    **dict.fromkeys(("canadian dollar", "canadian dollars", "加元", "加币"), "CAD"),
+    **dict.fromkeys(("australian dollar", "australian dollars", "澳元"), "AUD"),
+    **dict.fromkeys(("hong kong dollar", "hong kong dollars", "港币", "港元"), "HKD"),
+    **dict.fromkeys(("swiss franc", "swiss francs", "瑞士法郎"), "CHF"),
+    **dict.fromkeys(("rupee", "rupees", "indian rupee", "indian rupees", "卢比"), "INR"),
+    **dict.fromkeys(("won", "korean won", "韩元"), "KRW"),
+}
+"""Currencies by the names people call them, and their ISO 4217 codes (:func:`currency_codes`)."""
+
+
+def currency_codes(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
+    """``args`` with a currency (an argument whose name or description says currency, not an enum, not asking for
+    a name) written as its ISO 4217 code: "Convert 200 euros to US dollars" → ``from_currency: "euros", to_currency:
+    "usd"`` (BFCL multiple, tuning half, 2026-12-07) becomes ``EUR``, ``USD`` — what an exchange-rate service takes,
+    and what the model wrote for every other currency of the tuning half's recorded calls. A name not in
+    :data:`_CURRENCIES` stays as written; three letters are upper-cased."""
+    out = dict(args)
+    for key, value in args.items():
+        spec = _spec(parameters, key)
+        about = f"{key} {spec.get('description') or ''}"
+        if not isinstance(value, str) or spec.get("enum") or not re.search(r"currenc|货币|币种", about, re.I):
+            continue
+        if re.search(r"\bnames?\b|名称", spec.get("description") or "", re.I):
+            continue  # "the currency's name": as the model wrote it
+        word = value.strip().lower()
+        if word in _CURRENCIES:
+            out[key] = _CURRENCIES[word]
+        elif re.fullmatch(r"[a-z]{3}", word):
+            out[key] = word.upper()
+    return out
+
+
 def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
     """``value`` is a code (two to four capitals) for an argument whose name or description asks for one: a currency,
     a country, a language, an airport, a ticker. Its letters need not be the words the user said ("Convert 150

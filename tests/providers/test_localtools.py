@@ -547,6 +547,24 @@ async def test_the_adapter_calls_with_the_items_the_user_gave() -> None:
     assert [c.args for c in response.tool_calls or ()] == [{"ingredients": ["Pasta", "Cheese"]}]
 
 
+def test_a_currency_is_written_as_its_code() -> None:
+    convert = {
+        "type": "object",
+        "properties": {
+            "from_currency": {"type": "string", "description": "The currency to convert from."},
+            "to": {"type": "string", "description": "The target currency."},
+            "unit": {"type": "string", "description": "The currency to show.", "enum": ["dollars", "euros"]},
+            "label": {"type": "string", "description": "The currency's name, as shown to people."},
+            "note": {"type": "string", "description": "Anything."},
+        },
+    }
+    args = {"from_currency": "euros", "to": "usd", "unit": "dollars", "label": "euros", "note": "yen"}
+    assert lt.currency_codes(args, convert) == {**args, "from_currency": "EUR", "to": "USD"}
+    assert lt.currency_codes({"from_currency": "人民币", "to": "Canadian dollars"}, convert) == {
+        "from_currency": "CNY", "to": "CAD"}  # fmt: skip
+    assert lt.currency_codes({"from_currency": "bitcoin", "to": 5}, convert) == {"from_currency": "bitcoin", "to": 5}
+
+
 def _named(name: str, description: str = "Does what its name says.") -> MetonaToolDef:
     (made,) = defs({**tool(name, "id"), "description": description})
     return made
