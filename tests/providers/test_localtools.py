@@ -590,6 +590,8 @@ def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not
     assert opposed("files__upload", "下载这个文件") and not opposed("files__upload", "Upload report.pdf")
     assert not opposed("lock_door", "Is the blockchain secure?") and opposed("lock_door", "Unlock the front door")
     assert not opposed("get_minimum_price", "Find the cheapest flight"), "neither side said"
+    assert not opposed("export_report", "What is important in this report?") and opposed("export_csv", "Import it")
+    assert not opposed("enable_feature", "disability benefits") and opposed("enable_wifi", "Disable the wifi")
     assert not opposed("start_navigation", "Take me to the nearest bus stop"), "no start/stop pair"
     for destroys, asks in (("acl_api_delete_mapping", "Give me an analysis trail for project AB1010CD"),
                            ("notes__remove_note", "Show me my note about Paris"),
