@@ -581,6 +581,7 @@ def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not
 
     assert opposed("user_authentication_login", "I'd like to log out to go shopping. My username is 'john_doe'.")
     assert not opposed("user_authentication_login", "Log me in as john_doe")
+    assert opposed("user_authentication_login", "Could you log me out? My username is JohnDoe.")
     assert not opposed("user_authentication_login", "Log out, then log in again as john_doe"), "both said"
     assert not opposed("session.login_or_logout", "I'd like to log out"), "a name holding both"
     assert opposed("calculate_sunrise", "When will be sunset in Beijing today?")
@@ -593,6 +594,7 @@ def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not
     assert not opposed("export_report", "What is important in this report?") and opposed("export_csv", "Import it")
     assert not opposed("enable_feature", "disability benefits") and opposed("enable_wifi", "Disable the wifi")
     assert not opposed("start_navigation", "Take me to the nearest bus stop"), "no start/stop pair"
+    assert not opposed("user_logout", "Sign me out") and opposed("user_logout", "Sign her in")
     for destroys, asks in (("acl_api_delete_mapping", "Give me an analysis trail for project AB1010CD"),
                            ("notes__remove_note", "Show me my note about Paris"),
                            ("Reservations_CancelBooking", "What time is my table at Nopa?"),
@@ -1669,6 +1671,12 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
         assert lt.made_up(toto, tickets, asked(when)) == [], when
     for no_when in ("Get me tickets to see Toto with my friend.", "Toto tickets for a wedding gift"):
         assert lt.made_up(toto, tickets, asked(no_when)) == ["date"], no_when  # "fri…", "wed…": no day's name
+    shop = {"type": "object", "required": ["item", "location"], "properties": {"item": date, "location": date}}
+    clothes = {"item": "衣服", "location": "北京, 朝阳"}
+    assert lt.made_up(clothes, shop, asked("购买衣服")) == ["location"], "a Chinese place nobody wrote"
+    assert lt.made_up(clothes, shop, asked("在北京朝阳区买衣服")) == []
+    assert lt.made_up({"item": "衣服", "location": "Beijing"}, shop, asked("购买衣服")) == [], "Latin: not judged"
+    assert lt.made_up({**clothes, "location": "在上海的静安区。"}, shop, asked("购买衣服")) == [], "a sentence"
     for written in ("15-04-2023", "04/15/2023", "15.04.2023", "2023/04/15"):  # a date however it is written
         assert lt.made_up({**toto, "date": written}, tickets, asked("Get me tickets to see Toto.")) == ["date"]
         assert lt.made_up({**toto, "date": written}, tickets, asked("Toto tickets for the 15th")) == [], written
