@@ -3129,6 +3129,13 @@ def _an_untold_date(value: Any, text: str) -> bool:
     return isinstance(value, str) and bool(_A_DATE.search(value)) and not _WHEN_WORDS.search(text)
 
 
+_COMPOSED = frozenset(
+    "content text body message msg note notes comment description title summary reply answer prompt caption "
+    "subject greeting".split()
+)
+"""Words of an argument's name that say its value is a text the model writes (write_file's ``content``, a
+message's ``body``): a short Chinese text of its own ("写一句问候语到 greet.txt" → ``content: "早上好"``) is no
+made-up name (:func:`_untold_chinese`)."""
 ZH_NAME_CHARS = 8
 """The most Chinese characters of a value :func:`_untold_chinese` reads as a name (a place, a person, a thing)."""
 
@@ -3245,7 +3252,11 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     if chinese:  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
-        out += [k for k in sorted(required & set(args)) if k not in out and _untold_chinese(args[k], everything)]
+        out += [
+            k
+            for k in sorted(required & set(args))
+            if k not in out and not _COMPOSED.intersection(_name_words(k)) and _untold_chinese(args[k], everything)
+        ]
         return out  # but a Chinese name none of whose characters anybody wrote is made up
     for key in sorted(required & set(args)):
         value, spec = args[key], _spec(parameters, key)

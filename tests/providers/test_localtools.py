@@ -1676,6 +1676,9 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     assert lt.made_up(clothes, shop, asked("购买衣服")) == ["location"], "a Chinese place nobody wrote"
     assert lt.made_up(clothes, shop, asked("在北京朝阳区买衣服")) == []
     assert lt.made_up({"item": "衣服", "location": "Beijing"}, shop, asked("购买衣服")) == [], "Latin: not judged"
+    greeting = {"type": "object", "required": ["path", "content"], "properties": {"path": date, "content": date}}
+    hello = {"path": "greet.txt", "content": "早上好"}
+    assert lt.made_up(hello, greeting, asked("写一句问候语到 greet.txt")) == [], "a text it writes"
     assert lt.made_up({**clothes, "location": "在上海的静安区。"}, shop, asked("购买衣服")) == [], "a sentence"
     for written in ("15-04-2023", "04/15/2023", "15.04.2023", "2023/04/15"):  # a date however it is written
         assert lt.made_up({**toto, "date": written}, tickets, asked("Get me tickets to see Toto.")) == ["date"]
