@@ -436,6 +436,8 @@ _DESTROYING = frozenset(
     "delete remove destroy purge erase wipe revoke uninstall unlink cancel terminate truncate".split()
 )
 """Words of a tool's name that say the call destroys or undoes something (:func:`opposed`)."""
+_DESTROYS_FIRST = re.compile(rf"\s*(?:{'|'.join(sorted(_DESTROYING | {'toss', 'discard'}))})(?:e?s)?\b", re.IGNORECASE)
+"""A description that begins by saying the tool destroys or undoes something ("Removes an item…", "Delete…")."""
 _ASKS_TO_DESTROY = re.compile(
     r"\b(?:delet|remov|destroy|purg|eras|wip(?:e|es|ed|ing)\b|revok|uninstall|unlink|cancel|terminat|truncat|clear|"
     r"clean|discard|trash|drop|rid\b|undo|unsubscrib|dispos|eliminat|abort|withdr[ae]w|kill|empty|reset)|"
@@ -452,11 +454,13 @@ def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     sunset in Beijing?" → ``calculate_sunrise``, "the external rate of return" →
     ``calculate_internal_rate_of_return``: BFCL's no-call kinds, tuning half, 2026-12-06 and 07; none of the 144
     right recorded calls beside them is one), or destroys or undoes something (:data:`_DESTROYING`: delete, remove,
-    cancel…) where nothing the user wrote asks for that ("Give me an analysis trail for my project" →
-    ``acl_api_delete_mapping``). The call is not made; the answer is written instead. A name that holds both
-    sides of a pair, and a request that says both, are not judged."""
+    cancel…; by its name or the first word of its description: ``toss_item``, "Remove an item of a specified type
+    from the player's inventory." for "I want to craft an axe") where nothing the user wrote asks for that ("Give me
+    an analysis trail for my project" → ``acl_api_delete_mapping``). The call is not made; the answer is written
+    instead. A name that holds both sides of a pair, and a request that says both, are not judged."""
     name = set(_name_words(tool.name.replace(".", " ")))
-    if name & _DESTROYING and not _ASKS_TO_DESTROY.search(_said_text(messages, len(messages))):
+    destroys = bool(name & _DESTROYING) or bool(_DESTROYS_FIRST.match(tool.description or ""))
+    if destroys and not _ASKS_TO_DESTROY.search(_said_text(messages, len(messages))):
         return True
     asked = question(messages)
     for (names_a, said_a), (names_b, said_b) in _OPPOSITES:
@@ -2614,10 +2618,17 @@ def _said_words(messages: Sequence[MetonaMessage]) -> set[str]:
     return _words(_said_text(messages, turn_start(messages)))
 
 
+_FUNCTION_WORDS = frozenset(
+    "the a an of and or in on at for to by with from my your our his her its their this that".split()
+)
+"""Words any sentence holds: no word of a name that was given ("The Matrix" for "…on the 9th of march": the movie
+nobody named, BFCL's real users' no-call kind, a tuning case; :func:`_unsaid`)."""
+
+
 def _unsaid(value: str, said: set[str]) -> bool:
-    """``value`` has words (digits aside) and the conversation gave none of them (:func:`_said`), nor the initials
-    of its name (:func:`_initials`)."""
-    words = [w for w in _words(value) if not w.isdigit()]
+    """``value`` has words (digits and :data:`_FUNCTION_WORDS` aside) and the conversation gave none of them
+    (:func:`_said`), nor the initials of its name (:func:`_initials`)."""
+    words = [w for w in _words(value) if not w.isdigit() and w not in _FUNCTION_WORDS]
     return bool(words) and not any(_said(w, said) for w in words) and _initials(value) not in said
 
 

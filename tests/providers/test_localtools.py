@@ -595,6 +595,9 @@ def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not
     assert not opposed("enable_feature", "disability benefits") and opposed("enable_wifi", "Disable the wifi")
     assert not opposed("start_navigation", "Take me to the nearest bus stop"), "no start/stop pair"
     assert not opposed("user_logout", "Sign me out") and opposed("user_logout", "Sign her in")
+    toss = defs({**tool("toss_item", "item_type"), "description": "Remove an item of a specified type."})[0]
+    assert lt.opposed(toss, request(messages=_asking("I want to craft an axe")).messages), "its description says"
+    assert not lt.opposed(toss, request(messages=_asking("Throw away the axe, remove it")).messages)
     for destroys, asks in (("acl_api_delete_mapping", "Give me an analysis trail for project AB1010CD"),
                            ("notes__remove_note", "Show me my note about Paris"),
                            ("Reservations_CancelBooking", "What time is my table at Nopa?"),
@@ -1674,6 +1677,10 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     shop = {"type": "object", "required": ["item", "location"], "properties": {"item": date, "location": date}}
     clothes = {"item": "衣服", "location": "北京, 朝阳"}
     assert lt.made_up(clothes, shop, asked("购买衣服")) == ["location"], "a Chinese place nobody wrote"
+    film = {"type": "object", "required": ["movie_name"], "properties": {"movie_name": date}}
+    matrix = asked("I'd like 3 tickets on the 9th of march, around 19:00. Find a theater in Los Angeles for me?")
+    assert lt.made_up({"movie_name": "The Matrix"}, film, matrix) == ["movie_name"], "'the' names nothing"
+    assert lt.made_up({"movie_name": "The Matrix"}, film, asked("Two tickets for The Matrix")) == []
     assert lt.made_up(clothes, shop, asked("在北京朝阳区买衣服")) == []
     assert lt.made_up({"item": "衣服", "location": "Beijing"}, shop, asked("购买衣服")) == [], "Latin: not judged"
     greeting = {"type": "object", "required": ["path", "content"], "properties": {"path": date, "content": date}}
