@@ -452,7 +452,7 @@ def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     """The tool does what the request does not ask, by the words of its name (:func:`_name_words`): the opposite
     of what the current request asks (:data:`_OPPOSITES`: "I'd like to log out" offered ``user_login``, "When is
     sunset in Beijing?" → ``calculate_sunrise``, "the external rate of return" →
-    ``calculate_internal_rate_of_return``: BFCL's no-call kinds, tuning half, 2026-12-06 and 07; none of the 144
+    ``calculate_internal_rate_of_return``: BFCL's no-call kinds, tuning half, 2026-12-06; none of the 144
     right recorded calls beside them is one), or destroys or undoes something (:data:`_DESTROYING`: delete, remove,
     cancel…; by its name or the first word of its description: ``toss_item``, "Remove an item of a specified type
     from the player's inventory." for "I want to craft an axe") where nothing the user wrote asks for that ("Give me
@@ -2755,7 +2755,7 @@ def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Seq
 def unsaid_items(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
     """``args`` without the items of a list the model added to those the conversation gave: "Give me a recipe for a
     vegetarian pasta with cheese" → ``ingredients: ["Pasta", "Cheese", "Tomato", "Onion", "Garlic", …]`` (BFCL
-    multiple, tuning half, 2026-12-07: the recipe the user did not ask for) keeps ``["Pasta", "Cheese"]``. Only a
+    multiple, tuning half, 2026-12-06: the recipe the user did not ask for) keeps ``["Pasta", "Cheese"]``. Only a
     list of two strings or more of which one at least is said; an item goes where it has words and the
     conversation gave none of them (:func:`_unsaid`: "Tomatoes" is "tomato", "NYC" is New York City's initials),
     not a code (``AAPL`` for "Apple": :data:`_CODE`), nor an item of its own enum. A list none of whose items is
@@ -3016,7 +3016,7 @@ _CURRENCIES = {
 def currency_codes(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
     """``args`` with a currency (an argument whose name or description says currency, not an enum, not asking for
     a name) written as its ISO 4217 code: "Convert 200 euros to US dollars" → ``from_currency: "euros", to_currency:
-    "usd"`` (BFCL multiple, tuning half, 2026-12-07) becomes ``EUR``, ``USD`` — what an exchange-rate service takes,
+    "usd"`` (BFCL multiple, tuning half, 2026-12-06) becomes ``EUR``, ``USD`` — what an exchange-rate service takes,
     and what the model wrote for every other currency of the tuning half's recorded calls. A name not in
     :data:`_CURRENCIES` stays as written; three letters are upper-cased."""
     out = dict(args)
@@ -3135,7 +3135,7 @@ def _an_untold_date(value: Any, text: str) -> bool:
     (:data:`_WHEN_WORDS`; the caller asks first that it holds no number): "Get me tickets to see Toto." →
     ``date: "2023-04-15"``, "Search for something under the Play genre near Seattle." offered a bus search →
     ``departure_date: "2023-04-15"``, "Can you assist me in scheduling a flight with IndiGo airlines?" offered a
-    form's finish → ``default_date: "15-04-2023"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06 and 07;
+    form's finish → ``default_date: "15-04-2023"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06;
     none of the 144 right recorded calls beside them holds one). Any :data:`_A_DATE` form."""
     return isinstance(value, str) and bool(_A_DATE.search(value)) and not _WHEN_WORDS.search(text)
 
@@ -3154,7 +3154,7 @@ ZH_NAME_CHARS = 8
 def _untold_chinese(value: Any, text: str) -> bool:
     """``value`` is a short Chinese name (at most :data:`ZH_NAME_CHARS` characters, not a sentence) none of whose
     characters the conversation ``text`` holds: "购买衣服" offered a shopping search → ``location: "北京, 朝阳"``
-    (BFCL's real users' no-call kind, tuning half, 2026-12-07). Of the tuning half's 8 recorded calls holding
+    (BFCL's real users' no-call kind, tuning half, 2026-12-06). Of the tuning half's 8 recorded calls holding
     Chinese values (MCP memory, filesystem, SQLite, maps: all right) none is."""
     if not isinstance(value, str) or value.rstrip().endswith(_SENTENCE_END):
         return False
