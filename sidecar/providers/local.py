@@ -582,8 +582,13 @@ class LocalAdapter(BaseAdapter):
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
             if (
                 likeliest is not None
-                and localtools.worth_calling(step.get("score"), probe.get("score"), near[likeliest])  # against its
-                and not (  # "answer"; a general question is no search of the user's things
+                and localtools.worth_calling(  # against its "answer"; "Search my memory…" names search_nodes
+                    step.get("score"),
+                    probe.get("score"),
+                    near[likeliest],
+                    commanded=localtools.begins_with_its_verb(asked, likeliest, names),
+                )
+                and not (  # a general question is no search of the user's things
                     localtools.not_the_users(
                         by_name[likeliest],
                         localtools.named_by(tools, asked)[likeliest],

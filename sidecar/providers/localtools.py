@@ -2076,15 +2076,41 @@ cosine 0.31–0.60 ("What is the third major chord in C major scale?" → get_th
 calculate), of 76 that needed none one is in that corner (0.76, cosine 0.42)."""
 
 
-def worth_calling(answer_score: float | None, tool_score: float | None, cosine: float | None = None) -> bool:
+def worth_calling(
+    answer_score: float | None, tool_score: float | None, cosine: float | None = None, *, commanded: bool = False
+) -> bool:
     """A first decision said ``answer`` with log-probability ``answer_score``; asked again without ``answer``, the
     model named a tool with ``tool_score``, its summary at ``cosine`` from the request: the tool is called when
     ``tool_score - answer_score`` reaches :data:`CALL_MARGIN` and the cosine :data:`RELEVANT_COSINE`, or
-    :data:`NEAR_MARGIN` and :data:`NEAR_COSINE`."""
+    :data:`NEAR_MARGIN` and :data:`NEAR_COSINE` — or :data:`NEAR_MARGIN` alone where the request is a command that
+    begins with the tool's own verb (``commanded``: :func:`begins_with_its_verb`)."""
     if not (_known(answer_score) and _known(tool_score)) or cosine is None:
         return False
     margin = tool_score - answer_score
-    return (margin >= CALL_MARGIN and cosine >= RELEVANT_COSINE) or (margin >= NEAR_MARGIN and cosine >= NEAR_COSINE)
+    near = cosine >= NEAR_COSINE or commanded
+    return (margin >= CALL_MARGIN and cosine >= RELEVANT_COSINE) or (margin >= NEAR_MARGIN and near)
+
+
+_BARE_VERBS = frozenset("get make do check show tell give let help can could please is are what".split())
+"""A request's first words that name no action of a tool: "Get me a recipe", "Show me how"
+(:func:`begins_with_its_verb`)."""
+
+
+def begins_with_its_verb(asked: str, tool: str, names: Sequence[str]) -> bool:
+    """The request ``asked`` begins with the word that begins ``tool``'s name and no other offered tool's (of
+    ``names``): "Search my memory for anything about sourdough." offered ``search_nodes`` — a command naming what
+    the tool does. At a first decision that said ``answer``, the second look's likeliest tool is then called when it
+    is at least half as likely as ``answer`` however far the embedder puts it (:func:`worth_calling`): the 0.5B model
+    had answered it at p 0.52 (the tool 0.32, its summary 0.13 from the request). Of 136 recorded first decisions of
+    the tuning half that said ``answer`` (2026-12-06; BFCL's no-call kinds among them), this was the only one whose
+    request so begins. Verbs that say nothing of what is done (:data:`_BARE_VERBS`: get, make, show…) are no
+    command of a tool."""
+    first = re.match(r"\s*([A-Za-z]+)", asked)
+    if first is None or first.group(1).lower() in _BARE_VERBS:
+        return False
+    verb = first.group(1).lower()
+    starts = [(_name_words(n.replace(".", " ")) or [""])[0] for n in names]
+    return (_name_words(tool.replace(".", " ")) or [""])[0] == verb and starts.count(verb) == 1
 
 
 def confident(score: float | None) -> bool:

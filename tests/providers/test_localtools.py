@@ -673,7 +673,29 @@ def test_a_tool_is_worth_calling_when_near_what_the_request_asks_or_the_model_is
     assert not lt.worth_calling(answer, answer + lt.NEAR_MARGIN + 1e-9, lt.NEAR_COSINE - 0.01)
     assert not lt.worth_calling(None, answer, 0.9) and not lt.worth_calling(answer, float("-inf"), 0.9)
     assert not lt.worth_calling(answer, answer, None)
+    assert lt.worth_calling(answer, answer + lt.NEAR_MARGIN + 1e-9, 0.0, commanded=True), "its verb: however far"
+    assert not lt.worth_calling(answer, answer + lt.NEAR_MARGIN - 0.01, 0.0, commanded=True)
     assert lt.choice_regex(["read_file"], answer=False) == '(read_file)"'
+    names = ["search_nodes", "read_graph", "open_nodes"]
+    assert lt.begins_with_its_verb("Search my memory for anything about sourdough.", "search_nodes", names)
+    assert not lt.begins_with_its_verb("Search my memory for sourdough.", "search_nodes", [*names, "search_files"])
+    assert not lt.begins_with_its_verb("What is in my memory?", "search_nodes", names)
+    assert not lt.begins_with_its_verb("Get me a recipe", "get_time", ["get_time"]), "a bare verb"
+    assert not lt.begins_with_its_verb("搜索我的记忆", "search_nodes", names)
+
+
+async def test_a_command_with_the_tools_own_verb_is_done_where_the_model_would_answer() -> None:
+    """ "Search my memory for anything about sourdough." offered a memory server's tools: the 0.5B model answered it
+    (p 0.52); the second look's search_nodes, as likely as the answer and far by the embedder, is called."""
+    search = {**tool("search_nodes", "query"), "description": "Search for nodes in the knowledge graph."}
+    graph = {**tool("read_graph", "query"), "description": "Read the entire knowledge graph."}
+    asking = _asking("Search my memory for anything about sourdough.")
+    runtime = ScriptedRuntime(['answer"'], ['search_nodes"'], ['{"query": "sourdough"}'])
+    response, _ = await run(runtime, request(messages=asking, tools=[search, graph]))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("search_nodes", {"query": "sourdough"})]
+    runtime = ScriptedRuntime(['answer"'], ['search_nodes"'], ["Sourdough is a bread."])
+    response, _ = await run(runtime, request(messages=_asking("Sourdough: what is it?"), tools=[search, graph]))
+    assert not response.tool_calls and response.content == "Sourdough is a bread.", "no command: answered"
 
 
 def _prompts(*paths: str) -> list[str]:
