@@ -696,7 +696,6 @@ class LocalAdapter(BaseAdapter):
             args = localtools.fractions_of_percentages(args, declared, asked)
             args = localtools.unasked(args, declared, request.messages, changes=localtools.changes_things(tool))
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
-            args = localtools.unsaid_items(args, declared, request.messages)  # no tomato in "pasta with cheese"
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
             if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed

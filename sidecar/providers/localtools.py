@@ -395,57 +395,95 @@ def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     return bool(files or roots or named_folder(asked))
 
 
-def _side(names: str, said: str) -> tuple[frozenset[str], re.Pattern[str]]:
-    return frozenset(names.split()), re.compile(said, re.IGNORECASE)
+def _as_words(words: str) -> str:
+    """A request's pattern for ``words`` (``|``-separated) as words of their own: not part of a file's name, a path or
+    a longer word ("bank-export.csv", "~/Downloads", "best-selling" hold no export, download, selling)."""
+    return rf"(?<![\w./\\~-])(?:{words})(?![\w-]|\.\w)"
+
+
+def _side(names: str, asks: str, says: str) -> tuple[frozenset[str], re.Pattern[str], re.Pattern[str]]:
+    """One side of a pair of :data:`_OPPOSITES`: the words a tool's name says it with; what a request says to ask for
+    it (the bare verb or noun: "lock the door", 锁上; never a state, "the door is locked"); and what speaks of it at
+    all (any form: "locked", "解除锁定" speaks of a lock)."""
+    return frozenset(names.split()), re.compile(asks, re.IGNORECASE), re.compile(says, re.IGNORECASE)
 
 
 _WHOM = r"(?:(?:me|him|her|them|us|you|it)\s+)?"
 """Who is logged in or out, between the verb and its particle ("log me out")."""
+_LOG_IN = rf"\b(?:log|sign)[\s-]?{_WHOM}(?:in|on)\b|(?<!退出)登录|登入"
+_LOG_OUT = rf"\b(?:log|sign)[\s-]?{_WHOM}(?:out|off)\b|登出|注销|退出"
 _OPPOSITES = (
-    (_side("login signin logon", rf"\b(?:log|sign)[\s-]?{_WHOM}(?:in|on)\b|登录|登入"),
-     _side("logout signout logoff", rf"\b(?:log|sign)[\s-]?{_WHOM}(?:out|off)\b|登出|注销")),
-    (_side("sunrise", r"\bsunrise|日出"), _side("sunset", r"\bsunset|日落")),
-    (_side("internal", r"\binternal|内部"), _side("external", r"\bexternal|外部")),
-    (_side("import", r"\bimport(?:s|ed|ing)?\b|导入"), _side("export", r"\bexport|导出")),
-    (_side("upload", r"\bupload|上传"), _side("download", r"\bdownload|下载")),
-    (_side("buy purchase", r"\b(?:buy|bought|purchas)|买"), _side("sell", r"\b(?:sell|sold)|卖")),
-    (_side("enable", r"\benabl(?:e|es|ed|ing)\b|启用"), _side("disable", r"\bdisabl(?:e|es|ed|ing)\b|禁用|停用")),
-    (_side("encrypt", r"\bencrypt|加密"), _side("decrypt", r"\bdecrypt|解密")),
-    (_side("encode", r"\bencod|编码"), _side("decode", r"\bdecod|解码")),
-    (_side("compress zip", r"\bcompress|压缩"), _side("decompress unzip", r"\bdecompress|\bunzip|解压")),
-    (_side("lock", r"\block(?:s|ed|ing)?\b|锁上|上锁|锁定"), _side("unlock", r"\bunlock|解锁")),
-    (_side("subscribe", r"\bsubscrib|订阅"), _side("unsubscribe", r"\bunsubscrib|退订")),
-    (_side("follow", r"\bfollow(?:s|ed|ing)?\b|关注"), _side("unfollow", r"\bunfollow|取关")),
-    (_side("mute", r"\bmut(?:e|es|ed|ing)\b|静音"), _side("unmute", r"\bunmut")),
-    (_side("block", r"\bblock(?:s|ed|ing)?\b|拉黑|屏蔽"), _side("unblock", r"\bunblock")),
-    (_side("install", r"\binstall|安装"), _side("uninstall", r"\buninstall|卸载")),
-    (_side("connect", r"\bconnect|连接|连上"), _side("disconnect", r"\bdisconnect|断开")),
-    (_side("attach", r"\battach"), _side("detach", r"\bdetach")),
-    (_side("increase", r"\bincreas|提高|增加|调高|调大"), _side("decrease", r"\bdecreas|降低|减少|调低|调小")),
-    (_side("arrival arrivals arrive", r"\barriv|到达|抵达"),
-     _side("departure departures depart", r"\bdepart|出发|起飞")),
-    (_side("deposit", r"\bdeposit|存款|存钱"), _side("withdraw withdrawal", r"\bwithdr[ae]w|取款|取钱|提现")),
-    (_side("incoming inbound", r"\bincoming|\binbound"), _side("outgoing outbound", r"\boutgoing|\boutbound")),
-    (_side("min minimum", r"\bmin(?:imum|imal|imi[sz]e)?\b|最小|最低|最少"),
-     _side("max maximum", r"\bmax(?:imum|imal|imi[sz]e)?\b|最大|最高|最多")),
+    (_side("login signin logon", _LOG_IN, _LOG_IN + r"|\blog[\s-]?in"),
+     _side("logout signout logoff", _LOG_OUT, _LOG_OUT)),
+    (_side("sunrise", _as_words("sunrise") + "|日出", r"sunrise|日出"),
+     _side("sunset", _as_words("sunset") + "|日落", r"sunset|日落")),
+    (_side("import", _as_words("import") + "|导入", r"import|导入"),
+     _side("export", _as_words("export") + "|导出", r"export|导出")),
+    (_side("upload", _as_words("upload") + "|上传", r"upload|上传|传到"),
+     _side("download", _as_words("download") + r"|下载(?!文件夹|目录|的)", r"download|下载")),
+    (_side("buy purchase", _as_words("buy|purchase") + "|购买", r"buy|bought|purchas|买"),
+     _side("sell", _as_words("sell") + "|出售|卖掉|卖出", r"sell|sold|卖")),
+    (_side("enable", _as_words("enable") + "|启用", r"enabl|启用|开启"),
+     _side("disable", _as_words("disable") + "|禁用|停用", r"disabl|禁用|停用|关闭")),
+    (_side("encrypt", _as_words("encrypt") + "|(?<![已解])加密(?![的过了])", r"encrypt|加密"),
+     _side("decrypt", _as_words("decrypt") + "|解密", r"decrypt|解密")),
+    (_side("encode", _as_words("encode") + "|(?<!已)编码(?![的过了])", r"encod|编码"),
+     _side("decode", _as_words("decode") + "|解码", r"decod|解码")),
+    (_side("compress zip", _as_words("compress|zip") + "|(?<![已解])压缩(?![的过了包])",
+           r"(?<!de)compress|\bzip|(?<!解)压缩"),
+     _side("decompress unzip", _as_words("decompress|unzip|extract") + "|解压", r"decompress|unzip|extract|解压")),
+    (_side("lock", _as_words("lock") + "|锁上|上锁|(?<!解除)锁定", r"(?<!un)lock|(?<![解除])锁"),
+     _side("unlock", _as_words("unlock") + "|解锁|解除锁定", r"unlock|解锁|解除")),
+    (_side("subscribe", _as_words("subscribe") + "|(?<!取消)订阅", r"(?<!un)subscri|(?<![消退])订阅"),
+     _side("unsubscribe", _as_words("unsubscribe") + "|退订|取消订阅", r"unsubscri|退订|取消")),
+    (_side("follow", _as_words("follow") + "|(?<!取消)关注", r"(?<!un)follow|(?<!消)关注"),
+     _side("unfollow", _as_words("unfollow") + "|取关|取消关注", r"unfollow|取关|取消")),
+    (_side("mute", _as_words("mute") + "|(?<!取消)静音", r"(?<!un)mute|(?<!消)静音"),
+     _side("unmute", _as_words("unmute") + "|取消静音", r"unmut|取消")),
+    (_side("block", _as_words("block") + "|(?<![取消除])(?:拉黑|屏蔽)", r"(?<!un)block|(?<![消除])(?:拉黑|屏蔽)"),
+     _side("unblock", _as_words("unblock") + "|(?:取消|解除)(?:拉黑|屏蔽)", r"unblock|取消|解除")),
+    (_side("install", _as_words("install") + "|(?<![已卸])安装(?![的了过])", r"(?<!un)install|(?<!卸)安装"),
+     _side("uninstall", _as_words("uninstall") + "|卸载", r"uninstall|卸载|删")),
+    (_side("connect", _as_words("connect") + "|连上|(?<!断开)连接(?![的])", r"(?<!dis)connect|连接|连上"),
+     _side("disconnect", _as_words("disconnect") + "|断开", r"disconnect|断开|关")),
+    (_side("increase", _as_words("increase") + "|提高|调高|调大", r"increas|提高|增加|调高|调大"),
+     _side("decrease", _as_words("decrease") + "|降低|调低|调小", r"decreas|降低|减少|调低|调小")),
+    (_side("deposit", _as_words("deposit") + "|存钱", r"deposit|存"),
+     _side("withdraw withdrawal", _as_words("withdraw") + "|取钱|取款|提现", r"withdr|取")),
+    (_side("minimum min", _as_words("minimum|lowest") + "|最低|最小", r"\bmin|lowest|least|最低|最小|最少"),
+     _side("maximum max", _as_words("maximum|highest") + "|最高|最大", r"\bmax|highest|most|最高|最大|最多")),
 )  # fmt: skip
-"""Pairs of opposite actions or things, each side the words a tool's name says it with and what a request says it
-with (English, Chinese): :func:`opposed`. Not here: pairs whose words mean other things in a request ("close" is
-near, a bus "stop" is no stopping, "lower than" no lowering), so no open/close, start/stop, raise/lower."""
-_DESTROYING = frozenset(
-    "delete remove destroy purge erase wipe revoke uninstall unlink cancel terminate truncate".split()
-)
-"""Words of a tool's name that say the call destroys or undoes something (:func:`opposed`)."""
+"""Pairs of opposite actions or things, each side the words a tool's name says it with, what a request says to ask
+for it and what speaks of it at all (English, Chinese): :func:`opposed`. Not here: pairs whose words describe
+rather than ask ("close" is near, a bus "stop" no stopping, "the external vendor" a search's words for an internal
+wiki, "arrive by 5pm" a search of departures' condition), so no open/close, start/stop, internal/external,
+arrival/departure."""
+_DESTROYING = frozenset("delete destroy purge erase wipe revoke uninstall unlink cancel terminate".split())
+"""Words of a tool's name that say the call destroys or undoes something (:func:`opposed`); not "remove"
+(``remove_background``, ``remove_duplicates`` make something), nor "truncate" (shortening a text)."""
 _DESTROYS_FIRST = re.compile(rf"\s*(?:{'|'.join(sorted(_DESTROYING | {'toss', 'discard'}))})(?:e?s)?\b", re.IGNORECASE)
-"""A description that begins by saying the tool destroys or undoes something ("Removes an item…", "Delete…")."""
+"""A description that begins by saying the tool destroys or undoes something ("Deletes a note…", "Cancel…")."""
 _ASKS_TO_DESTROY = re.compile(
-    r"\b(?:delet|remov|destroy|purg|eras|wip(?:e|es|ed|ing)\b|revok|uninstall|unlink|cancel|terminat|truncat|clear|"
-    r"clean|discard|trash|drop|rid\b|undo|unsubscrib|dispos|eliminat|abort|withdr[ae]w|kill|empty|reset)|"
-    r"删|移除|清|取消|撤|卸载|去掉|去除|丢|扔|终止|作废|注销|不要|停",
+    r"\b(?:delet\w*|remov\w*|destroy\w*|purg\w*|eras\w*|wipe[sd]?|wiping|revok\w*|uninstall\w*|unlink\w*|"
+    r"cancel\w*|terminat\w*|clear|clears|cleared|clean|cleans|discard\w*|trash|drop|drops|rid|undo|"
+    r"unsubscrib\w*|dispos\w*|eliminat\w*|abort\w*|withdr[ae]w\w*|kill\w*|empty|reset|forget|forgot|stop|stops|"
+    r"(?:turn|switch|shut) off|shut down|take (?:\w+ )?off|call (?:\w+ )?off|close|throw (?:\w+ )?(?:away|out)|"
+    r"(?:don't|do not|no longer) need)\b|"
+    r"删|移除|清空|清除|清理|清掉|取消|撤销|撤回|卸载|去掉|去除|丢掉|扔掉|终止|作废|注销|不要了|停止|停掉|忘|关掉|关闭|"
+    r"不用了|不需要",
     re.IGNORECASE,
 )
-"""What a request that asks to destroy or undo something says (delete, remove, clear, cancel, get rid of; 删除,
-清空, 取消, 去掉)."""
+"""What a request that asks to destroy or undo something says (delete, remove, clear, cancel, stop, forget, turn
+off, call off, get rid of, don't need; 删除, 清空, 取消, 去掉, 关掉, 忘掉, 不用了)."""
+
+
+def _recent_turns(messages: Sequence[MetonaMessage]) -> str:
+    """What the user and the assistant wrote from the user's message before the current request on: "Want me to
+    cancel your 3pm meeting?" — "Yes please" asks for the cancelling; "Delete the old backups" — "Which ones?" —
+    "The ones from March" too."""
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    start = users[-2] if len(users) >= 2 else (users[-1] if users else len(messages))
+    return "\n".join(m.content for m in messages[start:] if m.role in ("user", "assistant") and m.content)
 
 
 def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
@@ -458,14 +496,15 @@ def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     from the player's inventory." for "I want to craft an axe") where nothing the user wrote asks for that ("Give me
     an analysis trail for my project" → ``acl_api_delete_mapping``). The call is not made; the answer is written
     instead. A name that holds both sides of a pair, and a request that says both, are not judged."""
-    name = set(_name_words(tool.name.replace(".", " ")))
+    words = _name_words(tool.name.replace(".", " "))
+    name = {*words, *(a + b for a, b in itertools.pairwise(words))}  # auth_log_in: login
     destroys = bool(name & _DESTROYING) or bool(_DESTROYS_FIRST.match(tool.description or ""))
-    if destroys and not _ASKS_TO_DESTROY.search(_said_text(messages, len(messages))):
+    if destroys and not _ASKS_TO_DESTROY.search(_recent_turns(messages)):
         return True
     asked = question(messages)
-    for (names_a, said_a), (names_b, said_b) in _OPPOSITES:
-        for mine, its, theirs, other in ((names_a, said_a, names_b, said_b), (names_b, said_b, names_a, said_a)):
-            if name & mine and not name & theirs and other.search(asked) and not its.search(asked):
+    for a, b in _OPPOSITES:
+        for (mine, _, speaks_of_it), (theirs, asks_for_that, _) in ((a, b), (b, a)):
+            if name & mine and not name & theirs and asks_for_that.search(asked) and not speaks_of_it.search(asked):
                 return True
     return False
 
@@ -2091,26 +2130,29 @@ def worth_calling(
     return (margin >= CALL_MARGIN and cosine >= RELEVANT_COSINE) or (margin >= NEAR_MARGIN and near)
 
 
-_BARE_VERBS = frozenset("get make do check show tell give let help can could please is are what".split())
-"""A request's first words that name no action of a tool: "Get me a recipe", "Show me how"
-(:func:`begins_with_its_verb`)."""
+_COMMAND = re.compile(r"\s*(?:(?:please|kindly|can you|could you|would you)\s+)?([A-Za-z]+)\s+(?:my|our)\b", re.I)
+"""A request that is a command on the user's own things: a verb, then "my" or "our" ("Search my memory for…",
+"Please search our wiki…"): :func:`begins_with_its_verb`."""
 
 
 def begins_with_its_verb(asked: str, tool: str, names: Sequence[str]) -> bool:
-    """The request ``asked`` begins with the word that begins ``tool``'s name and no other offered tool's (of
-    ``names``): "Search my memory for anything about sourdough." offered ``search_nodes`` — a command naming what
-    the tool does. At a first decision that said ``answer``, the second look's likeliest tool is then called when it
-    is at least half as likely as ``answer`` however far the embedder puts it (:func:`worth_calling`): the 0.5B model
-    had answered it at p 0.52 (the tool 0.32, its summary 0.13 from the request). Of 136 recorded first decisions of
-    the tuning half that said ``answer`` (2026-12-06; BFCL's no-call kinds among them), this was the only one whose
-    request so begins. Verbs that say nothing of what is done (:data:`_BARE_VERBS`: get, make, show…) are no
-    command of a tool."""
-    first = re.match(r"\s*([A-Za-z]+)", asked)
-    if first is None or first.group(1).lower() in _BARE_VERBS:
+    """The request ``asked`` is a command on the user's own things (:data:`_COMMAND`) whose verb begins ``tool``'s
+    name (after a plugin's ``plugin__`` prefix) and no other offered tool's (of ``names``): "Search my memory for
+    anything about sourdough." offered ``search_nodes``. At a first decision that said ``answer``, the second look's
+    likeliest tool is then called when it is at least half as likely as ``answer`` however far the embedder puts it
+    (:func:`worth_calling`): the 0.5B model had answered it at p 0.52 (the tool 0.32, its summary 0.13 from the
+    request). Of 136 recorded first decisions of the tuning half that said ``answer`` (2026-12-06; BFCL's no-call
+    kinds among them), this was the only one whose request so begins. "Find the derivative of x^2", "Play a word
+    game with me", "Slack is so distracting" are no such command."""
+    command = _COMMAND.match(asked)
+    if command is None:
         return False
-    verb = first.group(1).lower()
-    starts = [(_name_words(n.replace(".", " ")) or [""])[0] for n in names]
-    return (_name_words(tool.replace(".", " ")) or [""])[0] == verb and starts.count(verb) == 1
+    verb = command.group(1).lower()
+
+    def first_word(name: str) -> str:
+        return (_name_words(name.rsplit("__", 1)[-1].replace(".", " ")) or [""])[0]
+
+    return first_word(tool) == verb and [first_word(n) for n in names].count(verb) == 1
 
 
 def confident(score: float | None) -> bool:
@@ -2778,31 +2820,6 @@ def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Seq
     return out
 
 
-def unsaid_items(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
-    """``args`` without the items of a list the model added to those the conversation gave: "Give me a recipe for a
-    vegetarian pasta with cheese" → ``ingredients: ["Pasta", "Cheese", "Tomato", "Onion", "Garlic", …]`` (BFCL
-    multiple, tuning half, 2026-12-06: the recipe the user did not ask for) keeps ``["Pasta", "Cheese"]``. Only a
-    list of two strings or more of which one at least is said; an item goes where it has words and the
-    conversation gave none of them (:func:`_unsaid`: "Tomatoes" is "tomato", "NYC" is New York City's initials),
-    not a code (``AAPL`` for "Apple": :data:`_CODE`), nor an item of its own enum. A list none of whose items is
-    said (the planets of the solar system) is the model's to write; a Chinese request's names come back in Latin
-    script ("北京和上海" → ``["Beijing", "Shanghai"]``) and are not judged. Of 230 recorded calls of the tuning half's
-    relevant kinds (205 right; 10 with such a list) none other changed."""
-    if _CJK.search(question(messages)):
-        return args
-    said = _said_words(messages)
-    out = dict(args)
-    for key, value in args.items():
-        if not (isinstance(value, list) and len(value) >= 2 and all(isinstance(v, str) for v in value)):
-            continue
-        items = _spec(parameters, key).get("items")
-        choices = set(items.get("enum") or ()) if isinstance(items, dict) else set()
-        kept = [v for v in value if v in choices or _CODE.fullmatch(v.strip()) or not _unsaid(v, said)]
-        if kept and len(kept) < len(value):
-            out[key] = kept
-    return out
-
-
 _DIGITS = re.compile(r"\d+")
 
 
@@ -3039,24 +3056,34 @@ _CURRENCIES = {
 """Currencies by the names people call them, and their ISO 4217 codes (:func:`currency_codes`)."""
 
 
+_ISO_CURRENCIES = frozenset(
+    "USD EUR GBP JPY CNY CAD AUD HKD CHF INR KRW SGD NZD SEK NOK DKK MXN BRL RUB ZAR TRY PLN THB IDR MYR PHP VND TWD "
+    "AED SAR ILS CZK HUF RON EGP NGN KES PKR BDT ARS CLP COP PEN UAH".split()
+)
+"""Common ISO 4217 codes: a three-letter value :func:`currency_codes` upper-cases (not "all", "sym")."""
+
+
 def currency_codes(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
-    """``args`` with a currency (an argument whose name or description says currency, not an enum, not asking for
-    a name) written as its ISO 4217 code: "Convert 200 euros to US dollars" → ``from_currency: "euros", to_currency:
-    "usd"`` (BFCL multiple, tuning half, 2026-12-06) becomes ``EUR``, ``USD`` — what an exchange-rate service takes,
-    and what the model wrote for every other currency of the tuning half's recorded calls. A name not in
-    :data:`_CURRENCIES` stays as written; three letters are upper-cased."""
+    """``args`` with a currency written as its ISO 4217 code, for an argument whose name says currency
+    (``from_currency``, ``base_currency``) or whose description asks for a currency code, not an enum, not asking
+    for a name or lower case: "Convert 200 euros to US dollars" → ``from_currency: "euros", to_currency: "usd"``
+    (BFCL multiple, tuning half, 2026-12-06) becomes ``EUR``, ``USD`` — what an exchange-rate service takes, and what
+    the model wrote for every other currency of the tuning half's recorded calls. A name not in
+    :data:`_CURRENCIES` stays as written; three letters are upper-cased when they are a code
+    (:data:`_ISO_CURRENCIES`)."""
     out = dict(args)
     for key, value in args.items():
         spec = _spec(parameters, key)
-        about = f"{key} {spec.get('description') or ''}"
-        if not isinstance(value, str) or spec.get("enum") or not re.search(r"currenc|货币|币种", about, re.I):
+        description = str(spec.get("description") or "")
+        asks = re.search(r"currenc", key, re.I) or re.search(r"currency code|iso 4217|货币代码", description, re.I)
+        if not isinstance(value, str) or spec.get("enum") or not asks:
             continue
-        if re.search(r"\bnames?\b|名称", spec.get("description") or "", re.I):
-            continue  # "the currency's name": as the model wrote it
+        if re.search(r"\bnames?\b|名称|lower[\s-]?case|小写", description, re.I):
+            continue  # "the currency's name", "in lowercase": as the model wrote it
         word = value.strip().lower()
         if word in _CURRENCIES:
             out[key] = _CURRENCIES[word]
-        elif re.fullmatch(r"[a-z]{3}", word):
+        elif word.upper() in _ISO_CURRENCIES:
             out[key] = word.upper()
     return out
 
@@ -3151,9 +3178,13 @@ _WHEN_WORDS = re.compile(
 )
 """Words that say when (a day, a month, a season, a holiday, "next", "this", "later") or speak of the user's calendar
 (a schedule, meetings): a date argument of a request holding one is the user's."""
-_A_DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}|\b\d{1,2}[-./]\d{1,2}[-./]\d{4}\b|\b\d{4}/\d{1,2}/\d{1,2}\b")
-"""A date in digits: ISO (``2023-04-15``), day or month first (``15-04-2023``, ``04/15/2023``, ``15.04.2023``), or
-year first with slashes (``2023/04/15``)."""
+_A_DATE = re.compile(
+    r"(?<![\d.])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}\b|\d{4}[./]\d{1,2}[./]\d{1,2}\b)"
+    r"|\d{4}年\d{1,2}月\d{1,2}[日号]"
+)
+"""A date in digits: ISO (``2023-04-15``), day or month first (``15-04-2023``, ``04/15/2023``, ``15.04.2023``), year
+first with slashes or dots (``2023/04/15``, ``2023.04.15``), or in Chinese (``2023年4月15日``); not the end of an
+address (``10.0.1.2024``)."""
 
 
 def _an_untold_date(value: Any, text: str) -> bool:
@@ -3166,26 +3197,30 @@ def _an_untold_date(value: Any, text: str) -> bool:
     return isinstance(value, str) and bool(_A_DATE.search(value)) and not _WHEN_WORDS.search(text)
 
 
-_COMPOSED = frozenset(
-    "content text body message msg note notes comment description title summary reply answer prompt caption "
-    "subject greeting".split()
+_PLACE_KEYS = frozenset(
+    "location city address place region area district province country destination origin where venue town".split()
 )
-"""Words of an argument's name that say its value is a text the model writes (write_file's ``content``, a
-message's ``body``): a short Chinese text of its own ("写一句问候语到 greet.txt" → ``content: "早上好"``) is no
-made-up name (:func:`_untold_chinese`)."""
+"""Words of an argument's name that say it holds a place (:func:`_untold_chinese`)."""
 ZH_NAME_CHARS = 8
-"""The most Chinese characters of a value :func:`_untold_chinese` reads as a name (a place, a person, a thing)."""
+"""The most Chinese characters of a value :func:`_untold_chinese` reads as a place's name."""
 
 
-def _untold_chinese(value: Any, text: str) -> bool:
-    """``value`` is a short Chinese name (at most :data:`ZH_NAME_CHARS` characters, not a sentence) none of whose
-    characters the conversation ``text`` holds: "购买衣服" offered a shopping search → ``location: "北京, 朝阳"``
-    (BFCL's real users' no-call kind, tuning half, 2026-12-06). Of the tuning half's 8 recorded calls holding
-    Chinese values (MCP memory, filesystem, SQLite, maps: all right) none is."""
-    if not isinstance(value, str) or value.rstrip().endswith(_SENTENCE_END):
+def _untold_chinese(key: str, value: Any, spec: dict[str, Any], asked: str, text: str) -> bool:
+    """``value``, for an argument whose name says it holds a place (:data:`_PLACE_KEYS`: location, city, address…),
+    is a short Chinese name (at most :data:`ZH_NAME_CHARS` characters, not a sentence, not a choice of the
+    argument's enum) none of whose characters the conversation ``text`` holds, nor the argument's description, where
+    the request ``asked`` writes no Latin word:
+    "购买衣服" offered a shopping search → ``location: "北京, 朝阳"`` (BFCL's real users' no-call kind, tuning half,
+    2026-12-06). Of the tuning half's 8 recorded calls holding Chinese values (MCP memory, filesystem, SQLite, maps:
+    all right) none is. A query the model words ("帮我搜一下附近好吃的" → ``query: "餐厅推荐"``), a category it
+    picks, a place the request names in Latin letters ("Tokyo 明天的天气" → 东京) are the model's to write."""
+    if not (_PLACE_KEYS & set(_name_words(key))) or not isinstance(value, str) or spec.get("enum"):
+        return False
+    if value.rstrip().endswith(_SENTENCE_END) or re.search(r"[A-Za-z]{2}", asked):
         return False
     chars = set(_CJK.findall(value))
-    return 0 < len(_CJK.findall(value)) <= ZH_NAME_CHARS and not any(c in text for c in chars)
+    known = f"{text}\n{spec.get('description') or ''}"
+    return 0 < len(_CJK.findall(value)) <= ZH_NAME_CHARS and not any(c in known for c in chars)
 
 
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
@@ -3292,7 +3327,7 @@ def made_up(
         out += [
             k
             for k in sorted(required & set(args))
-            if k not in out and not _COMPOSED.intersection(_name_words(k)) and _untold_chinese(args[k], everything)
+            if k not in out and _untold_chinese(k, args[k], _spec(parameters, k), question(messages), everything)
         ]
         return out  # but a Chinese name none of whose characters anybody wrote is made up
     for key in sorted(required & set(args)):

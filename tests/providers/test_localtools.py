@@ -510,59 +510,25 @@ def test_a_plugin_tool_that_reads_is_called_on_a_named_file_or_path_without_a_ch
     assert lt.folder_paths("at 60 km/h, see https://example.com/a/b and ~/code/app.") == ["~/code/app"]
 
 
-def test_items_nobody_gave_are_not_added_to_a_list_the_user_gave() -> None:
-    recipe = {
-        "type": "object",
-        "required": ["ingredients"],
-        "properties": {
-            "ingredients": {"type": "array", "items": {"type": "string"}},
-            "diet": {"type": "array", "items": {"type": "string", "enum": ["Vegan", "Vegetarian", "Kosher"]}},
-        },
-    }
-
-    def kept(args: dict[str, Any], text: str) -> Any:
-        return lt.unsaid_items(args, recipe, request(messages=_asking(text)).messages)
-
-    pasta = "Give me a recipe for a vegetarian pasta with cheese for 2 servings."
-    made = {"ingredients": ["Pasta", "Cheese", "Tomato", "Onion", "Garlic"]}
-    assert kept(made, pasta) == {"ingredients": ["Pasta", "Cheese"]}
-    assert kept(made, "Pasta with cheese, tomatoes and onions, garlic too") == made, "plurals and all said"
-    assert kept({"ingredients": ["Mercury", "Venus"]}, "Cook something from the planets") == {
-        "ingredients": ["Mercury", "Venus"]}, "none said: the model's to write"  # fmt: skip
-    assert kept({"ingredients": ["AAPL", "MSFT"]}, "Compare Apple and MSFT") == {"ingredients": ["AAPL", "MSFT"]}
-    assert kept({"ingredients": ["NYC", "Boston"]}, "From New York City to Boston") == {
-        "ingredients": ["NYC", "Boston"]}, "initials"  # fmt: skip
-    assert kept({"diet": ["Vegetarian", "Kosher"]}, pasta) == {"diet": ["Vegetarian", "Kosher"]}, "enum choices"
-    assert kept({"ingredients": ["Beijing", "Pasta"]}, "北京的 pasta 做法") == {"ingredients": ["Beijing", "Pasta"]}
-    assert kept({"ingredients": ["Pasta"]}, "Cheese") == {"ingredients": ["Pasta"]}, "one item: not judged"
-
-
-async def test_the_adapter_calls_with_the_items_the_user_gave() -> None:
-    recipes = {**tool("recipe_search", "ingredients"), "description": "Find recipes with the ingredients given."}
-    recipes["parameters"]["properties"]["ingredients"] = {
-        "type": "array", "description": "What goes in.", "items": {"type": "string", "description": "one"}}  # fmt: skip
-    runtime = ScriptedRuntime(['recipe_search"'], ['{"ingredients": ["Pasta", "Cheese", "Tomato"]}'])
-    asking = _asking("Find me a recipe for pasta with cheese.")
-    response, _ = await run(runtime, request(messages=asking, tools=[recipes]))
-    assert [c.args for c in response.tool_calls or ()] == [{"ingredients": ["Pasta", "Cheese"]}]
-
-
 def test_a_currency_is_written_as_its_code() -> None:
     convert = {
         "type": "object",
         "properties": {
             "from_currency": {"type": "string", "description": "The currency to convert from."},
-            "to": {"type": "string", "description": "The target currency."},
+            "to": {"type": "string", "description": "The target currency code."},
             "unit": {"type": "string", "description": "The currency to show.", "enum": ["dollars", "euros"]},
-            "label": {"type": "string", "description": "The currency's name, as shown to people."},
-            "note": {"type": "string", "description": "Anything."},
+            "label_currency": {"type": "string", "description": "The currency's name, as shown to people."},
+            "weight_unit": {"type": "string", "description": "Pounds or kilograms; the price's currency is USD."},
+            "stripe_currency": {"type": "string", "description": "Three-letter ISO code, in lowercase."},
         },
     }
-    args = {"from_currency": "euros", "to": "usd", "unit": "dollars", "label": "euros", "note": "yen"}
+    args = {"from_currency": "euros", "to": "usd", "unit": "dollars", "label_currency": "euros",
+            "weight_unit": "pounds", "stripe_currency": "usd"}  # fmt: skip
     assert lt.currency_codes(args, convert) == {**args, "from_currency": "EUR", "to": "USD"}
     assert lt.currency_codes({"from_currency": "人民币", "to": "Canadian dollars"}, convert) == {
         "from_currency": "CNY", "to": "CAD"}  # fmt: skip
     assert lt.currency_codes({"from_currency": "bitcoin", "to": 5}, convert) == {"from_currency": "bitcoin", "to": 5}
+    assert lt.currency_codes({"from_currency": "all"}, convert) == {"from_currency": "all"}, "no currency's code"
 
 
 def _named(name: str, description: str = "Does what its name says.") -> MetonaToolDef:
@@ -586,7 +552,6 @@ def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not
     assert not opposed("session.login_or_logout", "I'd like to log out"), "a name holding both"
     assert opposed("calculate_sunrise", "When will be sunset in Beijing today?")
     assert opposed("calculateSunrise", "北京今天几点日落？") and not opposed("calculateSunrise", "北京几点日出？")
-    assert opposed("calculate_internal_rate_of_return", "What is the external rate of return of -100, 40, 60?")
     assert opposed("buy_stock", "Should I sell my Apple shares?") and not opposed("buy_stock", "Buy 5 AAPL")
     assert opposed("files__upload", "下载这个文件") and not opposed("files__upload", "Upload report.pdf")
     assert not opposed("lock_door", "Is the blockchain secure?") and opposed("lock_door", "Unlock the front door")
@@ -595,20 +560,59 @@ def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not
     assert not opposed("enable_feature", "disability benefits") and opposed("enable_wifi", "Disable the wifi")
     assert not opposed("start_navigation", "Take me to the nearest bus stop"), "no start/stop pair"
     assert not opposed("user_logout", "Sign me out") and opposed("user_logout", "Sign her in")
-    toss = defs({**tool("toss_item", "item_type"), "description": "Remove an item of a specified type."})[0]
+    assert opposed("auth_log_in", "Log me out") and opposed("user_sign_out", "Sign me in"), "a name's words joined"
+    for right, asked in (  # a state, a noun, a file's name or a longer word is no ask for the opposite
+        ("decode_base64", "What does this base64-encoded string say: aGVsbG8="),
+        ("decrypt_file", "Open my encrypted notes file secrets.enc"),
+        ("unlock_door", "The front door is locked, please open it"),
+        ("unblock_user", "I blocked John by mistake, can you undo that?"),
+        ("vpn_disconnect", "Turn off the VPN connection"),
+        ("unzip_file", "Extract the compressed archive backup.tar.gz"),
+        ("drive_upload", "Put ~/Downloads/report.pdf on my Google Drive"),
+        ("import_transactions", "Load bank-export.csv into my budget"),
+        ("buy_tickets", "Get me 2 Taylor Swift tickets before they're sold out"),
+        ("buy_product", "Order the best-selling novel of the year"),
+        ("get_max_temperature", "How hot will it be in the next 30 min?"),
+        ("search_internal_wiki", "How does the external vendor onboarding work?"),
+        ("search_train_departures", "I need to arrive in Boston by 5pm"),
+        ("user_logout", "帮我退出登录"), ("unfollow_user", "取消关注张三"), ("unsubscribe_channel", "取消订阅这个频道"),
+        ("unmute", "取消静音"), ("unblock_contact", "把李四取消拉黑"), ("unlock_screen", "解除锁定"),
+        ("uninstall_app", "删除已安装的QQ"), ("upload_file", "把下载文件夹里的报告传到网盘"),
+        ("purchase_food", "帮我点个外卖"), ("bank_withdraw", "从我的存款账户取500元"),
+        ("find_min_price", "最多花500块，找最便宜的机票"),
+    ):  # fmt: skip
+        assert not opposed(right, asked), (right, asked)
+    toss = defs({**tool("toss_item", "item_type"), "description": "Deletes an item of a specified type."})[0]
     assert lt.opposed(toss, request(messages=_asking("I want to craft an axe")).messages), "its description says"
-    assert not lt.opposed(toss, request(messages=_asking("Throw away the axe, remove it")).messages)
+    assert not lt.opposed(toss, request(messages=_asking("Throw away the axe")).messages)
+    shaping = defs({**tool("remove_background", "image"), "description": "Remove the background of an image."})[0]
+    assert not lt.opposed(shaping, request(messages=_asking("Make logo.png's background transparent")).messages)
     for destroys, asks in (("acl_api_delete_mapping", "Give me an analysis trail for project AB1010CD"),
-                           ("notes__remove_note", "Show me my note about Paris"),
+                           ("notes__delete_note", "Show me my note about Paris"),
                            ("Reservations_CancelBooking", "What time is my table at Nopa?"),
-                           ("memory__delete_entities", "张三是谁？")):  # fmt: skip
+                           ("dropbox_delete_file", "List my Dropbox files"),
+                           ("memory__delete_entities", "张三是谁？"), ("parking__cancel", "附近的停车场在哪？")):  # fmt: skip
         assert opposed(destroys, asks), destroys
     for destroys, asks in (("acl_api_delete_mapping", "Delete the mapping of team AB1010CD"),
-                           ("notes__remove_note", "Get rid of my note about Paris"),
+                           ("notes__delete_note", "Get rid of my note about Paris"),
                            ("Reservations_CancelBooking", "I can't make it tonight, cancel my table at Nopa"),
-                           ("memory__delete_entities", "把张三从记忆里删掉"),
+                           ("memory__delete_entities", "把张三从记忆里删掉"), ("memory__delete_observations",
+                           "Forget that I like sushi"), ("cancel_timer", "Stop the 5 minute timer"),
+                           ("delete_alarm", "Turn off my 7am alarm for good"), ("alarm_delete", "关掉明天7点的闹钟"),
+                           ("calendar_delete_event", "Take it off my calendar"), ("cancel_event", "Call off the standup"),
+                           ("delete_account", "Close my account"), ("delete_reminder", "I don't need it anymore"),
                            ("trash__delete_all", "清空回收站")):  # fmt: skip
         assert not opposed(destroys, asks), destroys
+    offer = [{"role": "user", "content": "What's on at 3pm?", "timestamp": 1},
+             {"role": "assistant", "content": "Your 3pm meeting. Want me to cancel it?", "timestamp": 2},
+             {"role": "user", "content": "Yes please", "timestamp": 3}]  # fmt: skip
+    assert not lt.opposed(_named("calendar_cancel_event"), request(messages=offer).messages), "a yes to an offer"
+    earlier = [{"role": "user", "content": "Delete old.txt", "timestamp": 1},
+               {"role": "assistant", "content": "Done.", "timestamp": 2},
+               {"role": "user", "content": "Thanks. What's the weather?", "timestamp": 3},
+               {"role": "assistant", "content": "Sunny.", "timestamp": 4},
+               {"role": "user", "content": "Show me my note about Paris", "timestamp": 5}]  # fmt: skip
+    assert lt.opposed(_named("notes__delete_note"), request(messages=earlier).messages), "an ask two turns ago"
 
 
 async def test_the_adapter_answers_where_the_tool_named_does_the_opposite() -> None:
@@ -680,7 +684,12 @@ def test_a_tool_is_worth_calling_when_near_what_the_request_asks_or_the_model_is
     assert lt.begins_with_its_verb("Search my memory for anything about sourdough.", "search_nodes", names)
     assert not lt.begins_with_its_verb("Search my memory for sourdough.", "search_nodes", [*names, "search_files"])
     assert not lt.begins_with_its_verb("What is in my memory?", "search_nodes", names)
-    assert not lt.begins_with_its_verb("Get me a recipe", "get_time", ["get_time"]), "a bare verb"
+    assert lt.begins_with_its_verb("Please search our memory for X", "memory__search_nodes", ["memory__search_nodes"])
+    for not_a_command, name in (("Find the derivative of x^2", "find_restaurants"),
+                                ("Generate a list of names for my cat", "generate_image"),
+                                ("Play a word game with me", "play_music"), ("Slack is so distracting", "slack_send"),
+                                ("Create a workout plan for me", "create_event")):  # fmt: skip
+        assert not lt.begins_with_its_verb(not_a_command, name, [name]), not_a_command
     assert not lt.begins_with_its_verb("搜索我的记忆", "search_nodes", names)
 
 
@@ -1708,8 +1717,13 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     greeting = {"type": "object", "required": ["path", "content"], "properties": {"path": date, "content": date}}
     hello = {"path": "greet.txt", "content": "早上好"}
     assert lt.made_up(hello, greeting, asked("写一句问候语到 greet.txt")) == [], "a text it writes"
+    searching = {"type": "object", "required": ["query", "city"], "properties": {"query": date, "city": date}}
+    assert lt.made_up({"query": "餐厅推荐", "city": "北京"}, searching, asked("帮我搜一下北京附近好吃的")) == []
+    assert lt.made_up({"query": "天气", "city": "东京"}, searching, asked("帮我查一下 Tokyo 明天的天气")) == []
+    kinds = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string", "enum": ["上海"]}}}
+    assert lt.made_up({"city": "上海"}, kinds, asked("我想买衣服")) == [], "an enum's choice"
     assert lt.made_up({**clothes, "location": "在上海的静安区。"}, shop, asked("购买衣服")) == [], "a sentence"
-    for written in ("15-04-2023", "04/15/2023", "15.04.2023", "2023/04/15"):  # a date however it is written
+    for written in ("15-04-2023", "04/15/2023", "15.04.2023", "2023/04/15", "2023.04.15", "2023年4月15日"):
         assert lt.made_up({**toto, "date": written}, tickets, asked("Get me tickets to see Toto.")) == ["date"]
         assert lt.made_up({**toto, "date": written}, tickets, asked("Toto tickets for the 15th")) == [], written
 
