@@ -397,14 +397,14 @@ def grounded(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
 
 def _as_words(words: str) -> str:
     """A request's pattern for ``words`` (``|``-separated) as words of their own: not part of a file's name, a path or
-    a longer word ("bank-export.csv", "~/Downloads", "best-selling" hold no export, download, selling)."""
+    a longer word ("encrypt.log", "~/decode/", "encrypted" hold no ask to encrypt or decode)."""
     return rf"(?<![\w./\\~-])(?:{words})(?![\w-]|\.\w)"
 
 
 def _side(names: str, asks: str, says: str) -> tuple[frozenset[str], re.Pattern[str], re.Pattern[str]]:
     """One side of a pair of :data:`_OPPOSITES`: the words a tool's name says it with; what a request says to ask for
-    it (the bare verb or noun: "lock the door", 锁上; never a state, "the door is locked"); and what speaks of it at
-    all (any form: "locked", "解除锁定" speaks of a lock)."""
+    it (the bare verb or noun: "encrypt the file", 加密; never a state, "my encrypted notes"); and what speaks of it
+    at all (any form: "encrypted", "加密的" speaks of encrypting)."""
     return frozenset(names.split()), re.compile(asks, re.IGNORECASE), re.compile(says, re.IGNORECASE)
 
 
@@ -417,90 +417,29 @@ _OPPOSITES = (
      _side("logout signout logoff", _LOG_OUT, _LOG_OUT)),
     (_side("sunrise", _as_words("sunrise") + "|日出", r"sunrise|日出"),
      _side("sunset", _as_words("sunset") + "|日落", r"sunset|日落")),
-    (_side("import", _as_words("import") + "|导入", r"import|导入"),
-     _side("export", _as_words("export") + "|导出", r"export|导出")),
-    (_side("upload", _as_words("upload") + "|上传", r"upload|上传|传到"),
-     _side("download", _as_words("download") + r"|下载(?!文件夹|目录|的)", r"download|下载")),
-    (_side("buy purchase", _as_words("buy|purchase") + "|购买", r"buy|bought|purchas|买"),
-     _side("sell", _as_words("sell") + "|出售|卖掉|卖出", r"sell|sold|卖")),
-    (_side("enable", _as_words("enable") + "|启用", r"enabl|启用|开启"),
-     _side("disable", _as_words("disable") + "|禁用|停用", r"disabl|禁用|停用|关闭")),
     (_side("encrypt", _as_words("encrypt") + "|(?<![已解])加密(?![的过了])", r"encrypt|加密"),
      _side("decrypt", _as_words("decrypt") + "|解密", r"decrypt|解密")),
     (_side("encode", _as_words("encode") + "|(?<!已)编码(?![的过了])", r"encod|编码"),
      _side("decode", _as_words("decode") + "|解码", r"decod|解码")),
-    (_side("compress zip", _as_words("compress|zip") + "|(?<![已解])压缩(?![的过了包])",
-           r"(?<!de)compress|\bzip|(?<!解)压缩"),
-     _side("decompress unzip", _as_words("decompress|unzip|extract") + "|解压", r"decompress|unzip|extract|解压")),
-    (_side("lock", _as_words("lock") + "|锁上|上锁|(?<!解除)锁定", r"(?<!un)lock|(?<![解除])锁"),
-     _side("unlock", _as_words("unlock") + "|解锁|解除锁定", r"unlock|解锁|解除")),
-    (_side("subscribe", _as_words("subscribe") + "|(?<!取消)订阅", r"(?<!un)subscri|(?<![消退])订阅"),
-     _side("unsubscribe", _as_words("unsubscribe") + "|退订|取消订阅", r"unsubscri|退订|取消")),
-    (_side("follow", _as_words("follow") + "|(?<!取消)关注", r"(?<!un)follow|(?<!消)关注"),
-     _side("unfollow", _as_words("unfollow") + "|取关|取消关注", r"unfollow|取关|取消")),
-    (_side("mute", _as_words("mute") + "|(?<!取消)静音", r"(?<!un)mute|(?<!消)静音"),
-     _side("unmute", _as_words("unmute") + "|取消静音", r"unmut|取消")),
-    (_side("block", _as_words("block") + "|(?<![取消除])(?:拉黑|屏蔽)", r"(?<!un)block|(?<![消除])(?:拉黑|屏蔽)"),
-     _side("unblock", _as_words("unblock") + "|(?:取消|解除)(?:拉黑|屏蔽)", r"unblock|取消|解除")),
-    (_side("install", _as_words("install") + "|(?<![已卸])安装(?![的了过])", r"(?<!un)install|(?<!卸)安装"),
-     _side("uninstall", _as_words("uninstall") + "|卸载", r"uninstall|卸载|删")),
-    (_side("connect", _as_words("connect") + "|连上|(?<!断开)连接(?![的])", r"(?<!dis)connect|连接|连上"),
-     _side("disconnect", _as_words("disconnect") + "|断开", r"disconnect|断开|关")),
-    (_side("increase", _as_words("increase") + "|提高|调高|调大", r"increas|提高|增加|调高|调大"),
-     _side("decrease", _as_words("decrease") + "|降低|调低|调小", r"decreas|降低|减少|调低|调小")),
-    (_side("deposit", _as_words("deposit") + "|存钱", r"deposit|存"),
-     _side("withdraw withdrawal", _as_words("withdraw") + "|取钱|取款|提现", r"withdr|取")),
-    (_side("minimum min", _as_words("minimum|lowest") + "|最低|最小", r"\bmin|lowest|least|最低|最小|最少"),
-     _side("maximum max", _as_words("maximum|highest") + "|最高|最大", r"\bmax|highest|most|最高|最大|最多")),
 )  # fmt: skip
-"""Pairs of opposite actions or things, each side the words a tool's name says it with, what a request says to ask
-for it and what speaks of it at all (English, Chinese): :func:`opposed`. Not here: pairs whose words describe
-rather than ask ("close" is near, a bus "stop" no stopping, "the external vendor" a search's words for an internal
-wiki, "arrive by 5pm" a search of departures' condition), so no open/close, start/stop, internal/external,
-arrival/departure."""
-_DESTROYING = frozenset("delete destroy purge erase wipe revoke uninstall unlink cancel terminate".split())
-"""Words of a tool's name that say the call destroys or undoes something (:func:`opposed`); not "remove"
-(``remove_background``, ``remove_duplicates`` make something), nor "truncate" (shortening a text)."""
-_DESTROYS_FIRST = re.compile(rf"\s*(?:{'|'.join(sorted(_DESTROYING | {'toss', 'discard'}))})(?:e?s)?\b", re.IGNORECASE)
-"""A description that begins by saying the tool destroys or undoes something ("Deletes a note…", "Cancel…")."""
-_ASKS_TO_DESTROY = re.compile(
-    r"\b(?:delet\w*|remov\w*|destroy\w*|purg\w*|eras\w*|wipe[sd]?|wiping|revok\w*|uninstall\w*|unlink\w*|"
-    r"cancel\w*|terminat\w*|clear|clears|cleared|clean|cleans|discard\w*|trash|drop|drops|rid|undo|"
-    r"unsubscrib\w*|dispos\w*|eliminat\w*|abort\w*|withdr[ae]w\w*|kill\w*|empty|reset|forget|forgot|stop|stops|"
-    r"(?:turn|switch|shut) off|shut down|take (?:\w+ )?off|call (?:\w+ )?off|close|throw (?:\w+ )?(?:away|out)|"
-    r"(?:don't|do not|no longer) need)\b|"
-    r"删|移除|清空|清除|清理|清掉|取消|撤销|撤回|卸载|去掉|去除|丢掉|扔掉|终止|作废|注销|不要了|停止|停掉|忘|关掉|关闭|"
-    r"不用了|不需要",
-    re.IGNORECASE,
-)
-"""What a request that asks to destroy or undo something says (delete, remove, clear, cancel, stop, forget, turn
-off, call off, get rid of, don't need; 删除, 清空, 取消, 去掉, 关掉, 忘掉, 不用了)."""
-
-
-def _recent_turns(messages: Sequence[MetonaMessage]) -> str:
-    """What the user and the assistant wrote from the user's message before the current request on: "Want me to
-    cancel your 3pm meeting?" — "Yes please" asks for the cancelling; "Delete the old backups" — "Which ones?" —
-    "The ones from March" too."""
-    users = [i for i, m in enumerate(messages) if m.role == "user"]
-    start = users[-2] if len(users) >= 2 else (users[-1] if users else len(messages))
-    return "\n".join(m.content for m in messages[start:] if m.role in ("user", "assistant") and m.content)
+"""Pairs of opposite actions, each side the words a tool's name says it with, what a request says to ask for it and
+what speaks of it at all (English, Chinese): :func:`opposed`. Only pairs whose words a request uses for the action
+itself: a review (2026-12-06) found the words of wider pairs describing rather than asking ("I'm on mute, fix it"
+for ``unmute``, "a sudden increase in volume, turn it down" for ``decrease_volume``, "the highest rated seller" for
+a minimum price, "the external vendor" for an internal wiki, "arrive by 5pm" for departures, "my smart lock is
+stuck" for ``unlock_door``), so no mute, follow, subscribe, block, lock, install, connect, increase, buy/sell,
+upload/download, import/export, min/max, internal/external, arrival/departure, open/close, start/stop."""
 
 
 def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
-    """The tool does what the request does not ask, by the words of its name (:func:`_name_words`): the opposite
-    of what the current request asks (:data:`_OPPOSITES`: "I'd like to log out" offered ``user_login``, "When is
-    sunset in Beijing?" → ``calculate_sunrise``, "the external rate of return" →
-    ``calculate_internal_rate_of_return``: BFCL's no-call kinds, tuning half, 2026-12-06; none of the 144
-    right recorded calls beside them is one), or destroys or undoes something (:data:`_DESTROYING`: delete, remove,
-    cancel…; by its name or the first word of its description: ``toss_item``, "Remove an item of a specified type
-    from the player's inventory." for "I want to craft an axe") where nothing the user wrote asks for that ("Give me
-    an analysis trail for my project" → ``acl_api_delete_mapping``). The call is not made; the answer is written
-    instead. A name that holds both sides of a pair, and a request that says both, are not judged."""
+    """The tool does the opposite of what the current request asks, by the words of its name (:func:`_name_words`,
+    adjacent ones joined: ``auth_log_in`` is a login) and :data:`_OPPOSITES`: "I'd like to log out" offered
+    ``user_authentication_login``, "When will be sunset in Beijing today?" → ``calculate_sunrise`` (BFCL's no-call
+    kinds, tuning half, 2026-12-06: 3 wrong calls; none of the tuning half's right recorded calls is refused). The
+    call is not made; the answer is written instead. A name that holds both sides of a pair, and a request that
+    speaks of both, are not judged."""
     words = _name_words(tool.name.replace(".", " "))
     name = {*words, *(a + b for a, b in itertools.pairwise(words))}  # auth_log_in: login
-    destroys = bool(name & _DESTROYING) or bool(_DESTROYS_FIRST.match(tool.description or ""))
-    if destroys and not _ASKS_TO_DESTROY.search(_recent_turns(messages)):
-        return True
     asked = question(messages)
     for a, b in _OPPOSITES:
         for (mine, _, speaks_of_it), (theirs, asks_for_that, _) in ((a, b), (b, a)):
@@ -2130,7 +2069,12 @@ def worth_calling(
     return (margin >= CALL_MARGIN and cosine >= RELEVANT_COSINE) or (margin >= NEAR_MARGIN and near)
 
 
-_COMMAND = re.compile(r"\s*(?:(?:please|kindly|can you|could you|would you)\s+)?([A-Za-z]+)\s+(?:my|our)\b", re.I)
+_BARE_VERBS = frozenset("get make do check show tell give let help fix run set put use".split())
+"""Verbs that say nothing of what a tool does: "Get my thoughts in order", "Run my numbers by me"
+(:func:`begins_with_its_verb`)."""
+_COMMAND = re.compile(
+    r"\s*(?:(?:can|could|would) you\s+)?(?:(?:please|kindly)\s+)?([A-Za-z]+)\s+(?:(?:through|in)\s+)?(?:my|our)\b", re.I
+)
 """A request that is a command on the user's own things: a verb, then "my" or "our" ("Search my memory for…",
 "Please search our wiki…"): :func:`begins_with_its_verb`."""
 
@@ -2143,9 +2087,11 @@ def begins_with_its_verb(asked: str, tool: str, names: Sequence[str]) -> bool:
     (:func:`worth_calling`): the 0.5B model had answered it at p 0.52 (the tool 0.32, its summary 0.13 from the
     request). Of 136 recorded first decisions of the tuning half that said ``answer`` (2026-12-06; BFCL's no-call
     kinds among them), this was the only one whose request so begins. "Find the derivative of x^2", "Play a word
-    game with me", "Slack is so distracting" are no such command."""
+    game with me", "Slack is so distracting" are no such command, nor one whose verb says nothing of what is done
+    (:data:`_BARE_VERBS`: "Check my essay for grammar" offered ``check_weather``, "Tell my boss I'm sick" →
+    ``tell_joke``)."""
     command = _COMMAND.match(asked)
-    if command is None:
+    if command is None or command.group(1).lower() in _BARE_VERBS:
         return False
     verb = command.group(1).lower()
 
@@ -3052,6 +2998,9 @@ _CURRENCIES = {
     **dict.fromkeys(("swiss franc", "swiss francs", "瑞士法郎"), "CHF"),
     **dict.fromkeys(("rupee", "rupees", "indian rupee", "indian rupees", "卢比"), "INR"),
     **dict.fromkeys(("won", "korean won", "韩元"), "KRW"),
+    **dict.fromkeys(("singapore dollar", "singapore dollars", "新加坡元", "新币"), "SGD"),
+    **dict.fromkeys(("new taiwan dollar", "new taiwan dollars", "taiwan dollar", "新台币", "台币"), "TWD"),
+    **{"€": "EUR", "£": "GBP", "us$": "USD"},
 }
 """Currencies by the names people call them, and their ISO 4217 codes (:func:`currency_codes`)."""
 
@@ -3076,10 +3025,11 @@ def currency_codes(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str
         spec = _spec(parameters, key)
         description = str(spec.get("description") or "")
         asks = re.search(r"currenc", key, re.I) or re.search(r"currency code|iso 4217|货币代码", description, re.I)
-        if not isinstance(value, str) or spec.get("enum") or not asks:
+        if not isinstance(value, str) or spec.get("enum") or not asks or re.search(r"name|symbol", key, re.I):
             continue
-        if re.search(r"\bnames?\b|名称|lower[\s-]?case|小写", description, re.I):
-            continue  # "the currency's name", "in lowercase": as the model wrote it
+        lower = re.search(r"['\"][a-z]{3}['\"]", description)  # "e.g. 'usd'"
+        if lower or re.search(r"\bnames?\b|名称|symbol|符号|lower[\s-]?case|小写", description, re.I):
+            continue  # "the currency's name", "in lowercase", "e.g. 'usd'": as the model wrote it
         word = value.strip().lower()
         if word in _CURRENCIES:
             out[key] = _CURRENCIES[word]
@@ -3179,7 +3129,7 @@ _WHEN_WORDS = re.compile(
 """Words that say when (a day, a month, a season, a holiday, "next", "this", "later") or speak of the user's calendar
 (a schedule, meetings): a date argument of a request holding one is the user's."""
 _A_DATE = re.compile(
-    r"(?<![\d.])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}\b|\d{4}[./]\d{1,2}[./]\d{1,2}\b)"
+    r"(?<![\w.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}\b|\d{4}[./]\d{1,2}[./]\d{1,2}\b)(?!\.\d)"
     r"|\d{4}年\d{1,2}月\d{1,2}[日号]"
 )
 """A date in digits: ISO (``2023-04-15``), day or month first (``15-04-2023``, ``04/15/2023``, ``15.04.2023``), year
@@ -3195,32 +3145,6 @@ def _an_untold_date(value: Any, text: str) -> bool:
     form's finish → ``default_date: "15-04-2023"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06;
     none of the 144 right recorded calls beside them holds one). Any :data:`_A_DATE` form."""
     return isinstance(value, str) and bool(_A_DATE.search(value)) and not _WHEN_WORDS.search(text)
-
-
-_PLACE_KEYS = frozenset(
-    "location city address place region area district province country destination origin where venue town".split()
-)
-"""Words of an argument's name that say it holds a place (:func:`_untold_chinese`)."""
-ZH_NAME_CHARS = 8
-"""The most Chinese characters of a value :func:`_untold_chinese` reads as a place's name."""
-
-
-def _untold_chinese(key: str, value: Any, spec: dict[str, Any], asked: str, text: str) -> bool:
-    """``value``, for an argument whose name says it holds a place (:data:`_PLACE_KEYS`: location, city, address…),
-    is a short Chinese name (at most :data:`ZH_NAME_CHARS` characters, not a sentence, not a choice of the
-    argument's enum) none of whose characters the conversation ``text`` holds, nor the argument's description, where
-    the request ``asked`` writes no Latin word:
-    "购买衣服" offered a shopping search → ``location: "北京, 朝阳"`` (BFCL's real users' no-call kind, tuning half,
-    2026-12-06). Of the tuning half's 8 recorded calls holding Chinese values (MCP memory, filesystem, SQLite, maps:
-    all right) none is. A query the model words ("帮我搜一下附近好吃的" → ``query: "餐厅推荐"``), a category it
-    picks, a place the request names in Latin letters ("Tokyo 明天的天气" → 东京) are the model's to write."""
-    if not (_PLACE_KEYS & set(_name_words(key))) or not isinstance(value, str) or spec.get("enum"):
-        return False
-    if value.rstrip().endswith(_SENTENCE_END) or re.search(r"[A-Za-z]{2}", asked):
-        return False
-    chars = set(_CJK.findall(value))
-    known = f"{text}\n{spec.get('description') or ''}"
-    return 0 < len(_CJK.findall(value)) <= ZH_NAME_CHARS and not any(c in known for c in chars)
 
 
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
@@ -3323,13 +3247,8 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _unknown_address(args[k], known)]
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
-    if chinese:  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
-        out += [
-            k
-            for k in sorted(required & set(args))
-            if k not in out and _untold_chinese(k, args[k], _spec(parameters, k), question(messages), everything)
-        ]
-        return out  # but a Chinese name none of whose characters anybody wrote is made up
+    if chinese:
+        return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     for key in sorted(required & set(args)):
         value, spec = args[key], _spec(parameters, key)
         if not isinstance(value, str) or spec.get("enum") or not _a_name(value):

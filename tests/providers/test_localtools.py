@@ -529,6 +529,11 @@ def test_a_currency_is_written_as_its_code() -> None:
         "from_currency": "CNY", "to": "CAD"}  # fmt: skip
     assert lt.currency_codes({"from_currency": "bitcoin", "to": 5}, convert) == {"from_currency": "bitcoin", "to": 5}
     assert lt.currency_codes({"from_currency": "all"}, convert) == {"from_currency": "all"}, "no currency's code"
+    shown = {"type": "object", "properties": {
+        "currency_symbol": {"type": "string", "description": "The symbol."},
+        "currency": {"type": "string", "description": "A currency, e.g. 'usd'."}}}  # fmt: skip
+    as_shown = {"currency_symbol": "dollar", "currency": "usd"}
+    assert lt.currency_codes(as_shown, shown) == as_shown, "a symbol; a code in the form the description shows"
 
 
 def _named(name: str, description: str = "Does what its name says.") -> MetonaToolDef:
@@ -536,11 +541,10 @@ def _named(name: str, description: str = "Does what its name says.") -> MetonaTo
     return made
 
 
-def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not_called() -> None:
+def test_a_tool_that_does_the_opposite_of_the_request_is_not_called() -> None:
     """Where no offered tool fitted, the model named one whose name says the opposite of what was asked ("I'd like
-    to log out" → ``user_authentication_login``, "When will be sunset in Beijing today?" → ``calculate_sunrise``)
-    or that destroys something nobody asked to destroy ("Give me an analysis trail for my project" →
-    ``acl_api_delete_mapping``): :func:`localtools.opposed`."""
+    to log out" → ``user_authentication_login``, "When will be sunset in Beijing today?" → ``calculate_sunrise``):
+    :func:`localtools.opposed`. A state, a noun or a longer word is no ask for the opposite."""
 
     def opposed(name: str, text: str) -> bool:
         return lt.opposed(_named(name), request(messages=_asking(text)).messages)
@@ -552,67 +556,18 @@ def test_a_tool_that_does_the_opposite_of_the_request_or_destroys_unasked_is_not
     assert not opposed("session.login_or_logout", "I'd like to log out"), "a name holding both"
     assert opposed("calculate_sunrise", "When will be sunset in Beijing today?")
     assert opposed("calculateSunrise", "北京今天几点日落？") and not opposed("calculateSunrise", "北京几点日出？")
-    assert opposed("buy_stock", "Should I sell my Apple shares?") and not opposed("buy_stock", "Buy 5 AAPL")
-    assert opposed("files__upload", "下载这个文件") and not opposed("files__upload", "Upload report.pdf")
-    assert not opposed("lock_door", "Is the blockchain secure?") and opposed("lock_door", "Unlock the front door")
-    assert not opposed("get_minimum_price", "Find the cheapest flight"), "neither side said"
-    assert not opposed("export_report", "What is important in this report?") and opposed("export_csv", "Import it")
-    assert not opposed("enable_feature", "disability benefits") and opposed("enable_wifi", "Disable the wifi")
-    assert not opposed("start_navigation", "Take me to the nearest bus stop"), "no start/stop pair"
     assert not opposed("user_logout", "Sign me out") and opposed("user_logout", "Sign her in")
     assert opposed("auth_log_in", "Log me out") and opposed("user_sign_out", "Sign me in"), "a name's words joined"
-    for right, asked in (  # a state, a noun, a file's name or a longer word is no ask for the opposite
+    assert opposed("url_encode", "Decode this: a%20b") and opposed("file_decrypt", "把这个文件加密")
+    for right, asked in (
         ("decode_base64", "What does this base64-encoded string say: aGVsbG8="),
-        ("decrypt_file", "Open my encrypted notes file secrets.enc"),
-        ("unlock_door", "The front door is locked, please open it"),
-        ("unblock_user", "I blocked John by mistake, can you undo that?"),
-        ("vpn_disconnect", "Turn off the VPN connection"),
-        ("unzip_file", "Extract the compressed archive backup.tar.gz"),
-        ("drive_upload", "Put ~/Downloads/report.pdf on my Google Drive"),
-        ("import_transactions", "Load bank-export.csv into my budget"),
-        ("buy_tickets", "Get me 2 Taylor Swift tickets before they're sold out"),
-        ("buy_product", "Order the best-selling novel of the year"),
-        ("get_max_temperature", "How hot will it be in the next 30 min?"),
-        ("search_internal_wiki", "How does the external vendor onboarding work?"),
-        ("search_train_departures", "I need to arrive in Boston by 5pm"),
-        ("user_logout", "帮我退出登录"), ("unfollow_user", "取消关注张三"), ("unsubscribe_channel", "取消订阅这个频道"),
-        ("unmute", "取消静音"), ("unblock_contact", "把李四取消拉黑"), ("unlock_screen", "解除锁定"),
-        ("uninstall_app", "删除已安装的QQ"), ("upload_file", "把下载文件夹里的报告传到网盘"),
-        ("purchase_food", "帮我点个外卖"), ("bank_withdraw", "从我的存款账户取500元"),
-        ("find_min_price", "最多花500块，找最便宜的机票"),
+        ("decrypt_file", "Open my encrypted notes file secrets.enc"), ("decrypt_file", "打开我加密的笔记"),
+        ("user_logout", "帮我退出登录"), ("encrypt_file", "Encrypt decrypt.log"),
+        ("get_min_price", "Find the cheapest PS5 from the highest rated seller"),
+        ("unmute_microphone", "I'm on mute, fix it"), ("decrease_volume", "A sudden increase in volume, turn it down"),
+        ("notes__delete_note", "Show me my note about Paris"), ("remove_background", "Make logo.png transparent"),
     ):  # fmt: skip
         assert not opposed(right, asked), (right, asked)
-    toss = defs({**tool("toss_item", "item_type"), "description": "Deletes an item of a specified type."})[0]
-    assert lt.opposed(toss, request(messages=_asking("I want to craft an axe")).messages), "its description says"
-    assert not lt.opposed(toss, request(messages=_asking("Throw away the axe")).messages)
-    shaping = defs({**tool("remove_background", "image"), "description": "Remove the background of an image."})[0]
-    assert not lt.opposed(shaping, request(messages=_asking("Make logo.png's background transparent")).messages)
-    for destroys, asks in (("acl_api_delete_mapping", "Give me an analysis trail for project AB1010CD"),
-                           ("notes__delete_note", "Show me my note about Paris"),
-                           ("Reservations_CancelBooking", "What time is my table at Nopa?"),
-                           ("dropbox_delete_file", "List my Dropbox files"),
-                           ("memory__delete_entities", "张三是谁？"), ("parking__cancel", "附近的停车场在哪？")):  # fmt: skip
-        assert opposed(destroys, asks), destroys
-    for destroys, asks in (("acl_api_delete_mapping", "Delete the mapping of team AB1010CD"),
-                           ("notes__delete_note", "Get rid of my note about Paris"),
-                           ("Reservations_CancelBooking", "I can't make it tonight, cancel my table at Nopa"),
-                           ("memory__delete_entities", "把张三从记忆里删掉"), ("memory__delete_observations",
-                           "Forget that I like sushi"), ("cancel_timer", "Stop the 5 minute timer"),
-                           ("delete_alarm", "Turn off my 7am alarm for good"), ("alarm_delete", "关掉明天7点的闹钟"),
-                           ("calendar_delete_event", "Take it off my calendar"), ("cancel_event", "Call off the standup"),
-                           ("delete_account", "Close my account"), ("delete_reminder", "I don't need it anymore"),
-                           ("trash__delete_all", "清空回收站")):  # fmt: skip
-        assert not opposed(destroys, asks), destroys
-    offer = [{"role": "user", "content": "What's on at 3pm?", "timestamp": 1},
-             {"role": "assistant", "content": "Your 3pm meeting. Want me to cancel it?", "timestamp": 2},
-             {"role": "user", "content": "Yes please", "timestamp": 3}]  # fmt: skip
-    assert not lt.opposed(_named("calendar_cancel_event"), request(messages=offer).messages), "a yes to an offer"
-    earlier = [{"role": "user", "content": "Delete old.txt", "timestamp": 1},
-               {"role": "assistant", "content": "Done.", "timestamp": 2},
-               {"role": "user", "content": "Thanks. What's the weather?", "timestamp": 3},
-               {"role": "assistant", "content": "Sunny.", "timestamp": 4},
-               {"role": "user", "content": "Show me my note about Paris", "timestamp": 5}]  # fmt: skip
-    assert lt.opposed(_named("notes__delete_note"), request(messages=earlier).messages), "an ask two turns ago"
 
 
 async def test_the_adapter_answers_where_the_tool_named_does_the_opposite() -> None:
@@ -690,6 +645,10 @@ def test_a_tool_is_worth_calling_when_near_what_the_request_asks_or_the_model_is
                                 ("Play a word game with me", "play_music"), ("Slack is so distracting", "slack_send"),
                                 ("Create a workout plan for me", "create_event")):  # fmt: skip
         assert not lt.begins_with_its_verb(not_a_command, name, [name]), not_a_command
+    for bare, name in (("Check my essay for grammar", "check_weather"), ("Tell my boss I'm sick", "tell_joke"),
+                       ("Run my numbers by me", "run_tests")):  # fmt: skip
+        assert not lt.begins_with_its_verb(bare, name, [name]), bare
+    assert lt.begins_with_its_verb("Can you please search through my notes for X", "search_notes", ["search_notes"])
     assert not lt.begins_with_its_verb("搜索我的记忆", "search_nodes", names)
 
 
@@ -1705,24 +1664,13 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
         assert lt.made_up(toto, tickets, asked(when)) == [], when
     for no_when in ("Get me tickets to see Toto with my friend.", "Toto tickets for a wedding gift"):
         assert lt.made_up(toto, tickets, asked(no_when)) == ["date"], no_when  # "fri…", "wed…": no day's name
-    shop = {"type": "object", "required": ["item", "location"], "properties": {"item": date, "location": date}}
-    clothes = {"item": "衣服", "location": "北京, 朝阳"}
-    assert lt.made_up(clothes, shop, asked("购买衣服")) == ["location"], "a Chinese place nobody wrote"
     film = {"type": "object", "required": ["movie_name"], "properties": {"movie_name": date}}
     matrix = asked("I'd like 3 tickets on the 9th of march, around 19:00. Find a theater in Los Angeles for me?")
     assert lt.made_up({"movie_name": "The Matrix"}, film, matrix) == ["movie_name"], "'the' names nothing"
     assert lt.made_up({"movie_name": "The Matrix"}, film, asked("Two tickets for The Matrix")) == []
-    assert lt.made_up(clothes, shop, asked("在北京朝阳区买衣服")) == []
-    assert lt.made_up({"item": "衣服", "location": "Beijing"}, shop, asked("购买衣服")) == [], "Latin: not judged"
-    greeting = {"type": "object", "required": ["path", "content"], "properties": {"path": date, "content": date}}
-    hello = {"path": "greet.txt", "content": "早上好"}
-    assert lt.made_up(hello, greeting, asked("写一句问候语到 greet.txt")) == [], "a text it writes"
-    searching = {"type": "object", "required": ["query", "city"], "properties": {"query": date, "city": date}}
-    assert lt.made_up({"query": "餐厅推荐", "city": "北京"}, searching, asked("帮我搜一下北京附近好吃的")) == []
-    assert lt.made_up({"query": "天气", "city": "东京"}, searching, asked("帮我查一下 Tokyo 明天的天气")) == []
-    kinds = {"type": "object", "required": ["city"], "properties": {"city": {"type": "string", "enum": ["上海"]}}}
-    assert lt.made_up({"city": "上海"}, kinds, asked("我想买衣服")) == [], "an enum's choice"
-    assert lt.made_up({**clothes, "location": "在上海的静安区。"}, shop, asked("购买衣服")) == [], "a sentence"
+    shop = {"type": "object", "required": ["item", "location"], "properties": {"item": date, "location": date}}
+    for chinese in ("紐約今天天氣如何？", "去魔都玩，买衣服"):  # its places come in another script, or by a nickname
+        assert lt.made_up({"item": "衣服", "location": "上海"}, shop, asked(chinese)) == [], chinese
     for written in ("15-04-2023", "04/15/2023", "15.04.2023", "2023/04/15", "2023.04.15", "2023年4月15日"):
         assert lt.made_up({**toto, "date": written}, tickets, asked("Get me tickets to see Toto.")) == ["date"]
         assert lt.made_up({**toto, "date": written}, tickets, asked("Toto tickets for the 15th")) == [], written
