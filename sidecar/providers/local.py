@@ -629,7 +629,7 @@ class LocalAdapter(BaseAdapter):
                 await asm.text(localtools.which_file(request.messages))
                 return True
             return False
-        if localtools.opposed(tool, request.messages):  # "log out" offered a login; a delete nobody asked for
+        if localtools.opposed(tool, request.messages):  # "log out" offered a login: the opposite of what is asked
             return False
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
         said = localtools.clause_of(asked, localtools.request_paths(request.messages)) if on_a_file else asked
