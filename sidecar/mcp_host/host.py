@@ -47,6 +47,7 @@ from .transport import (
     StdoutFilter,
     aresolve_command,
     install_spawn_hook,
+    settled_stderr,
     spawn_hook,
 )
 
@@ -292,6 +293,7 @@ class McpHost:
                 with anyio.fail_after(INITIALIZE_TIMEOUT_S):
                     init = await session.initialize()
             except Exception as exc:
+                await settled_stderr(process, ring)  # the server's last words read whole before they are quoted
                 raise host_error(
                     "MCP_INITIALIZE_FAILED",
                     f"the server did not complete MCP initialize: {_reason(exc, process, spec.secrets)}",

@@ -224,8 +224,28 @@ class StderrRing:
         text = data.decode("utf-8", "replace")
         return redact_tail(text, self._limit if chars is None else chars, secrets, head_cut=dropped)
 
+    def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the reader to reach the pipe's end (the server gone, what it wrote all
+        read): a server that exited at start is quoted whole (:func:`settled_stderr`)."""
+        self._thread.join(timeout)
+
     def close(self) -> None:
         self.spawned()
+
+
+STDERR_SETTLE_S = 1.0
+"""How long a failed start waits for the server to exit, and for its stderr to be read to the end
+(:func:`settled_stderr`)."""
+
+
+async def settled_stderr(process: Process, ring: StderrRing) -> None:
+    """Before a failed start quotes the server's stderr: where the server has exited (or does within
+    :data:`STDERR_SETTLE_S`), the ring's reader is given that long to read what it wrote to the end. Under load the
+    error had been built before the reader thread ran, and the tail of a server that wrote why it gave up came empty."""
+    with anyio.move_on_after(STDERR_SETTLE_S):
+        await process.wait()
+    if process.returncode is not None:
+        await anyio.to_thread.run_sync(ring.drain, STDERR_SETTLE_S)
 
 
 # --- PATH ------------------------------------------------------------------------------------------------------

@@ -5,12 +5,14 @@
 from __future__ import annotations
 
 import json
+import sys
 
+import anyio
 import pytest
 
 from sidecar.core.redact import REDACTED, redact_head, redact_tail, remember_secret
 from sidecar.mcp_host.host import _reason
-from sidecar.mcp_host.transport import StderrRing
+from sidecar.mcp_host.transport import StderrRing, settled_stderr
 from sidecar.providers.base import ProviderConfig
 from sidecar.providers.openai_compat import OpenAICompatAdapter
 from sidecar.workers.protocol import ProtocolViolation, from_worker
@@ -102,3 +104,16 @@ def test_a_bad_worker_line_is_redacted_before_it_is_cut() -> None:
     with pytest.raises(ProtocolViolation) as caught:
         from_worker(line)
     assert_no_fragment(str(caught.value), SECRET)
+
+
+@pytest.mark.anyio
+async def test_a_server_that_exits_at_start_is_quoted_whole() -> None:
+    """A server that writes why it gives up and exits: the failed start waits for it to exit and for its stderr to be
+    read to the end before quoting it (under load the tail had come empty: the reader thread had not run yet)."""
+    ring = StderrRing()
+    late = "import sys, time; time.sleep(0.3); sys.stderr.write('giving up at once'); sys.exit(3)"
+    process = await anyio.open_process([sys.executable, "-c", late], stderr=ring.writer)
+    ring.spawned()
+    assert ring.text() == ""  # nothing written yet: quoting now would quote nothing
+    await settled_stderr(process, ring)
+    assert process.returncode == 3 and "giving up at once" in ring.text()
