@@ -327,9 +327,14 @@ def _name_words(name: str) -> list[str]:
     return re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").lower().split()
 
 
+def _tool_words(name: str) -> list[str]:
+    """A tool's name in lower-case words (:func:`_name_words`), split at ``.`` too (``git.commit``)."""
+    return _name_words(name.replace(".", " "))
+
+
 def changes_things(tool: MetonaToolDef) -> bool:
-    """The tool's name holds a verb of :data:`_CHANGE_VERBS` (:func:`_name_words`, split at ``.`` too)."""
-    return any(w in _CHANGE_VERBS for w in _name_words(tool.name.replace(".", " ")))
+    """The tool's name holds a verb of :data:`_CHANGE_VERBS` (:func:`_tool_words`)."""
+    return any(w in _CHANGE_VERBS for w in _tool_words(tool.name))
 
 
 def may_change(tool: MetonaToolDef) -> bool:
@@ -432,13 +437,13 @@ upload/download, import/export, min/max, internal/external, arrival/departure, o
 
 
 def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
-    """The tool does the opposite of what the current request asks, by the words of its name (:func:`_name_words`,
+    """The tool does the opposite of what the current request asks, by the words of its name (:func:`_tool_words`,
     adjacent ones joined: ``auth_log_in`` is a login) and :data:`_OPPOSITES`: "I'd like to log out" offered
     ``user_authentication_login``, "When will be sunset in Beijing today?" → ``calculate_sunrise`` (BFCL's no-call
     kinds, tuning half, 2026-12-06: 3 wrong calls; none of the tuning half's right recorded calls is refused). The
     call is not made; the answer is written instead. A name that holds both sides of a pair, and a request that
     speaks of both, are not judged."""
-    words = _name_words(tool.name.replace(".", " "))
+    words = _tool_words(tool.name)
     name = {*words, *(a + b for a, b in itertools.pairwise(words))}  # auth_log_in: login
     asked = question(messages)
     for a, b in _OPPOSITES:
@@ -2096,7 +2101,7 @@ def begins_with_its_verb(asked: str, tool: str, names: Sequence[str]) -> bool:
     verb = command.group(1).lower()
 
     def first_word(name: str) -> str:
-        return (_name_words(name.rsplit("__", 1)[-1].replace(".", " ")) or [""])[0]
+        return (_tool_words(name.rsplit("__", 1)[-1]) or [""])[0]
 
     return first_word(tool) == verb and [first_word(n) for n in names].count(verb) == 1
 
