@@ -3043,6 +3043,44 @@ def currency_codes(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str
     return out
 
 
+_LANGUAGES = {
+    "en": "English", "fr": "French", "de": "German", "es": "Spanish", "it": "Italian", "pt": "Portuguese",
+    "ru": "Russian", "ja": "Japanese", "jp": "Japanese", "zh": "Chinese", "ko": "Korean", "ar": "Arabic",
+    "hi": "Hindi", "nl": "Dutch", "sv": "Swedish", "da": "Danish", "no": "Norwegian", "fi": "Finnish",
+    "pl": "Polish", "tr": "Turkish", "el": "Greek", "he": "Hebrew", "vi": "Vietnamese", "th": "Thai",
+    "id": "Indonesian", "uk": "Ukrainian", "cs": "Czech", "hu": "Hungarian", "ro": "Romanian",
+}  # fmt: skip
+"""Languages by their ISO 639-1 codes (and ``jp``, the one people write for Japanese): :func:`language_names`."""
+_ASKS_A_CODE = re.compile(
+    r"\bcodes?\b|\biso\b|639|bcp|locale|\btag\b|['\"][a-z]{2}(?:[-_][a-zA-Z]{2})?['\"]|代码|代号", re.I
+)
+
+
+def language_names(
+    args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]
+) -> dict[str, Any]:
+    """``args`` with a language the user named in words written as the user wrote it, where the model wrote its
+    code and the argument (its name or description speaks of a language, no enum) does not ask for a code
+    (:data:`_ASKS_A_CODE`: "code", "ISO 639", "such as 'en'"): "Translate Hello, how are you? from English to
+    French." → ``source_language: "en", target_language: "fr"`` (BFCL multiple, tuning half, 2026-12-06) becomes
+    ``"English"``, ``"French"`` — what "The language the text is currently in" reads as. A language nobody named
+    stays as the model wrote it; a description that asks for a code gets one."""
+    said = question(messages)
+    out = dict(args)
+    for key, value in args.items():
+        spec = _spec(parameters, key)
+        about = f"{key} {spec.get('description') or ''}"
+        if not isinstance(value, str) or spec.get("enum") or not re.search(r"lang", about, re.I):
+            continue
+        name = _LANGUAGES.get(value.strip().lower())
+        if name is None or _ASKS_A_CODE.search(str(spec.get("description") or "")):
+            continue
+        spoken = re.search(rf"\b{name}\b", said, re.I)
+        if spoken:
+            out[key] = spoken.group(0)  # as the user wrote it
+    return out
+
+
 def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
     """``value`` is a code (two to four capitals) for an argument whose name or description asks for one: a currency,
     a country, a language, an airport, a ticker. Its letters need not be the words the user said ("Convert 150
@@ -3050,6 +3088,21 @@ def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
     (2026-12-05) the possible answers hold 5 such required codes none of whose letters start a word of the request
     (USD, GBP, CAD, GB); 2 of 48 fresh multiple-function cases were not called for it."""
     return bool(_CODE.fullmatch(value.strip())) and bool(_CODED.search(f"{key} {spec.get('description') or ''}"))
+
+
+def _stands_for_nothing(code: str, said: set[str], text: str) -> bool:
+    """``code`` (:func:`_a_code`) stands for nothing the conversation (``text``, its words ``said``) names: no name
+    within a sentence (:data:`_PROPER_NOUN`), no Chinese, no currency's name, and no word begins with the code's
+    first letter — "I need a round trip flight" offered a flight search → ``origin_airport: "JFK",
+    destination_airport: "LAX"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06). Lenient: "from new
+    york to la" lets ``LAX`` through by "la"."""
+    lowered = text.lower()
+    if _CJK.search(text) or any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines()):
+        return False
+    if any(re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", lowered) for name in _CURRENCIES):
+        return False
+    first = code.strip()[:1].lower()
+    return not any(len(word) >= 2 and word.startswith(first) for word in said)
 
 
 def _names_a_file(key: str) -> bool:
@@ -3124,7 +3177,7 @@ def _a_round_guess(key: str, value: Any, spec: dict[str, Any], given: Sequence[i
 _WHEN_WORDS = re.compile(
     r"\b(?:today|tonight|tomorrow|yesterday|now|next|this|coming|last|upcoming|current(?:ly)?|weekends?|weeks?|"
     r"months?|years?|days?|weekdays?|morning|evening|afternoon|later|soon|asap|tonite|christmas|xmas|eve|"
-    r"valentine'?s?|thanksgiving|easter|halloween|holidays?|summer|winter|spring|autumn|calendar|schedule|agenda|"
+    r"night|valentine'?s?|thanksgiving|easter|halloween|holidays?|summer|winter|spring|autumn|calendar|schedule|agenda|"
     r"meetings?|appointments?|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|"
     r"july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|(?:mon|tue(?:s)?|wed(?:nes)?|"
     r"thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?)\b|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年|节|春|夏|秋|冬|"
@@ -3142,16 +3195,31 @@ first with slashes or dots (``2023/04/15``, ``2023.04.15``), or in Chinese (``20
 address (``10.0.1.2024``)."""
 
 
-def _an_untold_date(value: Any, text: str) -> bool:
-    """``value`` holds a date (``2023-04-15``) and the conversation ``text`` holds no word of when
-    (:data:`_WHEN_WORDS`; the caller asks first that it holds no number): "Get me tickets to see Toto." →
-    ``date: "2023-04-15"``, "Search for something under the Play genre near Seattle." offered a bus search →
+def _an_untold_date(value: Any, text: str, stated: Sequence[int | float]) -> bool:
+    """``value`` holds a date (``2023-04-15``), the conversation ``text`` holds no word of when
+    (:data:`_WHEN_WORDS`) and none of the numbers it states (``stated``; the caller asks first that no ordinal word
+    says one: "on the first") is the date's year, month or day: "Get me tickets to see Toto." → ``date:
+    "2023-04-15"``, "Search for something under the Play genre near Seattle." offered a bus search →
     ``departure_date: "2023-04-15"``, "Can you assist me in scheduling a flight with IndiGo airlines?" offered a
     form's finish → ``default_date: "15-04-2023"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06;
-    none of the 144 right recorded calls beside them holds one). Any :data:`_A_DATE` form."""
-    return isinstance(value, str) and bool(_A_DATE.search(value)) and not _WHEN_WORDS.search(text)
+    none of the 144 right recorded calls beside them holds one); a count is no date: "I need 1 train ticket,
+    departing from Portland and going to Seattle please." → ``date_of_journey: "2023-04-15"`` (the same kind, a
+    further tuning case, 2026-12-06). Any :data:`_A_DATE` form; "on the 15th", "15/4", "in 2023" let it be."""
+    match = _A_DATE.search(value) if isinstance(value, str) else None
+    if match is None or _WHEN_WORDS.search(text):
+        return False
+    parts = {int(p) for p in re.findall(r"\d+", match.group(0))}
+    digits = {int(d) for d in re.findall(r"\d+", text.translate(_ASCII_DIGITS))}  # a date's own, as written too
+    return not parts & (digits | {int(n) for n in stated if float(n).is_integer()})
 
 
+_ORDINAL_WORDS = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|\w+teenth|twentieth|"
+    r"thirtieth|twenty[\s-]\w+|thirty[\s-]first)\b",
+    re.IGNORECASE,
+)
+"""An ordinal in words ("on the first", "the twenty-third"): a day of the month :func:`_all_stated` does not read,
+so a date beside it is not judged made up (:func:`_an_untold_date`)."""
 _CLOCK = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?")
 """A time of day and nothing else (``06:00``, ``9:30:00``): made up where the conversation holds no number at all
 (:func:`made_up`)."""
@@ -3235,8 +3303,8 @@ def made_up(
             for k in sorted(required & set(args))
             if k not in out and _a_round_guess(k, args[k], _spec(parameters, k), given)
         ]
-    if no_number:  # a date where nothing says when ("Get me tickets to see Toto.")
-        out += [k for k in sorted(required & set(args)) if k not in out and _an_untold_date(args[k], everything)]
+    if not _ORDINAL_WORDS.search(everything):  # a date where nothing says when ("Get me tickets to see Toto.")
+        out += [k for k in sorted(required & set(args)) if k not in out and _an_untold_date(args[k], everything, given)]
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said, written)]
     formulas = [  # a date is no formula (:func:`_an_untold_date` judges it)
@@ -3258,7 +3326,7 @@ def made_up(
         value, spec = args[key], _spec(parameters, key)
         if not isinstance(value, str) or spec.get("enum") or not _a_name(value):
             continue
-        if _a_code(key, value, spec):
+        if _a_code(key, value, spec) and not _stands_for_nothing(value, said, everything):
             continue  # "Canadian dollars" as CAD: a code of something said in words
         if _unsaid(value, said) and key not in out:  # a name always has words (:func:`_a_name`)
             out.append(key)

@@ -1581,6 +1581,39 @@ def test_a_code_for_an_argument_that_asks_for_one_is_not_made_up() -> None:
     convert = request(messages=[{"role": "user", "content": "Convert 150 Euros to Canadian dollars.", "timestamp": 1}])
     assert lt.made_up({"to_currency": "CAD", "airline": "Euro Wings"}, params, convert.messages) == []
     assert lt.made_up({"to_currency": "CAD", "airline": "KLM"}, params, convert.messages) == ["airline"]  # no code
+    airports = {"type": "object", "required": ["origin_airport", "destination_airport"], "properties": {
+        "origin_airport": {"type": "string", "description": "The airport code."},
+        "destination_airport": {"type": "string", "description": "The airport code."}}}  # fmt: skip
+    flight = {"origin_airport": "JFK", "destination_airport": "LAX"}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    assert lt.made_up(flight, airports, asked("I need a round trip flight")) == sorted(flight), "nothing named"
+    for named in ("A round trip from New York to Los Angeles", "round trip flight from jfk to la", "往返机票，纽约到洛杉矶"):
+        assert lt.made_up(flight, airports, asked(named)) == [], named
+    money = {"type": "object", "required": ["to_currency"], "properties": {"to_currency": properties["to_currency"]}}
+    assert lt.made_up({"to_currency": "USD"}, money, asked("how much is that in dollars?")) == [], "a currency's name"
+
+
+def test_a_language_the_user_named_is_written_as_named_unless_a_code_is_asked_for() -> None:
+    params = {"type": "object", "properties": {
+        "source_language": {"type": "string", "description": "The language the text is currently in."},
+        "target_language": {"type": "string", "description": "The language the text will be translated to."},
+        "tgt_lang": {"type": "string", "description": "The code of the target language, such as 'en' for English."},
+        "lang": {"type": "string", "description": "ISO 639-1 language."},
+        "voice": {"type": "string", "description": "The voice to read in."},
+        "level": {"type": "string", "description": "The language level.", "enum": ["en", "fr"]}}}  # fmt: skip
+    args = {"source_language": "en", "target_language": "fr", "tgt_lang": "fr", "lang": "fr", "voice": "fr",
+            "level": "fr"}  # fmt: skip
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    said = asked("Translate Hello, how are you? from English to french.")
+    assert lt.language_names(args, params, said) == {**args, "source_language": "English", "target_language": "french"}
+    assert lt.language_names(args, params, asked("Translate 'bonjour' please")) == args, "no language named"
+    assert lt.language_names({"source_language": "xx"}, params, said) == {"source_language": "xx"}, "no known code"
 
 
 def test_a_time_of_day_or_a_list_of_points_nobody_gave_is_made_up() -> None:
@@ -1674,6 +1707,10 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
     for written in ("15-04-2023", "04/15/2023", "15.04.2023", "2023/04/15", "2023.04.15", "2023年4月15日"):
         assert lt.made_up({**toto, "date": written}, tickets, asked("Get me tickets to see Toto.")) == ["date"]
         assert lt.made_up({**toto, "date": written}, tickets, asked("Toto tickets for the 15th")) == [], written
+    for count in ("I need 2 tickets to see Toto.", "Toto for 3 people, please", "Toto: 15 tickets", "Toto twice"):
+        assert lt.made_up(toto, tickets, asked(count)) == (["date"] if "15" not in count else []), count
+    for own in ("Toto tickets on 15/4", "Toto in 2023", "Toto, 4.15", "Toto tickets on the first", "Toto at night"):
+        assert lt.made_up(toto, tickets, asked(own)) == [], own  # the date's own numbers, an ordinal, a time of day
 
 
 FORECAST = {
