@@ -1528,6 +1528,13 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
     jigsaw = {**params, "required": ["image"]}
     assert lt.made_up({"image": "path_to_puzzle_image.jpg"}, jigsaw, asked("Create a jigsaw puzzle")) == ["image"]
     assert lt.made_up({"image": "cat.png"}, jigsaw, asked("Make a jigsaw of cat.png")) == []
+    acl, ids = asked("Adds an ACL mapping"), {"type": "object", "required": ["id"], "properties": {"id": {}}}
+    for example in ("user123", "file1.txt", "12345", "product_2", "Order-17"):
+        assert lt.made_up({"id": example}, ids, acl) == ["id"], example
+    for given_id in ("user123", "12345", "order-17"):  # written by the user: theirs
+        assert lt.made_up({"id": given_id}, ids, asked(f"Look up {given_id}")) == [], given_id
+    for real in ("user1234", "file12345.txt", "bar", "users1"):  # no numbered example, no run of digits
+        assert lt.made_up({"id": real}, ids, acl) == [], real
 
 
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
