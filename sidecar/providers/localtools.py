@@ -2992,6 +2992,22 @@ def _placeholder(value: Any, said: str) -> bool:
     return any(m.group(0).lower() not in said for text in _strings_in(value) for m in _PLACEHOLDER.finditer(text))
 
 
+def _hollow(value: Any) -> bool:
+    """``value`` is an object of keys that hold nothing (an empty string, list or object, or such objects, all the
+    way down): a shape the model had no values for ("Compute the headway of this image" → ``ego_info: {"position":
+    {}}``, BFCL's real users' no-call kind, tuning half, 2026-12-06). A bare ``{}`` is not judged (no filters, no
+    options); an object with one value anywhere is the user's."""
+
+    def empty(v: Any) -> bool:
+        if isinstance(v, dict):
+            return all(empty(x) for x in v.values())
+        if isinstance(v, list):
+            return all(empty(x) for x in v)
+        return v is None or v == ""
+
+    return isinstance(value, dict) and bool(value) and empty(value)
+
+
 _CODE = re.compile(r"[A-Z]{2,4}")
 _CODED = re.compile(r"currenc|\bcodes?\b|_code\b|country|language|airport|\biata\b|\biso\b|ticker|symbol", re.I)
 
@@ -3327,6 +3343,7 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _unknown_address(args[k], known)]
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
+    out += [k for k in sorted(required & set(args)) if k not in out and _hollow(args[k])]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     for key in sorted(required & set(args)):

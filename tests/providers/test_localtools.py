@@ -1535,6 +1535,11 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
         assert lt.made_up({"id": given_id}, ids, asked(f"Look up {given_id}")) == [], given_id
     for real in ("user1234", "file12345.txt", "bar", "users1"):  # no numbered example, no run of digits
         assert lt.made_up({"id": real}, ids, acl) == [], real
+    headway = {"type": "object", "required": ["ego"], "properties": {"ego": {"type": "object"}}}
+    image = asked("Compute the headway of this image")
+    assert lt.made_up({"ego": {"position": {}, "lane": ""}}, headway, image) == ["ego"], "a shape with no values"
+    assert lt.made_up({"ego": {"position": {"x": 0}, "lane": ""}}, headway, image) == [], "a value in it"
+    assert lt.made_up({"ego": {}}, headway, image) == [], "a bare {}: no options"
 
 
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
@@ -1597,7 +1602,7 @@ def test_a_code_for_an_argument_that_asks_for_one_is_not_made_up() -> None:
         return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
 
     assert lt.made_up(flight, airports, asked("I need a round trip flight")) == sorted(flight), "nothing named"
-    for named in ("A round trip from New York to Los Angeles", "round trip flight from jfk to la", "往返机票，纽约到洛杉矶"):
+    for named in ("A round trip from New York to Los Angeles", "round trip from jfk to la", "往返机票，纽约到洛杉矶"):
         assert lt.made_up(flight, airports, asked(named)) == [], named
     money = {"type": "object", "required": ["to_currency"], "properties": {"to_currency": properties["to_currency"]}}
     assert lt.made_up({"to_currency": "USD"}, money, asked("how much is that in dollars?")) == [], "a currency's name"
