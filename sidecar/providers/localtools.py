@@ -2992,6 +2992,23 @@ def _placeholder(value: Any, said: str) -> bool:
     return any(m.group(0).lower() not in said for text in _strings_in(value) for m in _PLACEHOLDER.finditer(text))
 
 
+def _untold_id(key: str, value: Any, known: str) -> bool:
+    """``value``, for an argument named an id (``user_id``, ``playerID``, ``order_ids``, ``identifier``), is a number
+    (or digits) that neither the conversation nor the tool's description and schema (``known``: "1 for Bangkok")
+    write: an id is looked up or given, never worked out ("Can you update my email to john.doe@example.com…" →
+    ``update_user_profile(user_id: 123, …)``, BFCL's real users' no-call kind, tuning half, 2026-12-06; of the
+    tuning cases' 94 possible answers with a number for an id, each is written by its request or its tool, but one
+    of a kind not measured here: several calls, ``playerID: 123``)."""
+    words = _name_words(key)
+    if not words or words[-1] not in ("id", "ids", "identifier"):
+        return False
+    numbers = [
+        v for v in (value if isinstance(value, list) else [value]) if _number(v) or (isinstance(v, str) and v.isdigit())
+    ]
+    written = set(re.findall(r"\d+", known.translate(_ASCII_DIGITS)))
+    return bool(numbers) and any(str(int(float(v))) not in written for v in numbers)
+
+
 def _hollow(value: Any) -> bool:
     """``value`` is an object of keys that hold nothing (an empty string, list or object, or such objects, all the
     way down): a shape the model had no values for ("Compute the headway of this image" → ``ego_info: {"position":
@@ -3344,6 +3361,9 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _hollow(args[k])]
+    out += [
+        k for k in sorted(required & set(args)) if k not in out and _untold_id(k, args[k], f"{everything}\n{known}")
+    ]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     for key in sorted(required & set(args)):

@@ -1540,6 +1540,16 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
     assert lt.made_up({"ego": {"position": {}, "lane": ""}}, headway, image) == ["ego"], "a shape with no values"
     assert lt.made_up({"ego": {"position": {"x": 0}, "lane": ""}}, headway, image) == [], "a value in it"
     assert lt.made_up({"ego": {}}, headway, image) == [], "a bare {}: no options"
+    profile = {"type": "object", "required": ["user_id", "email"], "properties": {
+        "user_id": {"type": "integer"}, "email": {"type": "string"},
+        "province_id": {"type": "integer", "description": "The province: 1 for Bangkok, 2 for Chiang Mai."}}}  # fmt: skip
+    email = asked("Can you update my email to john.doe@example.com?")
+    assert lt.made_up({"user_id": 123, "email": "john.doe@example.com"}, profile, email) == ["user_id"]
+    assert lt.made_up({"user_id": "123", "email": "john.doe@example.com"}, profile, email) == ["user_id"], "digits"
+    mine = asked("My user id is 4417: update my email to john.doe@example.com")
+    assert lt.made_up({"user_id": 4417, "email": "john.doe@example.com"}, profile, mine) == [], "given"
+    bangkok = {**profile, "required": ["province_id", "email"]}
+    assert lt.made_up({"province_id": 1, "email": "john.doe@example.com"}, bangkok, email) == [], "its description's"
 
 
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
