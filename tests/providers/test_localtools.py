@@ -1542,7 +1542,8 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
     assert lt.made_up({"ego": {}}, headway, image) == [], "a bare {}: no options"
     profile = {"type": "object", "required": ["user_id", "email"], "properties": {
         "user_id": {"type": "integer"}, "email": {"type": "string"},
-        "province_id": {"type": "integer", "description": "The province: 1 for Bangkok, 2 for Chiang Mai."}}}  # fmt: skip
+        "province_id": {"type": "integer", "description": "The province: 1 for Bangkok, 2 for Chiang Mai."},
+    }}  # fmt: skip
     email = asked("Can you update my email to john.doe@example.com?")
     assert lt.made_up({"user_id": 123, "email": "john.doe@example.com"}, profile, email) == ["user_id"]
     assert lt.made_up({"user_id": "123", "email": "john.doe@example.com"}, profile, email) == ["user_id"], "digits"
