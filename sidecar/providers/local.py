@@ -698,7 +698,6 @@ class LocalAdapter(BaseAdapter):
             args = localtools.fractions_of_percentages(args, declared, asked)
             args = localtools.unasked(args, declared, request.messages, changes=localtools.changes_things(tool))
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
-            args = localtools.whole_names(args, declared, request.messages)  # "Gibson Les Paul", not "Les Paul"
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it

@@ -2747,34 +2747,6 @@ def _spells_choice(choice: str, asked: str) -> bool:
     return False
 
 
-_CAPITALISED_RUN = re.compile(r"(?<!\S)[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)*")
-
-
-def whole_names(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
-    """``args`` with a name the model cut short written whole, as the request writes it: a string of capitalised
-    words (not an enum's choice) that ends a longer run of capitalised words in the request, whose words before it
-    are capitalised words too (not a sentence's first word, not an acronym): "Find the price of a used Gibson Les
-    Paul guitar…" → ``model: "Les Paul"`` becomes ``"Gibson Les Paul"`` (BFCL multiple, tuning half, 2026-12-06).
-    A name cut at its end ("New York" of "New York City") is left: a city's name is often written so."""
-    asked = question(messages)
-    out = dict(args)
-    for key, value in args.items():
-        if not isinstance(value, str) or _spec(parameters, key).get("enum"):
-            continue
-        name = value.strip()
-        if not name or not all(word[:1].isupper() for word in name.split()):
-            continue
-        for sentence in re.split(r"(?<=[.!?])\s+|\n", asked):
-            sentence = sentence.strip()
-            for match in _CAPITALISED_RUN.finditer(sentence):
-                words = match.group(0).split()
-                run = " ".join(words[1:] if match.start() == 0 else words)  # a sentence's first word: any word
-                before = run[: -len(name)].split() if run.endswith(" " + name) else []
-                if before and all(w[:1].isupper() and not w.isupper() for w in before):
-                    out[key] = run
-    return out
-
-
 def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
     """``args`` with an optional enum the model left out set to the one choice the request spells as a word of its
     own: "…the forecast in fahrenheit for the next 5 days" offered ``temperature_unit`` (``celsius``,

@@ -1619,24 +1619,6 @@ def test_a_code_for_an_argument_that_asks_for_one_is_not_made_up() -> None:
     assert lt.made_up({"to_currency": "USD"}, money, asked("how much is that in dollars?")) == [], "a currency's name"
 
 
-def test_a_name_cut_short_is_written_whole_as_the_request_writes_it() -> None:
-    params = {"type": "object", "properties": {"model": {"type": "string"}, "city": {"type": "string"},
-              "grade": {"type": "string", "enum": ["Les Paul", "Gibson Les Paul"]}}}  # fmt: skip
-
-    def asked(text: str) -> Any:
-        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
-
-    guitar = asked("Find the price of a used Gibson Les Paul guitar in excellent condition in the Chicago area.")
-    assert lt.whole_names({"model": "Les Paul"}, params, guitar) == {"model": "Gibson Les Paul"}
-    assert lt.whole_names({"grade": "Les Paul"}, params, guitar) == {"grade": "Les Paul"}, "an enum's choice"
-    assert lt.whole_names({"model": "Gibson Les Paul"}, params, guitar) == {"model": "Gibson Les Paul"}
-    for kept, value in (("Find Les Paul prices", "Les Paul"), ("Prices for UUID AB1010CD", "AB1010CD"),
-                        ("Weather in New York City", "New York"), ("Paris. Louvre hours?", "Louvre")):  # fmt: skip
-        # a sentence's first word, an acronym, a name cut at its end
-        assert lt.whole_names({"model": value}, params, asked(kept)) == {"model": value}, kept
-    assert lt.whole_names({"model": "paul"}, params, guitar) == {"model": "paul"}, "not a name"
-
-
 def test_a_language_the_user_named_is_written_as_named_unless_a_code_is_asked_for() -> None:
     params = {"type": "object", "properties": {
         "source_language": {"type": "string", "description": "The language the text is currently in."},
