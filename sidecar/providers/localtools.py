@@ -2988,8 +2988,20 @@ def _placeholder(value: Any, said: str) -> bool:
     details about a pair of running shoes" → ``product_id: "12345"``: BFCL's real users' no-call kind, tuning half,
     2026-12-06). Tuning: BFCL's real users' and general no-call cases (``search_messages(token:
     "your_token_here")``); none of the 1018 tuning truths holds one the request did not write, nor (the numbered
-    examples and runs of digits) any of the 1797 tuning cases' truths."""
-    return any(m.group(0).lower() not in said for text in _strings_in(value) for m in _PLACEHOLDER.finditer(text))
+    examples and runs of digits) any of the 1797 tuning cases' truths. Only a short value (:data:`PLACEHOLDER_WORDS`,
+    one line) is judged, and one the user wrote in another spelling is theirs ("order #17" → ``order-17``)."""
+    squeezed = re.sub(r"[\W_]+", "", said)
+    short = [text for text in _strings_in(value) if "\n" not in text and len(text.split()) <= PLACEHOLDER_WORDS]
+    return any(
+        m.group(0).lower() not in said and re.sub(r"[\W_]+", "", m.group(0).lower()) not in squeezed
+        for text in short
+        for m in _PLACEHOLDER.finditer(text)
+    )
+
+
+PLACEHOLDER_WORDS = 3
+"""The most words a value :func:`_placeholder` judges: an id, a key, a path, a tag (``<slack token>``), not text the
+model composes ("Thanks for your help today!", a file of sample rows ``1,user1``)."""
 
 
 def _untold_id(key: str, value: Any, known: str) -> bool:
@@ -3002,27 +3014,46 @@ def _untold_id(key: str, value: Any, known: str) -> bool:
     words = _name_words(key)
     if not words or words[-1] not in ("id", "ids", "identifier"):
         return False
-    numbers = [
-        v for v in (value if isinstance(value, list) else [value]) if _number(v) or (isinstance(v, str) and v.isdigit())
-    ]
-    written = set(re.findall(r"\d+", known.translate(_ASCII_DIGITS)))
-    return bool(numbers) and any(str(int(float(v))) not in written for v in numbers)
+    digits = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, int) and not isinstance(item, bool):
+            digits.append(str(abs(item)))
+        elif isinstance(item, str) and re.fullmatch(r"-?[0-9]+", item.strip()):
+            digits.append(item.strip().lstrip("-"))
+    if not digits:
+        return False
+    text = known.translate(_ASCII_DIGITS)
+    grouped = re.sub(r"(?<=\d)[,\s](?=\d{3}\b)", "", text)  # "1,234,567", "12 345"
+    written = {d.lstrip("0") for d in re.findall(r"\d+", f"{text}\n{grouped}")}
+    written |= {str(abs(int(n))) for n in _all_stated(text) if math.isfinite(n) and float(n).is_integer()}  # words
+    ranges = [range(int(a), int(b) + 1) for a, b in _ID_RANGE.findall(text) if int(b) - int(a) <= 1000]
+    return any(d.lstrip("0") and d.lstrip("0") not in written and not any(int(d) in r for r in ranges) for d in digits)
 
 
-def _hollow(value: Any) -> bool:
+_ID_RANGE = re.compile(r"\b(\d{1,9})\s*(?:-|–|~|to|through|thru|until|到|至)\s*(\d{1,9})\b")
+"""Two numbers of a range ("tasks 1-5", "1 through 3", "3到5"): the ids between are given (:func:`_untold_id`)."""
+
+
+def _hollow(value: Any, said: set[str]) -> bool:
     """``value`` is an object of keys that hold nothing (an empty string, list or object, or such objects, all the
-    way down): a shape the model had no values for ("Compute the headway of this image" → ``ego_info: {"position":
-    {}}``, BFCL's real users' no-call kind, tuning half, 2026-12-06). A bare ``{}`` is not judged (no filters, no
-    options); an object with one value anywhere is the user's."""
+    way down), none of whose keys is a word the conversation (``said``) holds: a shape the model had no values for
+    ("Compute the headway of this image" → ``ego_info: {"position": {}}``, BFCL's real users' no-call kind, tuning
+    half, 2026-12-06). A bare ``{}`` is not judged (no filters, no options), nor ``null`` (a field cleared, a filter
+    for what is unset: ``{"assignee": null}``), nor a key the user spoke of ("clear the description" →
+    ``{"description": ""}``, "show me all documents" → ``{"match_all": {}}``); one value anywhere is the user's."""
+    keys: list[str] = []
 
     def empty(v: Any) -> bool:
         if isinstance(v, dict):
+            keys.extend(v)
             return all(empty(x) for x in v.values())
         if isinstance(v, list):
             return all(empty(x) for x in v)
-        return v is None or v == ""
+        return v == ""
 
-    return isinstance(value, dict) and bool(value) and empty(value)
+    if not (isinstance(value, dict) and value and empty(value)):
+        return False
+    return not any(_said(word, said) for key in keys for word in _name_words(key))
 
 
 _CODE = re.compile(r"[A-Z]{2,4}")
@@ -3092,32 +3123,49 @@ _LANGUAGES = {
 }  # fmt: skip
 """Languages by their ISO 639-1 codes (and ``jp``, the one people write for Japanese): :func:`language_names`."""
 _ASKS_A_CODE = re.compile(
-    r"\bcodes?\b|\biso\b|639|bcp|locale|\btag\b|['\"][a-z]{2}(?:[-_][a-zA-Z]{2})?['\"]|代码|代号", re.I
+    r"\bcodes?\b|\biso\b|639|bcp|locale|\btag\b|abbreviat|\b(?:two|2)[\s-]letter"
+    rf"|\b(?:{'|'.join(_LANGUAGES)})(?:[-_][a-zA-Z]{{2}})?\b['\"]?\s*(?:,\s*['\"]?(?:{'|'.join(_LANGUAGES)})\b|for\b)"
+    r"|\b(?:e\.g\.|eg|like|such as|ex\.|example)[:,]?\s*['\"]?[a-zA-Z]{2}\b|代码|代号|缩写",
+    re.I,
 )
+"""What a language argument's description says when it takes a code: "code", "ISO 639", "abbreviation", "two-letter",
+a list of codes ("(fr, de, es)", "'en' for English"), an example of one ("e.g. en", "like ja")."""
+
+
+def _takes_a_language_name(key: str, spec: dict[str, Any]) -> bool:
+    """An argument for a language (its name's words or its description's say so: ``source_language``, ``tgt_lang``,
+    "The language the text is in"; not ``slang_term``) that takes no code: no enum, pattern, length bound or example,
+    no code-like name (``language_code``, ``locale``) or default, and a description that asks for none
+    (:data:`_ASKS_A_CODE`)."""
+    words = _name_words(key)
+    description = str(spec.get("description") or "")
+    if not ({"lang", "language"} & set(words) or re.search(r"\blanguage\b", description, re.I)):
+        return False
+    if {"code", "codes", "locale", "iso", "tag", "abbr"} & set(words) or _ASKS_A_CODE.search(description):
+        return False
+    default = spec.get("default")
+    coded = isinstance(default, str) and len(default) <= 5 and default.lower()[:2] in _LANGUAGES
+    return not (coded or any(k in spec for k in ("enum", "pattern", "maxLength", "examples", "format")))
 
 
 def language_names(
     args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]
 ) -> dict[str, Any]:
     """``args`` with a language the user named in words written as the user wrote it, where the model wrote its
-    code and the argument (its name or description speaks of a language, no enum) does not ask for a code
-    (:data:`_ASKS_A_CODE`: "code", "ISO 639", "such as 'en'"): "Translate Hello, how are you? from English to
-    French." → ``source_language: "en", target_language: "fr"`` (BFCL multiple, tuning half, 2026-12-06) becomes
-    ``"English"``, ``"French"`` — what "The language the text is currently in" reads as. A language nobody named
-    stays as the model wrote it; a description that asks for a code gets one."""
+    code and the argument takes a language's name (:func:`_takes_a_language_name`): "Translate Hello, how are you?
+    from English to French." → ``source_language: "en", target_language: "fr"`` (BFCL multiple, tuning half,
+    2026-12-06) becomes ``"English"``, ``"French"`` — what "The language the text is currently in" reads as. Only a
+    language named after "from", "to", "into" or "in" ("French restaurants" names a cuisine); one nobody named stays
+    as the model wrote it."""
     said = question(messages)
     out = dict(args)
     for key, value in args.items():
-        spec = _spec(parameters, key)
-        about = f"{key} {spec.get('description') or ''}"
-        if not isinstance(value, str) or spec.get("enum") or not re.search(r"lang", about, re.I):
+        if not isinstance(value, str) or not _takes_a_language_name(key, _spec(parameters, key)):
             continue
         name = _LANGUAGES.get(value.strip().lower())
-        if name is None or _ASKS_A_CODE.search(str(spec.get("description") or "")):
-            continue
-        spoken = re.search(rf"\b{name}\b", said, re.I)
+        spoken = re.search(rf"\b(?:from|to|into|in)\s+({name})\b", said, re.I) if name else None
         if spoken:
-            out[key] = spoken.group(0)  # as the user wrote it
+            out[key] = spoken.group(1)  # as the user wrote it
     return out
 
 
@@ -3132,17 +3180,28 @@ def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
 
 def _stands_for_nothing(code: str, said: set[str], text: str) -> bool:
     """``code`` (:func:`_a_code`) stands for nothing the conversation (``text``, its words ``said``) names: no name
-    within a sentence (:data:`_PROPER_NOUN`), no Chinese, no currency's name, and no word begins with the code's
-    first letter — "I need a round trip flight" offered a flight search → ``origin_airport: "JFK",
-    destination_airport: "LAX"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06). Lenient: "from new
-    york to la" lets ``LAX`` through by "la"."""
+    within a sentence (:data:`_PROPER_NOUN`), no Chinese, no currency's name, no word after "from", "to", "in", "of"
+    … (:data:`_PLACE_OF`: "from shanghai to beijing", "holidays in germany", "into chinese") and no word begins with
+    the code's first letter — "I need a round trip flight" offered a flight search → ``origin_airport: "JFK",
+    destination_airport: "LAX"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06)."""
     lowered = text.lower()
     if _CJK.search(text) or any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines()):
         return False
     if any(re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", lowered) for name in _CURRENCIES):
         return False
+    if _PLACE_OF.search(text):
+        return False  # "from shanghai", "into chinese", "in germany", "of alphabet": something named, in lower case
     first = code.strip()[:1].lower()
     return not any(len(word) >= 2 and word.startswith(first) for word in said)
+
+
+_PLACE_OF = re.compile(
+    r"\b(?:from|to|into|in|of|at|near|between|for|via)\s+(?:(?:a|an|the|my|our)\s+)?(?!(?:a|an|the|my|our|me|it)\b)"
+    r"[^\W\d_]{2,}",
+    re.IGNORECASE,
+)
+"""A word after "from", "to", "in", "of"…: what a code may stand for, however it is written
+(:func:`_stands_for_nothing`)."""
 
 
 def _names_a_file(key: str) -> bool:
@@ -3220,12 +3279,15 @@ _WHEN_WORDS = re.compile(
     r"night|valentine'?s?|thanksgiving|easter|halloween|holidays?|summer|winter|spring|autumn|calendar|schedule|agenda|"
     r"meetings?|appointments?|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|"
     r"july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|(?:mon|tue(?:s)?|wed(?:nes)?|"
-    r"thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?)\b|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年|节|春|夏|秋|冬|"
-    r"安排|日程|会议|待会|稍后",
+    r"thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day)?s?|hours?|hrs?|minutes?|mins?|noon|midnight|o'?clock|tmrw?|tmr|"
+    r"tomm?orr?ow|2morrow|eod|eow|q[1-4]|quarters?|deadline|due|diwali|hanukkah|ramadan|eid)\b"
+    r"|\d\s*[ap]\.?m\b|\d{1,2}:\d{2}|今|明|昨|前天|后天|周|星期|礼拜|号|日|月|年|节|春|夏|秋|冬|"
+    r"安排|日程|会议|待会|稍后|小时|分钟|点|早|晚|午|凌晨|会儿|元旦|除夕|国庆|中秋|端午|天后|之后",
     re.IGNORECASE,
 )
-"""Words that say when (a day, a month, a season, a holiday, "next", "this", "later") or speak of the user's calendar
-(a schedule, meetings): a date argument of a request holding one is the user's."""
+"""Words that say when (a day, a month, a season, a holiday, "next", "this", "later", an hour or a time of day,
+"tmrw", "EOD") or speak of the user's calendar (a schedule, meetings): a date argument of a request holding one is
+the user's."""
 _A_DATE = re.compile(
     r"(?<![\w.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[-./]\d{1,2}[-./]\d{4}\b|\d{4}[./]\d{1,2}[./]\d{1,2}\b)(?!\.\d)"
     r"|\d{4}年\d{1,2}月\d{1,2}[日号]"
@@ -3360,7 +3422,7 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _unknown_address(args[k], known)]
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
-    out += [k for k in sorted(required & set(args)) if k not in out and _hollow(args[k])]
+    out += [k for k in sorted(required & set(args)) if k not in out and _hollow(args[k], said)]
     out += [
         k for k in sorted(required & set(args)) if k not in out and _untold_id(k, args[k], f"{everything}\n{known}")
     ]

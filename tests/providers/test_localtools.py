@@ -1535,11 +1535,19 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
         assert lt.made_up({"id": given_id}, ids, asked(f"Look up {given_id}")) == [], given_id
     for real in ("user1234", "file12345.txt", "bar", "users1"):  # no numbered example, no run of digits
         assert lt.made_up({"id": real}, ids, acl) == [], real
+    for spelled, text in (("order-17", "where is my order #17"), ("12345", "track order 12,345")):
+        assert lt.made_up({"id": spelled}, ids, asked(text)) == [], spelled  # the user's, in another spelling
+    content = {"type": "object", "required": ["content"], "properties": {"content": {}}}
+    for composed in ("id,name\n1,user1\n2,user2", "Thanks for your help today, see you at the review!"):
+        assert lt.made_up({"content": composed}, content, asked("Write 3 sample users")) == [], "text composed"
     headway = {"type": "object", "required": ["ego"], "properties": {"ego": {"type": "object"}}}
     image = asked("Compute the headway of this image")
     assert lt.made_up({"ego": {"position": {}, "lane": ""}}, headway, image) == ["ego"], "a shape with no values"
     assert lt.made_up({"ego": {"position": {"x": 0}, "lane": ""}}, headway, image) == [], "a value in it"
     assert lt.made_up({"ego": {}}, headway, image) == [], "a bare {}: no options"
+    for cleared, text in (({"assignee": None}, "unassign PROJ-12"), ({"description": ""}, "clear the description"),
+                          ({"match_all": {}}, "show me all documents in the logs index")):  # fmt: skip
+        assert lt.made_up({"ego": cleared}, headway, asked(text)) == [], text  # null, or a key the user spoke of
     profile = {"type": "object", "required": ["user_id", "email"], "properties": {
         "user_id": {"type": "integer"}, "email": {"type": "string"},
         "province_id": {"type": "integer", "description": "The province: 1 for Bangkok, 2 for Chiang Mai."},
@@ -1551,6 +1559,13 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
     assert lt.made_up({"user_id": 4417, "email": "john.doe@example.com"}, profile, mine) == [], "given"
     bangkok = {**profile, "required": ["province_id", "email"]}
     assert lt.made_up({"province_id": 1, "email": "john.doe@example.com"}, bangkok, email) == [], "its description's"
+    tasks = {"type": "object", "required": ["task_ids"], "properties": {"task_ids": {"type": "array"}}}
+    for given, text in ((["1098765432109876543"], "post to channel 1098765432109876543"),
+                        ([-1001234567890], "chat -1001234567890"), (["007"], "ask agent 007"),
+                        ([1, 2, 3, 4, 5], "delete tasks 1-5"), ([1234567], "record 1,234,567"),
+                        ([42], "task forty-two"), ([0], "the top-level folder"), (["²"], "x")):  # fmt: skip
+        assert lt.made_up({"task_ids": given}, tasks, asked(text)) == [], text
+    assert lt.made_up({"task_ids": [7]}, tasks, asked("delete tasks 1-5")) == ["task_ids"], "outside the range"
 
 
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
@@ -1613,7 +1628,8 @@ def test_a_code_for_an_argument_that_asks_for_one_is_not_made_up() -> None:
         return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
 
     assert lt.made_up(flight, airports, asked("I need a round trip flight")) == sorted(flight), "nothing named"
-    for named in ("A round trip from New York to Los Angeles", "round trip from jfk to la", "往返机票，纽约到洛杉矶"):
+    for named in ("A round trip from New York to Los Angeles", "round trip from jfk to la", "往返机票，纽约到洛杉矶",
+                  "cheapest flight from shanghai to beijing", "i need a round trip for the conference"):  # fmt: skip
         assert lt.made_up(flight, airports, asked(named)) == [], named
     money = {"type": "object", "required": ["to_currency"], "properties": {"to_currency": properties["to_currency"]}}
     assert lt.made_up({"to_currency": "USD"}, money, asked("how much is that in dollars?")) == [], "a currency's name"
@@ -1637,6 +1653,14 @@ def test_a_language_the_user_named_is_written_as_named_unless_a_code_is_asked_fo
     assert lt.language_names(args, params, said) == {**args, "source_language": "English", "target_language": "french"}
     assert lt.language_names(args, params, asked("Translate 'bonjour' please")) == args, "no language named"
     assert lt.language_names({"source_language": "xx"}, params, said) == {"source_language": "xx"}, "no known code"
+    for coded in ("The target language, e.g. DE, EN-US", "Two-letter language (fr, de, es)", "Language, like ja"):
+        spec = {"properties": {"target_language": {"type": "string", "description": coded}}}
+        assert lt.language_names({"target_language": "fr"}, spec, said) == {"target_language": "fr"}, coded
+    for key, spec in (("language_code", {}), ("slang_term", {}), ("lang", {"pattern": "^[a-z]{2}$"}),
+                      ("lang", {"default": "en"})):  # fmt: skip
+        assert lt.language_names({key: "fr"}, {"properties": {key: spec}}, said) == {key: "fr"}, key
+    cuisine = asked("Find French restaurants nearby")
+    assert lt.language_names({"target_language": "fr"}, params, cuisine) == {"target_language": "fr"}, "a cuisine"
 
 
 def test_a_time_of_day_or_a_list_of_points_nobody_gave_is_made_up() -> None:
@@ -1732,8 +1756,10 @@ def test_a_round_figure_or_a_date_nobody_gave_is_made_up() -> None:
         assert lt.made_up({**toto, "date": written}, tickets, asked("Toto tickets for the 15th")) == [], written
     for count in ("I need 2 tickets to see Toto.", "Toto for 3 people, please", "Toto: 15 tickets", "Toto twice"):
         assert lt.made_up(toto, tickets, asked(count)) == (["date"] if "15" not in count else []), count
-    for own in ("Toto tickets on 15/4", "Toto in 2023", "Toto, 4.15", "Toto tickets on the first", "Toto at night"):
-        assert lt.made_up(toto, tickets, asked(own)) == [], own  # the date's own numbers, an ordinal, a time of day
+    for own in ("Toto tickets on 15/4", "Toto in 2023", "Toto, 4.15", "Toto tickets on the first", "Toto at night",
+                "Toto in 3 hours", "Toto at 2pm", "Toto tmrw", "Toto by end of Q3", "托托，三天后",
+                "托托，晚上八点"):  # fmt: skip
+        assert lt.made_up(toto, tickets, asked(own)) == [], own  # the date's own numbers, an ordinal, when in hours
 
 
 FORECAST = {
