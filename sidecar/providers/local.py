@@ -72,9 +72,10 @@ TOOL_USE_MEASURED: dict[str, Any] = {
     "invalid_tool_call_rate": 0.0,
 }
 """The same held-out halves with the arguments written by the packaged 1.5B model (``metadata.arguments_model``; the
-default where it is installed), on 2026-12-06 at 7b9c50f and again at feb871e (15:28–16:03, load 3.8: the opposite
-tool not called, a currency's code, a command's own verb — the same counts), at 7b9c50f (13:21–13:56, load 3.6: agent
-runs beside it): single
+default where it is installed), on 2026-12-06 at 7b9c50f, again at feb871e (15:28–16:03, load 3.8: the opposite
+tool not called, a currency's code, a command's own verb — the same counts) and at b953673 (17:45–18:24, load 3.4: a
+date, a code, an id or a shape nobody gave made up, a language kept as named — the same counts), at 7b9c50f
+(13:21–13:56, load 3.6: agent runs beside it): single
 25/30 + MCP 28/30, multiple 22/30 + MCP 20/25, real users' 20/30, no call where none fits 25/30 + 24/30 + MCP 18/21 —
 one real users' no-call session more than before (a round figure or a date nobody gave made up:
 :func:`localtools.made_up`; at 566f5a0, before the review's mends, the same no-call counts and one multiple-function
