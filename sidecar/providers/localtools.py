@@ -3368,13 +3368,16 @@ def made_up(
     the possible answers hold is named by its request). Such a call is not made; the answer is written instead
     (it can ask for what is missing); prose where a formula of numbers is asked for
     (:func:`_prose_for_a_formula`), or one number (:func:`_a_constant`); a placeholder nobody wrote
-    (:func:`_placeholder`); a web address, any argument's, whose host nothing wrote (:func:`_unknown_address`;
+    (:func:`_placeholder`: ``your_token_here``, ``user123``, ``12345``); an object whose keys hold nothing
+    (:func:`_hollow`); a number for an id nobody wrote (:func:`_untold_id`); a code that stands for nothing the
+    conversation names (:func:`_stands_for_nothing`); a web address, any argument's, whose host nothing wrote
+    (:func:`_unknown_address`;
     ``described``: the tool's description and the system prompt); a password or a key nobody gave
     (:func:`_untold_secret`). A word matches one it starts or that starts it (three letters or more: ``EUR``
     and "euros"). Not judged: an enum's choice, a number worked out from others (any number in the
     conversation lets every number through, but a round figure none of them comes to: :func:`_a_round_guess`), dates
-    and times (but a time of day where no number was given, and a date where nothing says when:
-    :func:`_an_untold_date`),
+    and times (but a time of day where no number was given, and a date where nothing says when and none of its
+    numbers was said: :func:`_an_untold_date`),
     text the model composes (a sentence, lower-case words), the names and the numbers-only calls of a request
     asked in Chinese (its formulas and files are: "人体正常体温是多少度？" offered a calculator → ``expression:
     "37"``)."""
