@@ -1540,6 +1540,12 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
     content = {"type": "object", "required": ["content"], "properties": {"content": {}}}
     for composed in ("id,name\n1,user1\n2,user2", "Thanks for your help today, see you at the review!"):
         assert lt.made_up({"content": composed}, content, asked("Write 3 sample users")) == [], "text composed"
+
+
+def test_a_shape_without_values_or_a_number_for_an_id_nobody_wrote_is_made_up() -> None:
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
     headway = {"type": "object", "required": ["ego"], "properties": {"ego": {"type": "object"}}}
     image = asked("Compute the headway of this image")
     assert lt.made_up({"ego": {"position": {}, "lane": ""}}, headway, image) == ["ego"], "a shape with no values"
