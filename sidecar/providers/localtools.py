@@ -3024,7 +3024,7 @@ def _untold_id(key: str, value: Any, known: str) -> bool:
         return False
     text = known.translate(_ASCII_DIGITS)
     grouped = re.sub(r"(?<=\d)[,\s](?=\d{3}\b)", "", text)  # "1,234,567", "12 345"
-    written = {d.lstrip("0") for d in re.findall(r"\d+", f"{text}\n{grouped}")}
+    written = {d.lstrip("0") for d in _DIGITS.findall(f"{text}\n{grouped}")}
     written |= {str(abs(int(n))) for n in _all_stated(text) if math.isfinite(n) and float(n).is_integer()}  # words
     ranges = [range(int(a), int(b) + 1) for a, b in _ID_RANGE.findall(text) if int(b) - int(a) <= 1000]
     return any(d.lstrip("0") and d.lstrip("0") not in written and not any(int(d) in r for r in ranges) for d in digits)
@@ -3079,6 +3079,10 @@ _CURRENCIES = {
     **{"€": "EUR", "£": "GBP", "us$": "USD"},
 }
 """Currencies by the names people call them, and their ISO 4217 codes (:func:`currency_codes`)."""
+
+
+_CURRENCY_NAME = re.compile(rf"(?<![a-z])(?:{'|'.join(map(re.escape, _CURRENCIES))})(?![a-z])")
+"""Any of :data:`_CURRENCIES`' names as a word of a lower-case text (:func:`_stands_for_nothing`)."""
 
 
 _ISO_CURRENCIES = frozenset(
@@ -3187,7 +3191,7 @@ def _stands_for_nothing(code: str, said: set[str], text: str) -> bool:
     lowered = text.lower()
     if _CJK.search(text) or any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines()):
         return False
-    if any(re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", lowered) for name in _CURRENCIES):
+    if _CURRENCY_NAME.search(lowered):
         return False
     if _PLACE_OF.search(text):
         return False  # "from shanghai", "into chinese", "in germany", "of alphabet": something named, in lower case
@@ -3310,8 +3314,8 @@ def _an_untold_date(value: Any, text: str, stated: Sequence[int | float]) -> boo
     match = _A_DATE.search(value) if isinstance(value, str) else None
     if match is None or _WHEN_WORDS.search(text):
         return False
-    parts = {int(p) for p in re.findall(r"\d+", match.group(0))}
-    digits = {int(d) for d in re.findall(r"\d+", text.translate(_ASCII_DIGITS))}  # a date's own, as written too
+    parts = {int(p) for p in _DIGITS.findall(match.group(0))}
+    digits = {int(d) for d in _DIGITS.findall(text.translate(_ASCII_DIGITS))}  # a date's own, as written too
     return not parts & (digits | {int(n) for n in stated if float(n).is_integer()})
 
 
@@ -3426,9 +3430,8 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _hollow(args[k], said)]
-    out += [
-        k for k in sorted(required & set(args)) if k not in out and _untold_id(k, args[k], f"{everything}\n{known}")
-    ]
+    told = f"{everything}\n{known}"  # what an id may be written in: the conversation, the tool, the host
+    out += [k for k in sorted(required & set(args)) if k not in out and _untold_id(k, args[k], told)]
     if chinese:
         return out  # a Chinese request's places and names come back in Latin script ("北京" → Asia/Shanghai)
     for key in sorted(required & set(args)):
