@@ -625,6 +625,9 @@ class LocalAdapter(BaseAdapter):
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = by_name[choice]
+        if first and localtools.asks_its_inputs(tool, request.messages):  # the coordinates asked for, as its input:
+            others = [t for t in tools if t.name != choice]  # decided again among the others
+            return bool(others) and await self._tool_step(request, others, asm, steps, in_order=False)
         if first and localtools.changes_things(tool) and localtools.asks_how_to(asked):
             return False  # "How do I create an index?": explained, not done
         if not localtools.grounded(tool, request.messages):
@@ -701,6 +704,10 @@ class LocalAdapter(BaseAdapter):
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"
+            statement = localtools.takes_the_statement(tool, args, list(by_name.values()))
+            if statement is not None:  # a DELETE written for a tool that runs SELECTs: the tool that runs it
+                tool, choice = statement, statement.name
+                declared = tool.parameters.model_dump(mode="json", exclude_none=True)
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
             if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed
                 return False

@@ -3173,6 +3173,80 @@ def language_names(
     return out
 
 
+_SQL_VERBS = ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "REPLACE", "PRAGMA")
+_SQL_NAMED = re.compile(r"\b(" + "|".join(_SQL_VERBS) + r")\b")  # as a description names a statement: in capitals
+_STATEMENT = re.compile(
+    r"\s*(?:--[^\n]*\n\s*)*\(*\s*(?:"
+    r"(?P<SELECT>select|with)\b[\s\S]*\bfrom\b|(?P<INSERT>insert)\s+(?:or\s+\w+\s+)?into\b|"
+    r"(?P<UPDATE>update)\s+[\w.\"`\[\]]+\s+set\b|(?P<DELETE>delete)\s+from\b|(?P<REPLACE>replace)\s+into\b|"
+    r"(?P<CREATE>create)\s+(?:(?:temp|temporary|unique|virtual)\s+)?(?:table|index|view|trigger)\b|"
+    r"(?P<DROP>drop)\s+(?:table|index|view|trigger)\b|(?P<ALTER>alter)\s+table\b|(?P<PRAGMA>pragma)\s+\w)",
+    re.IGNORECASE,
+)
+"""A SQL statement's start, by its verb and what must follow it ("DELETE FROM", "UPDATE t SET", "CREATE TABLE"):
+"Update the docs" or "Delete old files" is no statement."""
+
+
+def _statement_verb(value: Any) -> str | None:
+    """The SQL verb of the statement ``value`` is (:data:`_STATEMENT`; ``WITH … FROM`` reads as ``SELECT``), None for
+    any other value."""
+    match = _STATEMENT.match(value) if isinstance(value, str) else None
+    return match.lastgroup if match else None
+
+
+def _takes_verbs(tool: MetonaToolDef) -> set[str]:
+    """The SQL statements ``tool`` says it runs: the verbs its description names in capitals ("Execute a SELECT
+    query", "Execute an INSERT, UPDATE, or DELETE query") and the one its name begins with (``create_table``)."""
+    named = set(_SQL_NAMED.findall(tool.description or ""))
+    first = (_tool_words(tool.name) or [""])[0].upper()
+    return named | ({first} if first in _SQL_VERBS else set())
+
+
+def takes_the_statement(
+    tool: MetonaToolDef, args: dict[str, Any], tools: Sequence[MetonaToolDef]
+) -> MetonaToolDef | None:
+    """The offered tool to run the SQL statement the arguments hold where ``tool`` says it runs others: "Delete all
+    rows in orders where status is 'cancelled'" offered mcp-server-sqlite's tools went to ``read_query`` ("Execute a
+    SELECT query on the SQLite database", which refuses anything else) with ``DELETE FROM orders …``; the statement
+    is ``write_query``'s ("Execute an INSERT, UPDATE, or DELETE query"). The one other offered tool that says it runs
+    that statement and takes the same arguments, else None (the call stays as written)."""
+    verbs = {v for v in map(_statement_verb, args.values()) if v}
+    mine = _takes_verbs(tool)
+    if len(verbs) != 1 or not mine or verbs <= mine:
+        return None
+    verb = next(iter(verbs))
+    fitting = []
+    for other in tools:
+        schema = other.parameters.model_dump(mode="json", exclude_none=True)
+        keys = set(schema.get("properties") or ())
+        if other.name != tool.name and verb in _takes_verbs(other) and set(args) <= keys:
+            if set(schema.get("required") or ()) <= set(args):
+                fitting.append(other)
+    return fitting[0] if len(fitting) == 1 else None
+
+
+_ASKS_COORDINATES = re.compile(
+    r"\b(?:what(?:'s|\s+(?:is|are|were|was))?|which|find|get|give\s+me|tell\s+me|look\s+up|show\s+me|need)\s+"
+    r"(?:me\s+)?(?:the\s+)?(?:exact\s+|precise\s+|gps\s+|geographic(?:al)?\s+)?"
+    r"(?:coordinates|co-ordinates|latitude|longitude|lat(?:itude)?\s*(?:/|and|&|,)\s*(?:long|lng|lon)(?:gitude)?)\b"
+    r"|(?:经纬度|坐标|纬度|经度)\s*(?:是|为)?\s*(?:多少|什么|几|在哪)"
+    r"|(?:查|找|给我|告诉我|看看|获取|求)[^，。？！,?!]{0,16}?(?:的)?(?:经纬度|坐标)",
+    re.IGNORECASE,
+)
+_COORDINATE_KEY = re.compile(r"lat|lon|lng|coord", re.IGNORECASE)
+
+
+def asks_its_inputs(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
+    """The request asks for the coordinates that ``tool`` takes as its input, and states no number: "杭州西湖的经纬度
+    是多少" offered the Google Maps server's tools went to ``maps_reverse_geocode(latitude, longitude)`` with
+    coordinates the model recalled — the answer given as the question. The address-to-coordinates tool
+    (``maps_geocode``) is what answers it (:meth:`LocalAdapter._tool_step` decides again without this one)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    required = [k for k in schema.get("required") or () if _COORDINATE_KEY.search(k)]
+    asked = question(messages)
+    return bool(required) and bool(_ASKS_COORDINATES.search(asked)) and not re.search(r"\d", asked)
+
+
 def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
     """``value`` is a code (two to four capitals) for an argument whose name or description asks for one: a currency,
     a country, a language, an airport, a ticker. Its letters need not be the words the user said ("Convert 150

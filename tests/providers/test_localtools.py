@@ -13,7 +13,7 @@ import jsonschema
 import numpy as np
 import pytest
 
-from sidecar.ir import MetonaRequest, MetonaToolDef
+from sidecar.ir import MetonaMessage, MetonaRequest, MetonaToolDef
 from sidecar.providers import local as local_module
 from sidecar.providers import localtools as lt
 from sidecar.providers.base import ProviderConfig
@@ -3360,3 +3360,109 @@ def test_a_number_stated_as_a_percentage_is_its_fraction_unless_the_argument_tak
         "probability_of_success": 0.07
     }
     assert lt.fractions_of_percentages(args, params, "no percentage here: 60, 70") == args
+
+
+# ---- a statement for another tool; the answer given as the question ------------------------------------------
+
+READ_QUERY = {
+    **tool("read_query", "query"),
+    "description": "Execute a SELECT query on the SQLite database",
+}
+WRITE_QUERY = {
+    **tool("write_query", "query"),
+    "description": "Execute an INSERT, UPDATE, or DELETE query on the SQLite database",
+}
+CREATE_TABLE = {**tool("create_table", "query"), "description": "Create a new table in the SQLite database"}
+_COORDINATES = {
+    "type": "object",
+    "properties": {
+        "latitude": {"type": "number", "description": "Latitude coordinate"},
+        "longitude": {"type": "number", "description": "Longitude coordinate"},
+    },
+    "required": ["latitude", "longitude"],
+}
+REVERSE_GEOCODE = {
+    **tool("maps_reverse_geocode"),
+    "description": "Convert coordinates into an address",
+    "parameters": _COORDINATES,
+}
+GEOCODE = {**tool("maps_geocode", "address"), "description": "Convert an address into geographic coordinates"}
+
+
+def test_a_statement_goes_to_the_tool_whose_description_runs_it() -> None:
+    """mcp-server-sqlite's ``read_query`` runs SELECTs only; a DELETE written for it is ``write_query``'s."""
+    tools = defs(READ_QUERY, WRITE_QUERY, CREATE_TABLE)
+    read, write, _ = tools
+
+    def to(tool: MetonaToolDef, query: str) -> str | None:
+        other = lt.takes_the_statement(tool, {"query": query}, tools)
+        return other.name if other else None
+
+    assert to(read, "DELETE FROM orders WHERE status = 'cancelled';") == "write_query"
+    assert to(read, "update users set name = 'x' where id = 1") == "write_query"
+    assert to(write, "CREATE TABLE t (id INTEGER PRIMARY KEY)") == "create_table"  # by its name's verb
+    assert to(write, "SELECT COUNT(*) FROM users") == "read_query"
+    assert to(write, "WITH recent AS (SELECT * FROM t) SELECT id FROM recent") == "read_query"
+    assert to(read, "SELECT COUNT(*) FROM users;") is None  # its own
+    assert to(write, "-- tidy up\nDELETE FROM logs") is None
+    for prose in ("Update the docs", "Delete old files", "create a table for me", "select a winner"):
+        assert lt._statement_verb(prose) is None  # words, not a statement
+    assert lt.takes_the_statement(read, {"query": "DROP TABLE t"}, tools) is None  # nobody says it runs a DROP
+    assert lt.takes_the_statement(read, {"query": "DELETE FROM t"}, defs(READ_QUERY)) is None
+    commit = defs(
+        {**tool("create_file", "content"), "description": "Create a file."},
+        {**tool("update_file", "content"), "description": "Update a file."},
+    )
+    assert lt.takes_the_statement(commit[0], {"content": "Update the docs"}, commit) is None  # no SQL at all
+    either = defs(WRITE_QUERY, {**tool("run_sql", "query"), "description": "Run a DELETE or UPDATE statement."})
+    assert lt.takes_the_statement(read, {"query": "DELETE FROM t"}, [read, *either]) is None  # two could: left
+    other_keys = defs({**tool("write_sql", "sql"), "description": "Execute a DELETE."})
+    assert lt.takes_the_statement(read, {"query": "DELETE FROM t"}, [read, *other_keys]) is None  # its arguments differ
+
+
+async def test_a_delete_written_for_the_select_tool_is_called_on_the_tool_that_runs_it() -> None:
+    ask = [{"role": "user", "content": "Delete all rows in orders where status is 'cancelled'", "timestamp": 1}]
+    statement = "DELETE FROM orders WHERE status = 'cancelled'"
+    runtime = ScriptedRuntime(['read_query"'], [json.dumps({"query": statement})])
+    response, _ = await run(
+        runtime, request(messages=ask, tools=[READ_QUERY, WRITE_QUERY]), FavouringEmbedder("read query")
+    )
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("write_query", {"query": statement})]
+
+
+def test_a_request_for_coordinates_is_no_input_of_coordinates() -> None:
+    reverse, geocode = defs(REVERSE_GEOCODE, GEOCODE)
+
+    def asks(text: str) -> bool:
+        return lt.asks_its_inputs(reverse, [MetonaMessage(role="user", content=text, timestamp=1)])
+
+    for text in (
+        "杭州西湖的经纬度是多少",
+        "查一下西湖的坐标",
+        "What are the coordinates of the Eiffel Tower?",
+        "Give me the latitude and longitude of Reykjavik",
+        "what's the lat/long for Union Square",
+    ):
+        assert asks(text), text
+    for text in (
+        "What address is at 40.6892, -74.0445?",  # the coordinates given
+        "What's the weather at the coordinates of the Eiffel Tower?",  # coordinates spoken of, not asked for
+        "查一下坐标 29.65, 91.13 这个点的地址",
+        "What is near the Eiffel Tower?",
+    ):
+        assert not asks(text), text
+    assert not lt.asks_its_inputs(geocode, [MetonaMessage(role="user", content="杭州西湖的经纬度是多少", timestamp=1)])
+
+
+async def test_coordinates_asked_for_are_looked_up_not_given_as_the_input() -> None:
+    """ "杭州西湖的经纬度是多少" offered the Google Maps server's tools went to ``maps_reverse_geocode`` with
+    coordinates the model recalled; decided again without it, ``maps_geocode``."""
+    ask = [{"role": "user", "content": "杭州西湖的经纬度是多少", "timestamp": 1}]
+    runtime = ScriptedRuntime(['maps_reverse_geocode"'], ['maps_geocode"'], ['{"address": "杭州西湖"}'])
+    tools = [REVERSE_GEOCODE, GEOCODE]
+    response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("maps reverse"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("maps_geocode", {"address": "杭州西湖"})]
+    assert runtime.payloads[1]["regex"] == lt.choice_regex(["maps_geocode"])
+    runtime = ScriptedRuntime(['maps_reverse_geocode"'], ["大约北纬30.25度，东经120.15度。"])
+    response, _ = await run(runtime, request(messages=ask, tools=[REVERSE_GEOCODE]), FavouringEmbedder("maps"))
+    assert response.tool_calls is None and response.content == "大约北纬30.25度，东经120.15度。"
