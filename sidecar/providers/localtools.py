@@ -3056,6 +3056,51 @@ def _hollow(value: Any, said: set[str]) -> bool:
     return not any(_said(word, said) for key in keys for word in _name_words(key))
 
 
+def _none_listed(key: str, value: Any, said: set[str]) -> bool:
+    """A required list written empty, whose name the conversation (``said``) does not speak of: nothing to do it
+    on — "convert 'sungai long burger king' to coordinates" offered a food order → ``restaurant_id:
+    "sungai_long_burger_king", items: []`` (BFCL's real users' no-call kind, tuning half, 2026-12-06). Not where the
+    user spoke of it ("a playlist with no songs yet" → ``songs: []``). Of the tuning half's possible answers one
+    holds a required empty list (a game of life's empty board, a kind not measured)."""
+    return value == [] and not any(_said(word, said) for word in _name_words(key))
+
+
+_FROM_END = frozenset("origin from source src departure depart start pickup".split())
+_TO_END = frozenset("destination dest to target arrival arrive end dropoff".split())
+_NOT_A_PLACE = frozenset(
+    "date time day days year month hour minute week index line lines page row version commit revision range price "
+    "value number count id".split()
+)
+
+
+def both_ends(args: dict[str, Any]) -> list[str]:
+    """The arguments of a journey's two ends, or a conversion's, that hold the same place (or currency, language,
+    time zone): "I want to search for a round trip flight … a trip to Los Angeles" → ``origin_airport: "LAX",
+    destination_airport: "LAX"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06) — the start nobody
+    gave. Two keys pair when one says where from (origin, from, source, departure, start, pickup) and the other
+    where to (destination, to, target, arrival, end, dropoff) and their other words are the same (``from_city``
+    and ``to_city``, ``_from`` and ``to``, ``source_timezone`` and ``target_timezone``); not dates or times, nor
+    numbers (a stay's start and end day may be one day: ``start_date``, ``end_date``). None of the tuning half's
+    possible answers holds one."""
+    ends: dict[tuple[str, frozenset[str]], str] = {}
+    for key, value in args.items():
+        words = _name_words(key)
+        if not isinstance(value, str) or not re.search(r"[^\W\d_]", value) or _DATE_OR_TIME.search(value):
+            continue  # a place has letters
+        if set(words) & _NOT_A_PLACE:
+            continue
+        side = "from" if set(words) & _FROM_END else "to" if set(words) & _TO_END else ""
+        rest = frozenset(w for w in words if w not in _FROM_END | _TO_END)
+        if side and sum(w in _FROM_END | _TO_END for w in words) == 1:
+            ends[(side, rest)] = key
+    out = []
+    for (side, rest), key in ends.items():
+        other = ends.get(("to", rest)) if side == "from" else None
+        if other and " ".join(str(args[key]).lower().split()) == " ".join(str(args[other]).lower().split()):
+            out += [key, other]
+    return out
+
+
 _CODE = re.compile(r"[A-Z]{2,4}")
 _CODED = re.compile(r"currenc|\bcodes?\b|_code\b|country|language|airport|\biata\b|\biso\b|ticker|symbol", re.I)
 
@@ -3504,6 +3549,8 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _hollow(args[k], said)]
+    out += [k for k in both_ends(args) if k not in out]
+    out += [k for k in sorted(required & set(args)) if k not in out and _none_listed(k, args[k], said)]
     told = f"{everything}\n{known}"  # what an id may be written in: the conversation, the tool, the host
     out += [k for k in sorted(required & set(args)) if k not in out and _untold_id(k, args[k], told)]
     if chinese:

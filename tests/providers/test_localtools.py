@@ -3466,3 +3466,38 @@ async def test_coordinates_asked_for_are_looked_up_not_given_as_the_input() -> N
     runtime = ScriptedRuntime(['maps_reverse_geocode"'], ["大约北纬30.25度，东经120.15度。"])
     response, _ = await run(runtime, request(messages=ask, tools=[REVERSE_GEOCODE]), FavouringEmbedder("maps"))
     assert response.tool_calls is None and response.content == "大约北纬30.25度，东经120.15度。"
+
+
+def test_a_journey_from_a_place_to_itself_or_an_empty_required_list_is_made_up() -> None:
+    """ "…a trip to Los Angeles…" → ``origin_airport: "LAX", destination_airport: "LAX"``; "convert 'sungai long
+    burger king' to coordinates" offered a food order → ``items: []`` (BFCL's real users' no-call kind)."""
+    assert lt.both_ends({"origin_airport": "LAX", "destination_airport": "LAX", "seating_class": "Economy"}) == [
+        "origin_airport",
+        "destination_airport",
+    ]
+    assert lt.both_ends({"_from": "Portland, OR", "to": "portland,  or"}) == ["_from", "to"]
+    assert lt.both_ends({"source_timezone": "Asia/Tokyo", "target_timezone": "Asia/Tokyo", "time": "15:00"})
+    for apart in (
+        {"_from": "Portland, OR", "to": "Seattle, WA"},
+        {"start_date": "2023-04-12", "end_date": "2023-04-12"},  # picked up and returned on one day
+        {"start": "2023-04-12 10:00", "end": "2023-04-12 10:00"},
+        {"start_index": "5", "end_index": "5"},
+        {"from_currency": "USD", "to_currency": "EUR"},
+        {"from_city": "Boston", "to_airport": "Boston"},  # not one pair
+        {"origins": ["Boston"], "destinations": ["Boston"]},
+    ):
+        assert lt.both_ends(apart) == [], apart
+    said = {"order", "from", "sungai", "long", "burger", "king", "no", "items", "yet"}
+    assert lt._none_listed("items", [], {"convert", "sungai", "long", "burger", "king", "to", "coordinates"})
+    assert not lt._none_listed("items", [], said)  # spoken of
+    assert not lt._none_listed("items", ["Whopper"], set())
+    params = {
+        "type": "object",
+        "properties": {
+            "restaurant_id": {"type": "string", "description": "The restaurant."},
+            "items": {"type": "array", "items": {"type": "string"}, "description": "What to order."},
+        },
+        "required": ["restaurant_id", "items"],
+    }
+    asked = [MetonaMessage(role="user", content="convert 'sungai long burger king' to coordinates", timestamp=1)]
+    assert lt.made_up({"restaurant_id": "sungai_long_burger_king", "items": []}, params, asked) == ["items"]
