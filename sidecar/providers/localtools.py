@@ -2418,13 +2418,29 @@ _PERCENTAGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|per ?cent\b)", re.IG
 _SAYS_PERCENT = re.compile(r"percent|%|\bpct\b|百分", re.IGNORECASE)
 
 
+_PERCENT_IN_FORMULA = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*%(?!\s*[\d(])")
+"""A percentage within a formula: a number and ``%`` that no operand follows (``17% * 2340``; not ``17 % 5``, a
+remainder)."""
+
+
+def _as_fraction(number: str, percentages: set[float]) -> str:
+    """``number`` percent as the decimal fraction it is (``17`` → ``0.17``) when the request states that
+    percentage, else as written (``17%``)."""
+    if float(number) not in percentages:
+        return f"{number}%"
+    return format(Decimal(number) / 100, "f")
+
+
 def fractions_of_percentages(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` with a number the request ``text`` states as a percentage only ("a 60% chance", "5 per cent") as the
     fraction it is (``0.6``), for an argument of type ``number`` whose name and description do not say it takes a
     percentage ("in percentage", "%"). "a player has a 60% chance of making any given shot" →
     ``probability_of_success: 60`` (BFCL parallel, a tuning case read for the first time, 2026-12-06); of the tuning
     half's possible answers with an argument a stated percentage fills, 39 hold the fraction, 12 the whole number
-    (each of those an argument that says percentage, or the number stated again as a count: "5% for 5 years")."""
+    (each of those an argument that says percentage, or the number stated again as a count: "5% for 5 years").
+    Within a formula the model wrote, a stated percentage is its fraction too: "What's 17% of 2,340?" offered
+    mcp-server-calculator → ``expression: "17% * 2340"``, which its parser reads as a remainder with no left operand
+    (a fault), becomes ``"0.17 * 2340"``; ``17 % 5`` stays a remainder."""
     percentages = {float(m.group(1)) for m in _PERCENTAGE.finditer(text)}
     if not percentages:
         return args
@@ -2433,6 +2449,10 @@ def fractions_of_percentages(args: dict[str, Any], parameters: dict[str, Any], t
     out = dict(args)
     for key, value in args.items():
         spec = _spec(parameters, key)
+        if isinstance(value, str) and _FORMULA.fullmatch(value) and not spec.get("enum"):  # a formula's "17%"
+            if not _SAYS_PERCENT.search(f"{key} {spec.get('description') or ''}"):
+                out[key] = _PERCENT_IN_FORMULA.sub(lambda m: _as_fraction(m.group(1), percentages), value)
+            continue
         if not _number(value) or spec.get("type") != "number" or spec.get("enum"):
             continue
         if float(value) in percentages and float(value) not in plain and value > 1:

@@ -3362,6 +3362,26 @@ def test_a_number_stated_as_a_percentage_is_its_fraction_unless_the_argument_tak
     assert lt.fractions_of_percentages(args, params, "no percentage here: 60, 70") == args
 
 
+def test_a_percentage_within_a_formula_is_its_fraction() -> None:
+    """ "What's 17% of 2,340?" offered mcp-server-calculator → ``17% * 2340``, a remainder with no left operand to
+    a Python-style parser; a remainder written as one stays."""
+    params = {"type": "object", "properties": {"expression": {"type": "string", "description": "The expression."}}}
+
+    def written(expression: str, text: str) -> str:
+        return lt.fractions_of_percentages({"expression": expression}, params, text)["expression"]
+
+    assert written("17% * 2340", "What's 17% of 2,340?") == "0.17 * 2340"
+    assert written("2340*17%", "17 percent of 2340") == "2340*0.17"
+    assert written("(1 + 5%) ** 10 * 100", "100 at 5% a year for 10 years") == "(1 + 0.05) ** 10 * 100"
+    assert written("12.5% * 80", "12.5% of 80") == "0.125 * 80"
+    assert written("17 % 5", "17% 5") == "17 % 5"  # an operand follows: a remainder
+    assert written("30% * 50", "What's 17% of 2,340?") == "30% * 50"  # not a percentage the request states
+    takes = {"type": "object", "properties": {"expression": {"type": "string", "description": "Use % for percent."}}}
+    assert lt.fractions_of_percentages({"expression": "17% * 2340"}, takes, "17% of 2340") == {
+        "expression": "17% * 2340"
+    }
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
