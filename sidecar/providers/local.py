@@ -535,6 +535,9 @@ class LocalAdapter(BaseAdapter):
             else:
                 about_files = []
         pick = by_name.get(choice or "")
+        if first and not on_a_file and pick and localtools.off_topic(pick, asked):  # "北京的房价是多少" offered a
+            others = [t for t in tools if not localtools.off_topic(t, asked)]  # weather tool: decided again without it
+            return bool(others) and await self._tool_step(request, others, asm, steps, in_order=False)
         if first and not on_a_file and pick and localtools.reads_a_guess(pick, request.messages):
             return False  # a read of a file made up for a quoted text the request asks about: answered
         if first and choice not in (None, localtools.ANSWER) and not on_a_file and lister is None:
@@ -585,6 +588,7 @@ class LocalAdapter(BaseAdapter):
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
             if (
                 likeliest is not None
+                and not localtools.off_topic(by_name[likeliest], asked)
                 and localtools.worth_calling(  # against its "answer"; "Search my memory…" names search_nodes
                     step.get("score"),
                     probe.get("score"),

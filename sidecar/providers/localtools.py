@@ -1893,6 +1893,33 @@ request to rewrite a quoted line politely went to the notes search for its 帮�
 2026-12-06), "remind me, who wrote Pride and Prejudice?" for its "me" (written for this, 2026-12-06)."""
 
 
+ZH_TOPICS = {
+    "weather": re.compile(
+        r"天气|气温|温度|度|雨|雪|晴|阴|风|冷|热|暖|凉|穿|伞|湿|气候|台风|雾|霾|空气|预报|气象|日出|日落"
+    ),
+    "news": re.compile(r"新闻|资讯|头条|消息|报道|时事|热点|快讯"),
+    "stock": re.compile(r"股|行情|涨|跌|证券|基金|大盘|市值|交易|价格|钱"),
+    "flight": re.compile(r"航班|机票|飞机|飞|航空|登机|机场"),
+    "hotel": re.compile(r"酒店|宾馆|住宿|旅馆|民宿|客栈|房间|入住|住"),
+    "movie": re.compile(r"电影|影片|片子|影院|院线|上映|票房|导演|演员|看片|大片"),
+}
+"""What a request in Chinese says when it asks about a tool's topic (the word its name says it with): a weather
+tool's 天气, 下雨, 冷, 带伞. The tools' names and descriptions are English, so the decision's embedder, across the two
+languages, puts a Chinese request near a tool by its places and dates: "北京的房价是多少" (the price of housing) and
+"今天查看北京的新闻" (the news) went to ``get_current_weather`` at p 0.69 and 0.81 (BFCL's real users' no-call kind,
+tuning half, 2026-12-06) — :func:`off_topic`."""
+
+
+def off_topic(tool: MetonaToolDef, request: str) -> bool:
+    """A request in Chinese says nothing of the topic the tool's name holds (:data:`ZH_TOPICS`): the tool is not
+    called. On the tuning half every Chinese request whose possible answer calls such a tool says its topic."""
+    if not _CJK.search(request):
+        return False
+    words = _tool_words(tool.name)
+    topics = [t for t in ZH_TOPICS if any(w == t or w.startswith(t) for w in words)]
+    return bool(topics) and not any(ZH_TOPICS[t].search(request) for t in topics)
+
+
 def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_tools: int) -> bool:
     """A pick that searches the user's own things (:func:`searches_the_users`) for a request that speaks neither of
     the user (:func:`speaks_of_the_user`) nor of what the tool names (``named``, :func:`named_by`), among other

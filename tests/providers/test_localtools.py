@@ -3521,3 +3521,31 @@ def test_a_journey_from_a_place_to_itself_or_an_empty_required_list_is_made_up()
     }
     asked = [MetonaMessage(role="user", content="convert 'sungai long burger king' to coordinates", timestamp=1)]
     assert lt.made_up({"restaurant_id": "sungai_long_burger_king", "items": []}, params, asked) == ["items"]
+
+
+def test_a_chinese_request_that_says_nothing_of_a_tools_topic_is_not_its_call() -> None:
+    def off(name: str, text: str) -> bool:
+        return lt.off_topic(defs(tool(name))[0], text)
+
+    assert off("get_current_weather", "北京的房价是多少")  # the price of housing
+    assert off("get_current_weather", "今天查看北京的新闻")  # the news
+    assert not off("get_current_news", "今天查看北京的新闻")
+    for text in ("北京明天冷吗", "上海明天要带伞吗", "北京后天的天气如何？", "明天杭州会下雨吗"):
+        assert not off("get_current_weather", text), text  # the weather, by any of its words
+    assert not off("get_current_weather", "What's the price of housing in Beijing?")  # English: the embedder's
+    assert not off("maps_geocode", "北京的房价是多少")  # a tool of no listed topic
+    assert not off("flight_search", "帮我订一张去上海的机票") and not off("Movies_1_FindMovies", "周末有什么好看的片子")
+
+
+async def test_a_weather_tool_picked_for_a_chinese_question_of_house_prices_is_not_called() -> None:
+    ask = [{"role": "user", "content": "北京的房价是多少", "timestamp": 1}]
+    weather = {**tool("get_current_weather"), "description": "Retrieves the current weather for a location."}
+    runtime = ScriptedRuntime(['get_current_weather"'], ["北京的房价因区域而异。"])
+    response, _ = await run(runtime, request(messages=ask, tools=[weather]), FavouringEmbedder("get current"))
+    assert response.tool_calls is None and response.content == "北京的房价因区域而异。"
+    news = {**tool("get_current_news"), "description": "Retrieves the latest news for a location."}
+    asked = [{"role": "user", "content": "今天查看北京的新闻", "timestamp": 1}]
+    runtime = ScriptedRuntime(['get_current_weather"'], ['get_current_news"'], ['{"location": "北京"}'])
+    response, _ = await run(runtime, request(messages=asked, tools=[weather, news]), FavouringEmbedder("get"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("get_current_news", {"location": "北京"})]
+    assert runtime.payloads[1]["regex"] == lt.choice_regex(["get_current_news"])
