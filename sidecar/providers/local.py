@@ -712,6 +712,10 @@ class LocalAdapter(BaseAdapter):
             if statement is not None:  # a DELETE written for a tool that runs SELECTs: the tool that runs it
                 tool, choice = statement, statement.name
                 declared = tool.parameters.model_dump(mode="json", exclude_none=True)
+            point = localtools.takes_the_coordinates(tool, args, list(by_name.values()))
+            if point is not None:  # "22.54, 114.06" written as an address to look up: the point's own tool
+                (tool, args), choice = point, point[0].name
+                declared = tool.parameters.model_dump(mode="json", exclude_none=True)
             described = f"{tool.description}\n{system_text(request)}"  # what the tool and the host say of it
             if localtools.made_up(args, declared, request.messages, described):  # a name nobody gave: not guessed
                 return False

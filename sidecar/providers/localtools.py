@@ -3317,6 +3317,44 @@ def takes_the_statement(
     return fitting[0] if len(fitting) == 1 else None
 
 
+_A_POINT = re.compile(r"\s*[(（]?\s*(-?\d{1,2}(?:\.\d+)?)\s*[,，]\s*(-?\d{1,3}(?:\.\d+)?)\s*[)）]?\s*")
+
+
+def takes_the_coordinates(
+    tool: MetonaToolDef, args: dict[str, Any], tools: Sequence[MetonaToolDef]
+) -> tuple[MetonaToolDef, dict[str, Any]] | None:
+    """The offered tool that takes a point's latitude and longitude, and its arguments, where the model wrote the
+    point as ``tool``'s text: "坐标 22.54, 114.06 是什么地方？" offered the Google Maps server's tools went to
+    ``maps_geocode(address: "22.54, 114.06")`` (an address to look up); the point is ``maps_reverse_geocode``'s
+    (``latitude: 22.54, longitude: 114.06``). Only a value that is a point and nothing else, for a tool that takes
+    no coordinates, and one other offered tool whose required arguments are a latitude and a longitude (of several,
+    the one whose name is most like ``tool``'s: ``maps_reverse_geocode`` for ``maps_geocode``, not ``elevation``)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    if any(_COORDINATE_KEY.search(k) for k in schema.get("properties") or ()):
+        return None
+    points = [m for v in args.values() if isinstance(v, str) and (m := _A_POINT.fullmatch(v))]
+    if len(points) != 1:
+        return None
+    latitude, longitude = float(points[0].group(1)), float(points[0].group(2))
+    if abs(latitude) > 90 or abs(longitude) > 180:
+        return None
+    fitting = []
+    for other in tools:
+        required = other.parameters.model_dump(mode="json", exclude_none=True).get("required") or ()
+        lat = [k for k in required if re.search(r"lat", k, re.IGNORECASE)]
+        lon = [k for k in required if re.search(r"lon|lng", k, re.IGNORECASE)]
+        if other.name != tool.name and len(required) == 2 and len(lat) == 1 and len(lon) == 1:
+            fitting.append((other, {lat[0]: latitude, lon[0]: longitude}))
+    if len(fitting) > 1:  # several take a point (an elevation, a forecast): the one named like the tool written for
+
+        def kin(other: MetonaToolDef) -> int:
+            return sum(any(a[:5] == b[:5] for b in _tool_words(tool.name)) for a in _tool_words(other.name))
+
+        most = max(kin(other) for other, _ in fitting)
+        fitting = [pair for pair in fitting if most and kin(pair[0]) == most]
+    return fitting[0] if len(fitting) == 1 else None
+
+
 _ASKS_COORDINATES = re.compile(
     r"\b(?:what(?:'s|\s+(?:is|are|were|was))?|which|find|get|give\s+me|tell\s+me|look\s+up|show\s+me|need)\s+"
     r"(?:me\s+)?(?:the\s+)?(?:exact\s+|precise\s+|gps\s+|geographic(?:al)?\s+)?"

@@ -3549,3 +3549,29 @@ async def test_a_weather_tool_picked_for_a_chinese_question_of_house_prices_is_n
     response, _ = await run(runtime, request(messages=asked, tools=[weather, news]), FavouringEmbedder("get"))
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [("get_current_news", {"location": "北京"})]
     assert runtime.payloads[1]["regex"] == lt.choice_regex(["get_current_news"])
+
+
+ELEVATION = {**REVERSE_GEOCODE, "name": "elevation", "description": "Get elevation data for given coordinates."}
+
+
+def test_a_point_written_as_an_address_is_the_point_tools_call() -> None:
+    reverse, geocode, _ = tools = defs(REVERSE_GEOCODE, GEOCODE, ELEVATION)
+    point = {"latitude": 22.54, "longitude": 114.06}
+    for written in ("22.54, 114.06", "(22.54，114.06)", " 22.54,114.06 "):
+        assert lt.takes_the_coordinates(geocode, {"address": written}, tools) == (reverse, point), written
+    for address in ("Shenzhen", "hotpot near 22.54, 114.06", "95, 200", "1600 Amphitheatre Parkway"):
+        assert lt.takes_the_coordinates(geocode, {"address": address}, tools) is None, address
+    assert lt.takes_the_coordinates(reverse, {"latitude": "22.54, 114.06"}, tools) is None  # takes coordinates
+    pricing = defs({**tool("calculate_dynamic_pricing", "geolocation"), "description": "Price by location."})
+    assert lt.takes_the_coordinates(pricing[0], {"geolocation": "34.0522, -118.2437"}, pricing) is None
+    unlike = defs(GEOCODE, ELEVATION, {**ELEVATION, "name": "weather_forecast"})
+    assert lt.takes_the_coordinates(unlike[0], {"address": "22.54, 114.06"}, unlike) is None  # neither is its kin
+
+
+async def test_a_point_asked_about_as_an_address_is_called_on_the_reverse_lookup() -> None:
+    ask = [{"role": "user", "content": "坐标 22.54, 114.06 是什么地方？", "timestamp": 1}]
+    runtime = ScriptedRuntime(['maps_geocode"'], ['{"address": "22.54, 114.06"}'])
+    tools = [REVERSE_GEOCODE, GEOCODE, ELEVATION]
+    response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("maps geocode"))
+    called = [(c.name, c.args) for c in response.tool_calls or ()]
+    assert called == [("maps_reverse_geocode", {"latitude": 22.54, "longitude": 114.06})]
