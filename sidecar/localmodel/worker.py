@@ -50,6 +50,12 @@ CONTENT_REPEATS = 128
 """Repeats of any other unit of 1–16 characters that end a generation: far more than legitimate content repeats a
 short unit (a Markdown table's ``| --- ``, a checklist's ``- [ ] ``, a CSV row of zeros), and a runaway number
 (``1000000…``) is caught here too."""
+DIGIT_REPEATS = 24
+"""Repeats of a unit of two or more different digits only (``1234567890``) that end a generation: a string of digits
+that starts over. At :data:`CONTENT_REPEATS` a promo code the model made up, ``"1234567890" * 128``, ran ~1,300
+digit tokens before it was stopped (867 s for one tool call on 2 cores under load, BFCL's real users' no-call kind,
+a tuning case, 2026-12-06); a number of any length the user gives seldom repeats one run of digits even a few
+times (a test card's ``4242 4242 4242 4242`` is eight)."""
 MAX_UNIT = 16
 LONG_REPEATS = 16
 """Repeats of a longer unit (17–:data:`MAX_LONG_UNIT` characters, not itself a repeat of a shorter one) that end a
@@ -77,7 +83,8 @@ class LoopGuard:
     """Tells when a generation has fallen into a loop: its output ends with the same unit of 1–16 characters
     repeated :data:`EXPRESSION_REPEATS` times when the unit is a piece of arithmetic (``17.5 * 60 / 60 / 60 …``,
     seen in the 0.5B model's tool arguments: greedy decoding never leaves such a loop, and it ran to the token
-    limit), else :data:`CONTENT_REPEATS` times (a file's content legitimately repeats a short unit a few dozen
+    limit), :data:`DIGIT_REPEATS` times when it is a run of different digits (``1234567890…``), else
+    :data:`CONTENT_REPEATS` times (a file's content legitimately repeats a short unit a few dozen
     times: eight repeats ended a Markdown table's separator row), or with a longer unit repeated
     :data:`LONG_REPEATS` times. A job's ``stop_on_loop`` ends its generation
     there (``finish``: ``loop``)."""
@@ -103,7 +110,12 @@ class LoopGuard:
             return False
         if size > 1 and len(set(unit)) == 1:
             return False  # "----": counted once, as a unit of one character
-        need = EXPRESSION_REPEATS if size > 1 and _EXPRESSION.match(unit) else CONTENT_REPEATS
+        if size > 1 and _EXPRESSION.match(unit):
+            need = EXPRESSION_REPEATS
+        elif size > 1 and unit.isdigit():
+            need = DIGIT_REPEATS  # a run of digits that starts over
+        else:
+            need = CONTENT_REPEATS
         return repeats_at_end(self.tail, size, need) >= need
 
 

@@ -3,7 +3,14 @@ arithmetic eight times in a row is stopped; content that repeats a short unit is
 
 from __future__ import annotations
 
-from sidecar.localmodel.worker import CONTENT_REPEATS, EXPRESSION_REPEATS, LONG_REPEATS, LOOP_TAIL, LoopGuard
+from sidecar.localmodel.worker import (
+    CONTENT_REPEATS,
+    DIGIT_REPEATS,
+    EXPRESSION_REPEATS,
+    LONG_REPEATS,
+    LOOP_TAIL,
+    LoopGuard,
+)
 
 
 def feed(pieces: list[str]) -> int | None:
@@ -53,3 +60,16 @@ def test_a_list_that_starts_over_is_a_loop_and_long_repeated_lines_of_a_document
     rows = "".join(f"| {i} | TBD | TBD |\n" for i in range(40))  # numbered rows: no long unit repeats
     assert feed(["| n | a | b |\n|---|---|---|\n", rows]) is None
     assert feed(["0,0,0,0,0,0,0,0,0,0\n" * 12, "| | | |\n" * 12]) is None  # a dozen rows of zeros, empty rows
+
+
+def test_a_run_of_digits_that_starts_over_is_a_loop_long_before_other_content() -> None:
+    """A made-up promo code, ``"1234567890" * 128``, ran ~1,300 digit tokens (867 s) before the content bar."""
+    start = '{"location": "Rua Explosao, 8899", "promo_code": "'
+    assert feed([start, *["1234567890"] * (DIGIT_REPEATS - 1)]) is None
+    assert feed([start, *list("1234567890" * DIGIT_REPEATS)]) == len("1234567890") * DIGIT_REPEATS  # a digit a token
+    assert feed([start, "4242 4242 4242 4242", '"}']) is None  # a test card number
+    assert (
+        feed(['{"n": "', "42" * 8, '"}']) is None
+        and feed(["3.14159265358979323846264338327950288419716939937510"]) is None
+    )
+    assert feed(['{"top_k": 1', "0" * (CONTENT_REPEATS - 1)]) is None  # one digit: the content bar, as before
