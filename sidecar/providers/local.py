@@ -696,6 +696,15 @@ class LocalAdapter(BaseAdapter):
                     step = await self._generate({**payload, "json_schema": stated}, keep, asm)
                     steps.append(step)
                     parsed, finish = localtools.read_arguments("".join(written), step.get("finish"))
+            looped = (
+                localtools.looping_list("".join(written), planned or schema, declared) if finish == "loop" else None
+            )
+            if parsed is None and looped is not None:  # an optional list that starts over: once more without it
+                written.clear()
+                shorter = localtools.without_argument(planned or schema, looped)
+                step = await self._generate({**payload, "json_schema": shorter}, keep, asm)
+                steps.append(step)
+                parsed, finish = localtools.read_arguments("".join(written), step.get("finish"))
             if parsed is None:  # cut short (the token limit, the loop guard, a runaway number): told, then answered
                 await asm.text(localtools.cut_notice(choice, finish, request.messages, budget) + "\n\n")
                 return False

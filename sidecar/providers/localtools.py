@@ -2223,6 +2223,33 @@ def read_arguments(text: str, finish: object) -> tuple[dict[str, Any] | None, ob
     return parsed, finish
 
 
+_OPENED_LIST = re.compile(r'"((?:[^"\\]|\\.)+)"\s*:\s*\[')
+
+
+def looping_list(text: str, schema: dict[str, Any], declared: dict[str, Any]) -> str | None:
+    """The optional list argument the arguments ``text``, ended by the loop guard, was still writing: the key of the
+    last list opened and never closed, when the tool (``declared``) does not require it and ``schema`` (what was
+    decoded) declares it a list at the top. "How's the air in Delhi right now? It's at 28.61, 77.21" offered
+    open-meteo's ``air_quality`` got ``current: ["pm2_5", "pm10", "ozone", "nitrogen_dioxide", "pm2_5", …]`` until
+    the guard stopped it, and the call was dropped (a request of this project's own MCP tuning cases, 2026-12-06):
+    the arguments are written once more without that list, whose default applies. A looping required argument, or
+    any other value (a made-up code of digits), is the call the model was lost in: dropped, the user told."""
+    opened = list(_OPENED_LIST.finditer(text))
+    if not opened:
+        return None
+    last = opened[-1]
+    key = last.group(1)
+    spec = (schema.get("properties") or {}).get(key) or {}
+    if key in (declared.get("required") or ()) or spec.get("type") != "array":
+        return None
+    depth = 0
+    for char in text[last.end() :]:  # still open: no "]" closes it (strings aside)
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth < 0:
+            return None
+    return key
+
+
 def stated_only(
     schema: dict[str, Any], declared: dict[str, Any], numbers: Sequence[int | float]
 ) -> dict[str, Any] | None:

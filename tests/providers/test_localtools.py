@@ -3575,3 +3575,52 @@ async def test_a_point_asked_about_as_an_address_is_called_on_the_reverse_lookup
     response, _ = await run(runtime, request(messages=ask, tools=tools), FavouringEmbedder("maps geocode"))
     called = [(c.name, c.args) for c in response.tool_calls or ()]
     assert called == [("maps_reverse_geocode", {"latitude": 22.54, "longitude": 114.06})]
+
+
+AIR_QUALITY = {
+    **tool("air_quality"),
+    "description": "Get air quality forecast data including PM2.5, PM10, ozone.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            **_COORDINATES["properties"],
+            "current": {"type": "array", "items": {"type": "string", "description": "a"}, "description": "Variables."},
+            "codes": {"type": "array", "items": {"type": "string", "description": "a"}, "description": "Codes."},
+        },
+        "required": ["latitude", "longitude"],
+    },
+}
+
+
+def test_the_optional_list_a_looping_call_was_writing() -> None:
+    params = defs(AIR_QUALITY)[0].parameters.model_dump(mode="json", exclude_none=True)
+    looped = '{"latitude": 28.61, "longitude": 77.21, "current": ["pm2_5", "pm10", "ozone", "pm2_5", "pm10"'
+    assert lt.looping_list(looped, params, params) == "current"
+    assert lt.looping_list('{"current": ["pm10"], "codes": ["a", "b", "a", "b"', params, params) == "codes"
+    assert lt.looping_list('{"latitude": 1, "current": ["pm10"], "x": "12341234', params, params) is None  # closed
+    required = {**params, "required": ["latitude", "longitude", "current"]}
+    assert lt.looping_list(looped, required, required) is None  # the call itself loops: dropped
+    assert lt.looping_list('{"latitude": 28.61', params, params) is None
+
+
+async def test_an_optional_list_that_starts_over_is_left_out_and_the_call_made() -> None:
+    """ "How's the air in Delhi right now? It's at 28.61, 77.21": the air-quality call's optional ``current`` list
+    repeated its four items until the loop guard stopped it, and the call was dropped."""
+    ask = [{"role": "user", "content": "How's the air in Delhi right now? It's at 28.61, 77.21", "timestamp": 1}]
+    looped = '{"latitude": 28.61, "longitude": 77.21, "current": ["pm2_5", "pm10", "pm2_5", "pm10"'
+
+    class Looping(ScriptedRuntime):
+        async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
+            done = await super().generate(payload, on_delta, model_path=model_path)
+            return {**done, "finish": "loop"} if len(self.payloads) == 2 else done
+
+    runtime = Looping(['air_quality"'], [looped], ['{"latitude": 28.61, "longitude": 77.21}'])
+    response, _ = await run(runtime, request(messages=ask, tools=[AIR_QUALITY]), FavouringEmbedder("air"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [
+        ("air_quality", {"latitude": 28.61, "longitude": 77.21})
+    ]
+    assert "current" not in runtime.payloads[2]["json_schema"]["properties"]
+    runtime = Looping(['air_quality"'], ['{"latitude": 28.61, "longitude": 77.2121212121'], ["It is fine."])
+    response, _ = await run(runtime, request(messages=ask, tools=[AIR_QUALITY]), FavouringEmbedder("air"))
+    assert not response.tool_calls  # a loop elsewhere: dropped, the user told
+    assert response.content.startswith(lt.cut_notice("air_quality", "loop", request(messages=ask).messages))
