@@ -640,7 +640,8 @@ class LocalAdapter(BaseAdapter):
                 return True
             return False
         if localtools.opposed(tool, request.messages):  # "log out" offered a login: the opposite of what is asked
-            return False
+            others = [t for t in tools if not localtools.opposed(t, request.messages)] if first else []
+            return bool(others) and await self._tool_step(request, others, asm, steps, in_order=False)
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
         said = localtools.clause_of(asked, localtools.request_paths(request.messages)) if on_a_file else asked
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(said))

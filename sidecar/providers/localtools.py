@@ -436,6 +436,30 @@ stuck" for ``unlock_door``), so no mute, follow, subscribe, block, lock, install
 upload/download, import/export, min/max, internal/external, arrival/departure, open/close, start/stop."""
 
 
+_COMMANDED = re.compile(r"\s*(?:(?:please|pls|kindly|(?:can|could|would) you|go ahead and)\s+)*([A-Za-z]+)\b", re.I)
+
+
+def _undoes(tool: MetonaToolDef, asked: str) -> bool:
+    """The request commands a verb (its first word, after "please", "can you") that the tool undoes: its name, or
+    the first word of its description, is that verb with "un" before it — "Stage README.md and setup.py in
+    ~/code/tool" offered mcp-server-git's ``git_reset`` ("Unstages all staged changes"; a request of this project's
+    own MCP tuning cases, 2026-12-06), "Follow @ana" → ``unfollow_user``, "Install numpy" → ``uninstall_package``.
+    Not when the request says the un-verb too, nor a request that describes rather than commands ("I'm on mute")."""
+    command = _COMMANDED.match(asked)
+    if command is None:
+        return False
+    verb = command.group(1).lower()
+    said = _words(asked)
+    first = (tool.description or "").split()[:1]
+    for word in [*_tool_words(tool.name), *(w.lower().strip(".,:;") for w in first)]:
+        if not word.startswith("un") or len(word) < 6:
+            continue
+        undone = word[2:]
+        if verb in (undone, undone.removesuffix("s"), undone.removesuffix("es")) and word not in said:
+            return "un" + verb not in said and not any(w.startswith("un" + verb) for w in said)
+    return False
+
+
 def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     """The tool does the opposite of what the current request asks, by the words of its name (:func:`_tool_words`,
     adjacent ones joined: ``auth_log_in`` is a login) and :data:`_OPPOSITES`: "I'd like to log out" offered
@@ -446,6 +470,8 @@ def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     words = _tool_words(tool.name)
     name = {*words, *(a + b for a, b in itertools.pairwise(words))}  # auth_log_in: login
     asked = question(messages)
+    if _undoes(tool, asked):
+        return True
     for a, b in _OPPOSITES:
         for (mine, _, speaks_of_it), (theirs, asks_for_that, _) in ((a, b), (b, a)):
             if name & mine and not name & theirs and asks_for_that.search(asked) and not speaks_of_it.search(asked):

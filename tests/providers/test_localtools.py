@@ -3624,3 +3624,32 @@ async def test_an_optional_list_that_starts_over_is_left_out_and_the_call_made()
     response, _ = await run(runtime, request(messages=ask, tools=[AIR_QUALITY]), FavouringEmbedder("air"))
     assert not response.tool_calls  # a loop elsewhere: dropped, the user told
     assert response.content.startswith(lt.cut_notice("air_quality", "loop", request(messages=ask).messages))
+
+
+GIT_ADD = {**tool("git_add", "repo_path"), "description": "Adds file contents to the staging area"}
+GIT_RESET = {**tool("git_reset", "repo_path"), "description": "Unstages all staged changes"}
+
+
+def test_a_command_the_tool_undoes_is_its_opposite() -> None:
+    def opposed(definition: dict[str, Any], text: str) -> bool:
+        return lt.opposed(defs(definition)[0], [MetonaMessage(role="user", content=text, timestamp=1)])
+
+    assert opposed(GIT_RESET, "Stage README.md and setup.py in ~/code/tool")  # by its description's first word
+    assert opposed(tool("unfollow_user"), "Follow @ana please") and opposed(tool("uninstall_package"), "Install numpy")
+    assert opposed(tool("unlock_door"), "Can you lock the front door?")
+    assert not opposed(GIT_RESET, "ugh, unstage everything in ~/code/notes, I added the wrong files")
+    assert not opposed(tool("unfollow_user"), "Please unfollow @ana")
+    assert not opposed(tool("unmute"), "I'm on mute, fix it")  # a state described, no command
+    assert not opposed(GIT_ADD, "Stage README.md") and not opposed(tool("update_record"), "Update the record")
+
+
+async def test_a_pick_that_undoes_what_is_asked_is_decided_again_without_it() -> None:
+    ask = [{"role": "user", "content": "Stage README.md and setup.py in ~/code/tool", "timestamp": 1}]
+    called = '{"repo_path": "~/code/tool"}'
+    runtime = ScriptedRuntime(['git_reset"'], ['git_add"'], [called])
+    response, _ = await run(runtime, request(messages=ask, tools=[GIT_RESET, GIT_ADD]), FavouringEmbedder("git"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("git_add", {"repo_path": "~/code/tool"})]
+    assert "git_add" in runtime.payloads[1]["regex"] and "git_reset" not in runtime.payloads[1]["regex"]
+    runtime = ScriptedRuntime(['git_reset"'], ["Run git add README.md setup.py."])
+    response, _ = await run(runtime, request(messages=ask, tools=[GIT_RESET]), FavouringEmbedder("git"))
+    assert response.tool_calls is None and response.content == "Run git add README.md setup.py."
