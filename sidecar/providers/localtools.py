@@ -3576,6 +3576,44 @@ def _an_untold_date(value: Any, text: str, stated: Sequence[int | float]) -> boo
     return not parts & (digits | {int(n) for n in stated if float(n).is_integer()})
 
 
+def _an_untold_year(key: str, value: Any, text: str, stated: Sequence[int | float]) -> bool:
+    """A year (an argument whose name says year: ``year``, ``release_year``) the conversation ``text`` neither states
+    nor says when of (:data:`_WHEN_WORDS`: "this year", "last year", "current"): "What is the highest grossing movie
+    of all time?" offered a movie search → ``title: "none", year: 1977`` (BFCL's no-call kind, tuning half,
+    2026-12-06) — :func:`_an_untold_date` for a bare year. Not where the conversation names something (a capitalised
+    word within a sentence: "Find the movie Titanic" → ``year: 1997``, what is known of it)."""
+    if "year" not in _name_words(key) and not key.lower().endswith("year"):
+        return False
+    number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None or not 1000 <= number <= 2999 or _WHEN_WORDS.search(text):
+        return False
+    if any(_PROPER_NOUN.search(line.strip()) for line in text.splitlines()):
+        return False  # "Find the movie Titanic" → 1997: a named thing's year, recalled
+    digits = {int(d) for d in _DIGITS.findall(text.translate(_ASCII_DIGITS))}
+    return number not in digits and number not in {int(n) for n in stated if float(n).is_integer()}
+
+
+_NO_VALUE = frozenset(
+    ("none", "n/a", "na", "unknown", "null", "nil", "tbd", "tba", "unspecified", "undefined", "not specified",
+     "not provided", "not given", "not available", "not applicable")
+)  # fmt: skip
+
+
+def _no_value(value: Any, spec: dict[str, Any], said: str) -> bool:
+    """A required string the model wrote as the absence of a value ("none", "N/A", "unknown", "not specified") that
+    the argument offers no such choice of (not its enum's, its default, nor its description's words) and the
+    conversation (``said``, lower case) does not say: "What is the highest grossing movie of all time?" → ``title:
+    "none"``. The possible answers of the tuning half hold such values only for optional arguments (a command's
+    ``unit: "N/A"``, a default's "Not specified")."""
+    if not isinstance(value, str) or " ".join(value.lower().split()) not in _NO_VALUE:
+        return False
+    word = " ".join(value.lower().split())
+    offered = [*(str(v).lower() for v in spec.get("enum") or ()), str(spec.get("default", "")).lower()]
+    return word not in offered and word not in str(spec.get("description") or "").lower() and word not in said
+
+
 _ORDINAL_WORDS = re.compile(
     r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|\w+teenth|twentieth|"
     r"thirtieth|twenty[\s-]\w+|thirty[\s-]first)\b",
@@ -3671,6 +3709,9 @@ def made_up(
         ]
     if not _ORDINAL_WORDS.search(everything):  # a date where nothing says when ("Get me tickets to see Toto.")
         out += [k for k in sorted(required & set(args)) if k not in out and _an_untold_date(args[k], everything, given)]
+        out += [
+            k for k in sorted(required & set(args)) if k not in out and _an_untold_year(k, args[k], everything, given)
+        ]
     written = _said_text(messages).lower()  # every turn's results: a token an earlier lookup gave is not made up
     out += [k for k in sorted(required & set(args)) if _names_a_file(k) and _unnamed_file(args[k], said, written)]
     formulas = [  # a date is no formula (:func:`_an_untold_date` judges it)
@@ -3687,6 +3728,10 @@ def made_up(
     out += [k for k in sorted(args) if k not in out and _untold_secret(k, args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _placeholder(args[k], written)]
     out += [k for k in sorted(required & set(args)) if k not in out and _hollow(args[k], said)]
+    lowered = everything.lower()
+    out += [
+        k for k in sorted(required & set(args)) if k not in out and _no_value(args[k], _spec(parameters, k), lowered)
+    ]
     out += [k for k in both_ends(args) if k not in out]
     out += [k for k in sorted(required & set(args)) if k not in out and _none_listed(k, args[k], said)]
     told = f"{everything}\n{known}"  # what an id may be written in: the conversation, the tool, the host

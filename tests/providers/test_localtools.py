@@ -3653,3 +3653,31 @@ async def test_a_pick_that_undoes_what_is_asked_is_decided_again_without_it() ->
     runtime = ScriptedRuntime(['git_reset"'], ["Run git add README.md setup.py."])
     response, _ = await run(runtime, request(messages=ask, tools=[GIT_RESET]), FavouringEmbedder("git"))
     assert response.tool_calls is None and response.content == "Run git add README.md setup.py."
+
+
+def test_a_year_nobody_said_and_a_value_written_as_none_are_made_up() -> None:
+    """ "What is the highest grossing movie of all time?" offered a movie search → ``title: "none", year: 1977``."""
+    params = {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "description": "Movie title"},
+            "year": {"type": "integer", "description": "Release year"},
+        },
+        "required": ["title", "year"],
+    }
+
+    def made_up(args: dict[str, Any], text: str) -> list[str]:
+        return lt.made_up(args, params, [MetonaMessage(role="user", content=text, timestamp=1)])
+
+    assert made_up({"title": "none", "year": 1977}, "What is the highest grossing movie of all time?") == [
+        "year",
+        "title",
+    ]
+    assert made_up({"title": "Titanic", "year": 1997}, "Find Titanic from 1997") == []
+    assert made_up({"title": "Titanic", "year": 1997}, "Find the movie Titanic") == []  # a named thing's year
+    assert made_up({"title": "Titanic", "year": 2026}, "find the movie titanic from this year") == []
+    assert made_up({"title": "N/A", "year": 1997}, "a movie from 1997, title n/a") == []  # said
+    with_choice = {**params, "properties": {**params["properties"], "title": {"type": "string", "enum": ["none"]}}}
+    assert lt._no_value("none", with_choice["properties"]["title"], "") is False  # a choice it offers
+    assert lt._no_value("Not specified", {"type": "string", "default": "Not specified"}, "") is False
+    assert lt._no_value("unknown", {"type": "string", "description": "A name."}, "") is True
