@@ -121,9 +121,16 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def load_cases(data: Path, kinds: list[str], split: str, per_kind: int, skip: int = 0) -> list[dict[str, Any]]:
+def load_cases(
+    data: Path, kinds: list[str], split: str, per_kind: int, skip: int = 0, own: Path | None = None
+) -> list[dict[str, Any]]:
+    """Each kind's cases of ``split``: BFCL's, and the registry MCP set's for the ``mcp-`` kinds — or, ``own`` given,
+    every case of that file (a set of one's own in the MCP set's format: all of it tuning, none held out)."""
     cases = []
-    mcp = [r for r in _rows(MCP_SET) if held_out(r["id"]) == (split == "heldout")] if MCP_SET.is_file() else []
+    if own is not None:
+        mcp = _rows(own)
+    else:
+        mcp = [r for r in _rows(MCP_SET) if held_out(r["id"]) == (split == "heldout")] if MCP_SET.is_file() else []
     for kind in kinds:
         if kind in MCP_KINDS:
             pool = [{**r, "kind": kind, "truth": r["ground_truth"]} for r in mcp if f"mcp-{r['kind']}" == kind]
@@ -318,7 +325,9 @@ async def main_async(args: argparse.Namespace) -> int:
         os.environ["BENCH_ARGUMENTS"] = "1"  # the arguments step runs (bench_tool_decision skips it otherwise)
     data = fetch()
     kinds = args.kinds.split(",")
-    cases = load_cases(data, kinds, args.split, args.per_kind, args.skip)
+    if args.cases and args.split == "heldout":
+        raise SystemExit("--cases is a tuning set of one's own: it has no held-out half")
+    cases = load_cases(data, kinds, args.split, args.per_kind, args.skip, Path(args.cases) if args.cases else None)
     if args.only:
         only = set(args.only.split(","))
         cases = [c for c in cases if c["id"] in only]
@@ -391,6 +400,10 @@ def main() -> int:
         help="options.arguments_model: who writes the arguments (always: the 1.5B model, whatever the memory)",
     )  # fmt: skip
     parser.add_argument("--show", action="store_true", help="print each case's request and possible answer")
+    parser.add_argument(
+        "--cases", help="a JSONL of one's own cases in tool-generalisation-v1's format, run for the mcp- kinds in "
+        "place of the registry set (all of them: a tuning set, e.g. datasets/mcp-requests-own-v1/cases.jsonl)",
+    )  # fmt: skip
     return anyio.run(main_async, parser.parse_args())
 
 
