@@ -50,12 +50,12 @@ CONTENT_REPEATS = 128
 """Repeats of any other unit of 1–16 characters that end a generation: far more than legitimate content repeats a
 short unit (a Markdown table's ``| --- ``, a checklist's ``- [ ] ``, a CSV row of zeros), and a runaway number
 (``1000000…``) is caught here too."""
-DIGIT_REPEATS = 24
+DIGIT_REPEATS = 48
 """Repeats of a unit of two or more different digits only (``1234567890``) that end a generation: a string of digits
 that starts over. At :data:`CONTENT_REPEATS` a promo code the model made up, ``"1234567890" * 128``, ran ~1,300
 digit tokens before it was stopped (867 s for one tool call on 2 cores under load, BFCL's real users' no-call kind,
-a tuning case, 2026-12-06); a number of any length the user gives seldom repeats one run of digits even a few
-times (a test card's ``4242 4242 4242 4242`` is eight)."""
+a tuning case, 2026-12-06); digits the user asks for seldom repeat one run so often (a test card's ``4242 4242
+4242 4242`` is eight; 1/7 to 150 places, 25 of ``142857``; a 64-bit alternating mask, 32 of ``10``)."""
 MAX_UNIT = 16
 LONG_REPEATS = 16
 """Repeats of a longer unit (17–:data:`MAX_LONG_UNIT` characters, not itself a repeat of a shorter one) that end a

@@ -697,9 +697,8 @@ class LocalAdapter(BaseAdapter):
                     step = await self._generate({**payload, "json_schema": stated}, keep, asm)
                     steps.append(step)
                     parsed, finish = localtools.read_arguments("".join(written), step.get("finish"))
-            looped = (
-                localtools.looping_list("".join(written), planned or schema, declared) if finish == "loop" else None
-            )
+            cut = "".join(written)
+            looped = localtools.looping_list(cut, planned or schema, declared, said) if finish == "loop" else None
             if parsed is None and looped is not None:  # an optional list that starts over: once more without it
                 written.clear()
                 shorter = localtools.without_argument(planned or schema, looped)

@@ -73,3 +73,12 @@ def test_a_run_of_digits_that_starts_over_is_a_loop_long_before_other_content() 
         and feed(["3.14159265358979323846264338327950288419716939937510"]) is None
     )
     assert feed(['{"top_k": 1', "0" * (CONTENT_REPEATS - 1)]) is None  # one digit: the content bar, as before
+
+
+def test_digits_a_user_asks_for_are_no_loop() -> None:
+    """A review's inputs (2026-12-06): patterned digits a user may ask for, under the digit bar."""
+    one_seventh = "0." + "142857" * 25  # 1/7 to 150 places
+    assert feed(['{"content": "', one_seventh, '"}']) is None
+    assert feed(['{"mask": "', "10" * 32, '"}']) is None  # a 64-bit alternating mask
+    assert feed(['{"content": "', "0123456789" * 30, '"}']) is None  # test data
+    assert feed(['{"bits": "', "0110" * 40, '"}']) is None

@@ -2814,14 +2814,15 @@ async def test_a_chinese_request_that_gives_its_amounts_is_computed_where_the_mo
     runtime = ScriptedRuntime(['notes_search"'], ['{"expression": "9000 * 12 * 30%"}'], score=unsure)
     tools = [NOTES_SEARCH, calculator.model_dump(mode="json", exclude_none=True)]
     response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), Weak())
-    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 30%"})]
+    computed = [("calculator", {"expression": "9000 * 12 * 0.3"})]  # a stated percentage multiplied by: its fraction
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == computed
     runtime = ScriptedRuntime(['notes_search"'], ['{"query": "报价 450 520"}'], score=unsure)
     asked = request(messages=_asking("我的笔记里写的那两个报价，450 和 520，是哪家的？"), tools=tools)
     response, _ = await run(runtime, asked, Weak())
     assert [c.name for c in response.tool_calls or ()] == ["notes_search"]  # no quantity asked: the notes it names
     runtime = ScriptedRuntime(['calculator"'], ['{"expression": "9000 * 12 * 30%"}'], score=unsure)
     response, _ = await run(runtime, request(messages=_asking(ask), tools=tools), Weak())  # its own pick: near too
-    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("calculator", {"expression": "9000 * 12 * 30%"})]
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == computed
     assert lt.arithmetic(ask) and not lt.arithmetic("我的笔记里写的那两个报价，450 和 520，是哪家的？")
 
 
@@ -3372,8 +3373,10 @@ def test_a_percentage_within_a_formula_is_its_fraction() -> None:
 
     assert written("17% * 2340", "What's 17% of 2,340?") == "0.17 * 2340"
     assert written("2340*17%", "17 percent of 2340") == "2340*0.17"
-    assert written("(1 + 5%) ** 10 * 100", "100 at 5% a year for 10 years") == "(1 + 0.05) ** 10 * 100"
     assert written("12.5% * 80", "12.5% of 80") == "0.125 * 80"
+    assert written("2340 * 17 %", "2340的17%是多少") == "2340 * 0.17"
+    for left in ("(1 + 5%) ** 10 * 100", "250 + 5%", "5%"):  # not multiplied by: the calculator's own rules
+        assert written(left, "100 at 5% a year, add 5%, set it to 5%") == left
     assert written("17 % 5", "17% 5") == "17 % 5"  # an operand follows: a remainder
     assert written("30% * 50", "What's 17% of 2,340?") == "30% * 50"  # not a percentage the request states
     takes = {"type": "object", "properties": {"expression": {"type": "string", "description": "Use % for percent."}}}
@@ -3495,10 +3498,15 @@ def test_a_journey_from_a_place_to_itself_or_an_empty_required_list_is_made_up()
         "origin_airport",
         "destination_airport",
     ]
-    assert lt.both_ends({"_from": "Portland, OR", "to": "portland,  or"}) == ["_from", "to"]
+    assert lt.both_ends({"from_city": "Portland, OR", "to_city": "portland,  or"}) == ["from_city", "to_city"]
     assert lt.both_ends({"source_timezone": "Asia/Tokyo", "target_timezone": "Asia/Tokyo", "time": "15:00"})
+    assert lt.both_ends({"origin": "Boston", "destination": "Boston"}) == ["origin", "destination"]
     for apart in (
-        {"_from": "Portland, OR", "to": "Seattle, WA"},
+        {"from_city": "Portland, OR", "to_city": "Seattle, WA"},
+        {"from": "me@example.com", "to": "me@example.com"},  # an e-mail to oneself: bare from/to
+        {"start": "tomorrow", "end": "tomorrow"},
+        {"start_location": "Central Park", "end_location": "Central Park"},  # a run that ends where it starts
+        {"origin": "Seattle", "destination": "Seattle", "waypoints": ["Tacoma"]},  # a loop with stops
         {"start_date": "2023-04-12", "end_date": "2023-04-12"},  # picked up and returned on one day
         {"start": "2023-04-12 10:00", "end": "2023-04-12 10:00"},
         {"start_index": "5", "end_index": "5"},
@@ -3507,6 +3515,8 @@ def test_a_journey_from_a_place_to_itself_or_an_empty_required_list_is_made_up()
         {"origins": ["Boston"], "destinations": ["Boston"]},
     ):
         assert lt.both_ends(apart) == [], apart
+    for qualifier in ("tags", "attendees", "args", "labels", "cc", "filters", "songs"):  # empty is their usual value
+        assert not lt._none_listed(qualifier, [], {"save", "a", "note", "buy", "milk"}), qualifier
     said = {"order", "from", "sungai", "long", "burger", "king", "no", "items", "yet"}
     assert lt._none_listed("items", [], {"convert", "sungai", "long", "burger", "king", "to", "coordinates"})
     assert not lt._none_listed("items", [], said)  # spoken of
@@ -3655,8 +3665,10 @@ async def test_a_pick_that_undoes_what_is_asked_is_decided_again_without_it() ->
     assert response.tool_calls is None and response.content == "Run git add README.md setup.py."
 
 
-def test_a_year_nobody_said_and_a_value_written_as_none_are_made_up() -> None:
-    """ "What is the highest grossing movie of all time?" offered a movie search → ``title: "none", year: 1977``."""
+def test_a_value_written_as_its_absence_is_made_up() -> None:
+    """ "What is the highest grossing movie of all time?" offered a movie search → ``title: "none", year: 1977``: the
+    title is no title (the year is let be: a year nobody said was tried and dropped on a review — "find the movie
+    titanic", a tax year meant as this one)."""
     params = {
         "type": "object",
         "properties": {
@@ -3669,15 +3681,80 @@ def test_a_year_nobody_said_and_a_value_written_as_none_are_made_up() -> None:
     def made_up(args: dict[str, Any], text: str) -> list[str]:
         return lt.made_up(args, params, [MetonaMessage(role="user", content=text, timestamp=1)])
 
-    assert made_up({"title": "none", "year": 1977}, "What is the highest grossing movie of all time?") == [
-        "year",
-        "title",
-    ]
-    assert made_up({"title": "Titanic", "year": 1997}, "Find Titanic from 1997") == []
-    assert made_up({"title": "Titanic", "year": 1997}, "Find the movie Titanic") == []  # a named thing's year
-    assert made_up({"title": "Titanic", "year": 2026}, "find the movie titanic from this year") == []
+    assert made_up({"title": "none", "year": 1977}, "What is the highest grossing movie of all time?") == ["title"]
+    assert made_up({"title": "Titanic", "year": 1997}, "find the movie titanic") == []
     assert made_up({"title": "N/A", "year": 1997}, "a movie from 1997, title n/a") == []  # said
+    assert made_up({"title": "none", "year": 1997}, "a movie from 1997, I don't know its title") == []  # negated
+    assert lt._no_value("none", {"type": "string"}, "book nopa for two, no special requests") is False
     with_choice = {**params, "properties": {**params["properties"], "title": {"type": "string", "enum": ["none"]}}}
     assert lt._no_value("none", with_choice["properties"]["title"], "") is False  # a choice it offers
     assert lt._no_value("Not specified", {"type": "string", "default": "Not specified"}, "") is False
     assert lt._no_value("unknown", {"type": "string", "description": "A name."}, "") is True
+
+
+def test_the_rules_of_a_statement_a_point_and_an_undoing_leave_a_reviews_right_calls_alone() -> None:
+    """Inputs a review wrote against the first versions (2026-12-06), each once refused or moved wrongly."""
+    read, write = defs(READ_QUERY, WRITE_QUERY)
+    chart = defs({**tool("create_chart", "query"), "description": "Create a chart from a query."})[0]
+    assert lt.takes_the_statement(chart, {"query": "SELECT month, total FROM sales"}, [chart, read, write]) is None
+    writing_cte = "WITH old AS (SELECT id FROM t WHERE d < 1) DELETE FROM t WHERE id IN (SELECT id FROM old)"
+    assert lt._statement_verb(writing_cte) == "DELETE" and lt._statement_verb("with love from Paris") is None
+    refusing = defs({**tool("run_query", "query"), "description": "Run SQL. INSERT, UPDATE and DELETE are rejected."})
+    explain = defs({**tool("explain_query", "query"), "description": "EXPLAIN a SELECT statement."})
+    assert lt.takes_the_statement(refusing[0], {"query": "SELECT 1 FROM t"}, [*refusing, *explain]) is None
+    forecast = defs({**REVERSE_GEOCODE, "name": "get_forecast"})[0]
+    printer = defs({**tool("print_document", "pages"), "description": "Print pages."})[0]
+    assert lt.takes_the_coordinates(printer, {"pages": "3.5, 5.5"}, [printer, forecast]) is None
+    route = defs(
+        {
+            **tool("route", "origin"),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "origin": {"type": "string", "description": "From."},
+                    "destination": {"type": "string", "description": "To."},
+                },
+                "required": ["origin", "destination"],
+            },
+        }
+    )[0]
+    reverse = defs(REVERSE_GEOCODE)[0]
+    assert (
+        lt.takes_the_coordinates(route, {"origin": "22.54, 114.06", "destination": "Futian"}, [route, reverse]) is None
+    )
+    nearby = defs(
+        {
+            **tool("search_nearby"),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    **_COORDINATES["properties"],
+                    "keyword": {"type": "string", "description": "What to find."},
+                },
+                "required": ["latitude", "longitude", "keyword"],
+            },
+        }
+    )[0]
+    asked = [MetonaMessage(role="user", content="Find the coordinates of the nearest gas station", timestamp=1)]
+    assert not lt.asks_its_inputs(nearby, asked)  # it takes more than the point
+    followed = [
+        MetonaMessage(role="user", content="I'm at 48.8584, 2.2945", timestamp=1),
+        MetonaMessage(role="assistant", content="Noted.", timestamp=2),
+        MetonaMessage(role="user", content="What are the coordinates in degrees, minutes and seconds?", timestamp=3),
+    ]
+    assert not lt.asks_its_inputs(reverse, followed)  # the numbers were given earlier
+    template = defs({**tool("render", "template"), "description": "Render a template."})[0]
+    assert not lt.asks_its_inputs(template, [MetonaMessage(role="user", content="坐标是多少", timestamp=1)])
+
+    def opposed(definition: dict[str, Any], text: str) -> bool:
+        return lt.opposed(defs(definition)[0], [MetonaMessage(role="user", content=text, timestamp=1)])
+
+    assert not opposed(tool("unread_notifications"), "Read my notifications")  # a state, not an undoing
+    assert not opposed(tool("list_unread_emails"), "Read my new emails")
+    assert not opposed(tool("lock_unlock_door"), "Lock the door")  # it does both
+    schema = {"type": "object", "properties": {"cc": {"type": "array"}, "filter": {"type": "object"}}}
+    named = '{"cc": ["ann@x.com", "bob@x.com", "ann@x.com", "bob@x.com"'
+    assert lt.looping_list(named, schema, schema, "cc ann@x.com and bob@x.com") is None  # the user's own list
+    nested = '{"filter": {"tags": ["a", "b", "a", "b"'
+    assert lt.looping_list(nested, {**schema, "properties": {**schema["properties"], "tags": {"type": "array"}}},
+                           schema, "x") is None  # fmt: skip
