@@ -439,6 +439,14 @@ upload/download, import/export, min/max, internal/external, arrival/departure, o
 _COMMANDED = re.compile(r"\s*(?:(?:please|pls|kindly|(?:can|could|would) you|go ahead and)\s+)*([A-Za-z]+)\b", re.I)
 
 
+_NOT_A_COMMAND = re.compile(
+    r"\b(?:back|off|undo|revert|roll|won'?t|doesn'?t|isn'?t|can'?t|broke|broken|stuck|away|stop|remove|not)\b"
+    r"|[-‐]\s*up\b",
+    re.IGNORECASE,
+)
+"""Words that make a request's first word something other than a command to do it: a state or an undoing ("Lock
+screen won't go away", "Install of numpy broke my env, roll it back", "Archive has my old chat… bring it back",
+"Follow-up on…"): :func:`_undoes` lets the tool be."""
 _UN_STATES = frozenset("unread unknown unseen unpaid unsent unused unsaved unsolved unsigned unlisted".split())
 
 
@@ -448,20 +456,23 @@ def _undoes(tool: MetonaToolDef, asked: str) -> bool:
     and setup.py in ~/code/tool" offered mcp-server-git's ``git_reset`` ("Unstages all staged changes"; a request of
     this project's own MCP tuning set, 2026-12-06), "Follow @ana" → ``unfollow_user``, "Install numpy" →
     ``uninstall_package``. Not when the request says the un-verb too, nor a request that describes rather than
-    commands ("I'm on mute"), nor a tool that does both (``lock_unlock_door``), nor an un-word that is a state
-    ("Read my notifications" offered ``unread_notifications``)."""
+    commands ("I'm on mute", "Lock screen won't go away": :data:`_NOT_A_COMMAND`), nor a tool that does both (its name
+    or description holds the verb too: ``lock_unlock_door``, "Uninstall or install a package"), nor an un-word that
+    is a state ("Read my notifications" offered ``unread_notifications``)."""
     command = _COMMANDED.match(asked)
-    if command is None:
+    if command is None or _NOT_A_COMMAND.search(asked):
         return False
     verb = command.group(1).lower()
     said = _words(asked)
-    words = _tool_words(tool.name.rsplit("__", 1)[-1])
-    leading = [*words[:1], *(w.lower().strip(".,:;") for w in (tool.description or "").split()[:1])]
+    name = _tool_words(tool.name.rsplit("__", 1)[-1])
+    described = tool.description or ""
+    both = re.search(rf"\b(?:{verb}\w*\s+or\s+un{verb}|un{verb}\w*\s+or\s+{verb})", described, re.IGNORECASE)
+    leading = [*name[:1], *(w.lower() for w in _WORD.findall(described)[:1])]
     for word in leading:
         if not word.startswith("un") or len(word) < 6 or word in _UN_STATES or word.endswith("ed"):
             continue
         undone = word[2:]
-        if verb not in (undone, undone.removesuffix("s"), undone.removesuffix("es")) or verb in words:
+        if verb not in (undone, undone.removesuffix("s"), undone.removesuffix("es")) or verb in name or both:
             continue
         return "un" + verb not in said and not any(w.startswith("un" + verb) for w in said)
     return False
@@ -1930,17 +1941,27 @@ ZH_TOPICS = {
     "weather": re.compile(
         r"天气|气温|温度|度|雨|雪|雹|晴|阴|云|风|雷|冷|热|暖|凉|穿|伞|湿|气候|台风|雾|霾|空气|紫外线|预报|气象|日出|日落|PM"
     ),
-    "news": re.compile(r"新闻|资讯|头条|消息|报道|时事|热点|快讯|大事|动态"),
+    "news": re.compile(r"新闻|资讯|头条|消息|报道|时事|热点|热搜|快讯|大事|动态|最近|近况|怎么样"),
     "stock": re.compile(r"股|行情|涨|跌|证券|基金|大盘|市值|市盈率|收盘|开盘|走势|交易|价格|钱"),
-    "flight": re.compile(r"航班|机票|飞机|飞|航空|登机|机场|延误|起飞|降落"),
+    "flight": re.compile(r"航班|机票|飞机|飞|航空|登机|机场|延误|起飞|降落|到|去|票"),
     "hotel": re.compile(r"酒店|宾馆|住宿|旅馆|民宿|客栈|房|入住|住"),
-    "movie": re.compile(r"电影|影片|片|影院|院线|上映|票房|导演|演员|评分|场次"),
+    "movie": re.compile(r"电影|影片|片|影院|院线|上映|票房|导演|演员|评分|场次|动画|作品|演|票"),
 }
 """What a request in Chinese says when it asks about a tool's topic (the word its name says it with, whole): a
 weather tool's 天气, 下雨, 冰雹, 带伞. The tools' names and descriptions are English, so the decision's embedder,
 across the two languages, puts a Chinese request near a tool by its places and dates: "今天查看北京的新闻" (the news)
 went to ``get_current_weather`` at p 0.81 (BFCL's real users' no-call kind, tuning half, 2026-12-06) —
 :func:`off_topic`."""
+ZH_NAMED_TOPICS = {
+    "weather": re.compile(r"天气|气温|下雨|下雪|预报|气象|台风"),
+    "news": re.compile(r"新闻|资讯|头条|时事|热点|快讯|热搜"),
+    "stock": re.compile(r"股票|股价|股市|行情|证券|基金|大盘|市值|市盈率|收盘|开盘"),
+    "flight": re.compile(r"航班|机票|飞机|航空|登机|机场"),
+    "hotel": re.compile(r"酒店|宾馆|住宿|旅馆|民宿|客栈|入住"),
+    "movie": re.compile(r"电影|影片|影院|院线|上映|票房|导演|演员"),
+}
+"""The words of two characters or more that name a topic of :data:`ZH_TOPICS` beyond doubt: what a request must say
+to name another topic than the tool's (not 钱, 价格, 住, 片: "外滩附近一晚多少钱" is a hotel's question)."""
 ZH_OTHER_TOPICS = re.compile(r"房价|楼盘|买房|租房|房租|二手房|餐厅|饭店|美食|菜谱|外卖|快递|物流|彩票|菜价")
 """Topics no tool of :data:`ZH_TOPICS` is named for, that a request may name instead ("北京的房价是多少": the price of
 housing, asked beside a weather tool at p 0.69, the same kind)."""
@@ -1958,8 +1979,8 @@ def off_topic(tool: MetonaToolDef, request: str) -> bool:
     topics = [t for t in ZH_TOPICS if t in words]
     if not topics or any(ZH_TOPICS[t].search(request) for t in topics):
         return False
-    others = [t for t in ZH_TOPICS if t not in topics]
-    return any(ZH_TOPICS[t].search(request) for t in others) or bool(ZH_OTHER_TOPICS.search(request))
+    others = [t for t in ZH_NAMED_TOPICS if t not in topics]
+    return any(ZH_NAMED_TOPICS[t].search(request) for t in others) or bool(ZH_OTHER_TOPICS.search(request))
 
 
 def not_the_users(tool: MetonaToolDef, named: set[str], request: str, offered_tools: int) -> bool:
@@ -2268,6 +2289,14 @@ def read_arguments(text: str, finish: object) -> tuple[dict[str, Any] | None, ob
 _OPENED_LIST = re.compile(r'"((?:[^"\\]|\\.)+)"\s*:\s*\[')
 
 
+_PEOPLE = frozenset(
+    "attendees attendee cc bcc to recipients recipient assignees assignee reviewers reviewer participants members "
+    "invitees guests users people emails contacts owners watchers followers mentions".split()
+)
+"""A list of people (those to invite, copy, assign): never left out of a call, whoever the user named them as ("with
+Ana and Raj" → their addresses)."""
+
+
 def looping_list(text: str, schema: dict[str, Any], declared: dict[str, Any], said: str = "") -> str | None:
     """The optional list argument the arguments ``text``, ended by the loop guard, was still writing: the key of the
     last list opened at the top of the object and never closed, when the tool (``declared``) does not require it,
@@ -2275,16 +2304,16 @@ def looping_list(text: str, schema: dict[str, Any], declared: dict[str, Any], sa
     (``said``) names. "How's the air in Delhi right now? It's at 28.61, 77.21" offered open-meteo's ``air_quality``
     got ``current: ["pm2_5", "pm10", "ozone", "nitrogen_dioxide", "pm2_5", …]`` until the guard stopped it, and the
     call was dropped (a request of this project's own MCP tuning set, 2026-12-06): the arguments are written once more
-    without that list, whose default applies. A list of things the user named (the people to copy, the labels to
-    set), a looping required argument, or any other value (a made-up code of digits) is not left out: the call is
-    dropped and the user told."""
+    without that list, whose default applies. A list of things the user named (the labels to set) or of people
+    (:data:`_PEOPLE`: attendees, cc, assignees, however the user named them), a looping required argument, or any
+    other value (a made-up code of digits) is not left out: the call is dropped and the user told."""
     opened = [m for m in _OPENED_LIST.finditer(text) if _depth(text[: m.start()]) == 1]
     if not opened:
         return None
     last = opened[-1]
     key = last.group(1)
     spec = (schema.get("properties") or {}).get(key) or {}
-    if key in (declared.get("required") or ()) or spec.get("type") != "array":
+    if key in (declared.get("required") or ()) or spec.get("type") != "array" or set(_name_words(key)) & _PEOPLE:
         return None
     rest = text[last.end() :]
     if _depth("[" + rest) <= 0:
@@ -3200,6 +3229,9 @@ def _hollow(value: Any, said: set[str]) -> bool:
 _WHAT_IS_ORDERED = frozenset("items products goods dishes skus".split())
 
 
+_EMPTIES = re.compile(r"\b(?:empty|clear|remove|delete|blank|new|reset)\b|清空|空|删除|移除|新建", re.IGNORECASE)
+
+
 def _none_listed(key: str, value: Any, said: set[str]) -> bool:
     """A required list of what the call orders (its name ends in items, products, goods, dishes, SKUs) written
     empty, whose name the conversation (``said``) does not speak of: nothing to order — "convert 'sungai long burger
@@ -3213,27 +3245,26 @@ def _none_listed(key: str, value: Any, said: set[str]) -> bool:
     return not any(_said(word, said) for word in words)
 
 
-_FROM_END = frozenset("origin from source src departure depart start pickup".split())
-_TO_END = frozenset("destination dest to target arrival arrive end dropoff".split())
+_FROM_END = frozenset("origin from source src departure depart start".split())
+_TO_END = frozenset("destination dest to target arrival arrive end".split())
 
 
 _PLACE_KINDS = frozenset(
-    "airport airports city cities station stations currency currencies language lang locale timezone tz zone "
-    "country port".split()
+    "airport airports station stations currency currencies language lang locale timezone tz zone".split()
 )
 _VIA = frozenset("via waypoint waypoints stop stops stopover stopovers layover layovers".split())
 
 
 def both_ends(args: dict[str, Any]) -> list[str]:
-    """The arguments of a journey's two ends, or a conversion's, that hold the same airport, city, station, currency,
+    """The arguments of a journey's two ends, or a conversion's, that hold the same airport, station, currency,
     language or time zone: "I want to search for a round trip flight … a trip to Los Angeles" → ``origin_airport:
     "LAX", destination_airport: "LAX"`` (BFCL's real users' no-call kind, tuning half, 2026-12-06) — the start nobody
-    gave. Two keys pair when one says where from (origin, from, source, departure, start, pickup) and the other where
-    to (destination, to, target, arrival, end, dropoff), their other words are the same and name such a kind
-    (``from_city`` and ``to_city``, ``source_timezone`` and ``target_timezone``), or they are ``origin`` and
-    ``destination`` themselves. Not bare from/to/start/end (an e-mail to oneself, "from tomorrow to Friday"), not a
-    location or an address (a run that ends where it starts), nor a route with stops; not dates, times or numbers.
-    None of the tuning half's possible answers holds one."""
+    gave. Two keys pair when one says where from (origin, from, source, departure, start) and the other where to
+    (destination, to, target, arrival, end) and their other words are the same and name such a kind
+    (``origin_airport`` and ``destination_airport``, ``source_timezone`` and ``target_timezone``). Not bare
+    from/to/start/end (an e-mail to oneself, "from tomorrow to Friday"), not a city, a country, a location or an
+    address (a same-city courier, a domestic parcel, a run that ends where it starts: two reviews, 2026-12-06), nor a
+    route with stops; not dates, times or numbers. None of the tuning half's possible answers holds one."""
     if any(set(_name_words(key)) & _VIA for key in args):
         return []
     ends: dict[tuple[str, frozenset[str]], str] = {}
@@ -3243,7 +3274,7 @@ def both_ends(args: dict[str, Any]) -> list[str]:
             continue  # a place has letters
         side = "from" if set(words) & _FROM_END else "to" if set(words) & _TO_END else ""
         rest = frozenset(w for w in words if w not in _FROM_END | _TO_END)
-        named = bool(rest & _PLACE_KINDS) or (not rest and words[0] in ("origin", "destination"))
+        named = bool(rest & _PLACE_KINDS)
         if side and named and sum(w in _FROM_END | _TO_END for w in words) == 1:
             ends[(side, rest)] = key
     out = []
@@ -3385,6 +3416,9 @@ _STATEMENT = re.compile(
 """A SQL statement's start, by its verb and what must follow it ("DELETE FROM", "UPDATE t SET", "CREATE TABLE",
 "WITH x AS ("): "Update the docs", "Delete old files" or "with love from Paris" is no statement."""
 _WRITES = re.compile(r"\b(insert|update|delete)\b", re.IGNORECASE)
+_RUNS = re.compile(r"\b(?:execut|run)", re.IGNORECASE)
+"""A description that says its tool runs statements ("Execute a SELECT query"), not that it explains, checks,
+formats, saves or schedules them."""
 _REFUSES = re.compile(
     r"\b(?:reject\w*|refuse\w*|not (?:allowed|permitted|supported)|disallow\w*|forbid\w*|prohibit\w*|"
     r"cannot|can'?t|won'?t|never|read[- ]only)\b",
@@ -3398,18 +3432,21 @@ def _statement_verb(value: Any) -> str | None:
     match = _STATEMENT.match(value) if isinstance(value, str) else None
     if match is None:
         return None
-    if match.lastgroup == "WITH":
-        writes = _WRITES.search(value[match.end() :])
+    if match.lastgroup == "WITH":  # by its own words, not a string's or a comment's
+        bare = re.sub(r"'(?:[^']|'')*'|\"[^\"]*\"|--[^\n]*|/\*[\s\S]*?\*/", " ", value[match.end() :])
+        writes = _WRITES.search(bare)
         return writes.group(1).upper() if writes else "SELECT"
     return match.lastgroup
 
 
 def _takes_verbs(tool: MetonaToolDef, *, by_name: bool = False) -> set[str]:
-    """The SQL statements ``tool`` says it runs: the verbs its description names in capitals ("Execute a SELECT
-    query", "Execute an INSERT, UPDATE, or DELETE query"), none where the description speaks of refusing any
-    ("INSERT, UPDATE and DELETE are rejected"); ``by_name``, also the verb of a name such as ``create_table``."""
+    """The SQL statements ``tool`` says it runs: the verbs its description names in capitals where it says it
+    executes or runs them ("Execute a SELECT query", "Execute an INSERT, UPDATE, or DELETE query"; not "EXPLAIN a
+    SELECT", a validator, a formatter, a scheduler), none where it speaks of refusing any ("INSERT, UPDATE and
+    DELETE are rejected"); ``by_name``, also the verb of a name such as ``create_table``."""
     described = tool.description or ""
-    named = set() if _REFUSES.search(described) else set(_SQL_NAMED.findall(described))
+    runs = _RUNS.search(described) and not _REFUSES.search(described)
+    named = set(_SQL_NAMED.findall(described)) if runs else set()
     words = _tool_words(tool.name.rsplit("__", 1)[-1])
     kind = len(words) == 2 and words[0].upper() in _SQL_VERBS and words[1] in ("table", "tables", "index", "view")
     return named | ({words[0].upper()} if by_name and kind else set())
@@ -3438,6 +3475,7 @@ def takes_the_statement(
     return fitting[0] if len(fitting) == 1 else None
 
 
+_GENERIC_VERBS = frozenset("get set search find fetch list lookup look up query current by from to".split())
 _A_POINT = re.compile(r"\s*[(（]?\s*(-?\d{1,2}\.\d+)\s*[,，]\s*(-?\d{1,3}\.\d+)\s*[)）]?\s*")
 _LOOKED_UP = frozenset("address location place query q name search text".split())
 
@@ -3468,7 +3506,8 @@ def takes_the_coordinates(
         return None
 
     def kin(other: MetonaToolDef) -> int:
-        return sum(any(a[:5] == b[:5] for b in _tool_words(tool.name)) for a in _tool_words(other.name))
+        mine = [w for w in _tool_words(tool.name) if w not in _GENERIC_VERBS]
+        return sum(any(a[:5] == b[:5] for b in mine) for a in _tool_words(other.name) if a not in _GENERIC_VERBS)
 
     fitting = []
     for other in tools:
@@ -3485,11 +3524,14 @@ def takes_the_coordinates(
 _ASKS_COORDINATES = re.compile(
     r"\b(?:what(?:'s|\s+(?:is|are|were|was))?|which|find|get|give\s+me|tell\s+me|look\s+up|show\s+me|need)\s+"
     r"(?:me\s+)?(?:the\s+)?(?:exact\s+|precise\s+|gps\s+|geographic(?:al)?\s+)?"
-    r"(?:coordinates|co-ordinates|latitude|longitude|lat(?:itude)?\s*(?:/|and|&|,)\s*(?:long|lng|lon)(?:gitude)?)\b"
+    r"(?:lat(?:itude)?\s*(?:/|and|&|,)\s*(?:long|lng|lon)(?:gitude)?|coordinates|co-ordinates|latitude|longitude)\b"
     r"|(?:经纬度|坐标|纬度|经度)\s*(?:是|为)?\s*(?:多少|什么|几|在哪)"
     r"|(?:查|找|给我|告诉我|看看|获取|求)[^，。？！,?!]{0,16}?(?:的)?(?:经纬度|坐标)",
     re.IGNORECASE,
 )
+_MORE_ASKED = re.compile(r"\b(?:and|then|also|plus|with)\b|[,，;；]|然后|并|再|顺便|和|处|的|上|里")
+"""What follows a request for coordinates when it asks for more than them (the forecast there, the elevation at
+that point): :func:`asks_its_inputs` lets the tool be."""
 _COORDINATE_WORDS = frozenset(
     "lat latitude lon lng long longitude latlng latlon coord coords coordinate coordinates".split()
 )
@@ -3512,7 +3554,10 @@ def asks_its_inputs(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> b
     if not required or not all(_coordinate_key(k) for k in required):
         return False  # a tool that takes more than the point (a search near it, a route) is not judged
     asked = question(messages)
-    return bool(_ASKS_COORDINATES.search(asked)) and not re.search(r"\d", _conversation_text(messages))
+    match = _ASKS_COORDINATES.search(asked)
+    if match is None or _MORE_ASKED.search(asked[match.end() :]):
+        return False  # "…the coordinates of Zermatt and get me the forecast there": the tool's own part asked too
+    return not re.search(r"\d", _conversation_text(messages))
 
 
 def _a_code(key: str, value: str, spec: dict[str, Any]) -> bool:
@@ -3662,8 +3707,8 @@ def _an_untold_date(value: Any, text: str, stated: Sequence[int | float]) -> boo
 
 
 _NO_VALUE = frozenset(
-    ("none", "n/a", "na", "unknown", "null", "nil", "tbd", "tba", "unspecified", "undefined", "not specified",
-     "not provided", "not given", "not available", "not applicable")
+    ("none", "n/a", "unknown", "null", "nil", "unspecified", "undefined", "not specified", "not provided",
+     "not given", "not available", "not applicable")
 )  # fmt: skip
 
 
@@ -3808,7 +3853,8 @@ def made_up(
         k for k in sorted(required & set(args)) if k not in out and _no_value(args[k], _spec(parameters, k), lowered)
     ]
     out += [k for k in both_ends(args) if k not in out]
-    out += [k for k in sorted(required & set(args)) if k not in out and _none_listed(k, args[k], said)]
+    if not _EMPTIES.search(everything):  # "Empty my shopping cart", 清空购物车, "a new empty list": empty is asked
+        out += [k for k in sorted(required & set(args)) if k not in out and _none_listed(k, args[k], said)]
     told = f"{everything}\n{known}"  # what an id may be written in: the conversation, the tool, the host
     out += [k for k in sorted(required & set(args)) if k not in out and _untold_id(k, args[k], told)]
     if chinese:
@@ -3819,6 +3865,8 @@ def made_up(
             continue
         if _a_code(key, value, spec) and not _stands_for_nothing(value, said, everything):
             continue  # "Canadian dollars" as CAD: a code of something said in words
+        if " ".join(value.lower().split()) in _NO_VALUE and _NEGATION.search(everything):
+            continue  # "no special requests" → "None": the absence the user gave
         if _unsaid(value, said) and key not in out:  # a name always has words (:func:`_a_name`)
             out.append(key)
     return out

@@ -13,9 +13,9 @@ from sidecar.localmodel.worker import (
 )
 
 
-def feed(pieces: list[str]) -> int | None:
-    """The index of the piece at which the guard fires, None if it never does."""
-    guard = LoopGuard()
+def feed(pieces: list[str], *, arguments: bool = False) -> int | None:
+    """The index of the piece at which the guard fires, None if it never does (``arguments``: a call's arguments)."""
+    guard = LoopGuard(arguments=arguments)
     return next((i for i, piece in enumerate(pieces) if guard.feed(piece)), None)
 
 
@@ -65,9 +65,11 @@ def test_a_list_that_starts_over_is_a_loop_and_long_repeated_lines_of_a_document
 def test_a_run_of_digits_that_starts_over_is_a_loop_long_before_other_content() -> None:
     """A made-up promo code, ``"1234567890" * 128``, ran ~1,300 digit tokens (867 s) before the content bar."""
     start = '{"location": "Rua Explosao, 8899", "promo_code": "'
-    assert feed([start, *["1234567890"] * (DIGIT_REPEATS - 1)]) is None
-    assert feed([start, *list("1234567890" * DIGIT_REPEATS)]) == len("1234567890") * DIGIT_REPEATS  # a digit a token
-    assert feed([start, "4242 4242 4242 4242", '"}']) is None  # a test card number
+    assert feed([start, *["1234567890"] * (DIGIT_REPEATS - 1)], arguments=True) is None
+    fired = feed([start, *list("1234567890" * DIGIT_REPEATS)], arguments=True)
+    assert fired == len("1234567890") * DIGIT_REPEATS  # a digit a token
+    assert feed([start, *list("1234567890" * DIGIT_REPEATS)]) is None  # a file's content: the content bar
+    assert feed([start, "4242 4242 4242 4242", '"}'], arguments=True) is None  # a test card number
     assert (
         feed(['{"n": "', "42" * 8, '"}']) is None
         and feed(["3.14159265358979323846264338327950288419716939937510"]) is None
@@ -78,7 +80,7 @@ def test_a_run_of_digits_that_starts_over_is_a_loop_long_before_other_content() 
 def test_digits_a_user_asks_for_are_no_loop() -> None:
     """A review's inputs (2026-12-06): patterned digits a user may ask for, under the digit bar."""
     one_seventh = "0." + "142857" * 25  # 1/7 to 150 places
-    assert feed(['{"content": "', one_seventh, '"}']) is None
-    assert feed(['{"mask": "', "10" * 32, '"}']) is None  # a 64-bit alternating mask
-    assert feed(['{"content": "', "0123456789" * 30, '"}']) is None  # test data
-    assert feed(['{"bits": "', "0110" * 40, '"}']) is None
+    assert feed(['{"value": "', one_seventh, '"}'], arguments=True) is None
+    assert feed(['{"mask": "', "10" * 32, '"}'], arguments=True) is None  # a 64-bit alternating mask
+    assert feed(['{"seed": "', "0123456789" * 30, '"}'], arguments=True) is None
+    assert feed(["0." + "142857" * 50, "0123456789" * 100, "0110" * 100]) is None  # a file's content: any

@@ -3498,9 +3498,9 @@ def test_a_journey_from_a_place_to_itself_or_an_empty_required_list_is_made_up()
         "origin_airport",
         "destination_airport",
     ]
-    assert lt.both_ends({"from_city": "Portland, OR", "to_city": "portland,  or"}) == ["from_city", "to_city"]
+    assert lt.both_ends({"from_airport": "PDX", "to_airport": "pdx"}) == ["from_airport", "to_airport"]
     assert lt.both_ends({"source_timezone": "Asia/Tokyo", "target_timezone": "Asia/Tokyo", "time": "15:00"})
-    assert lt.both_ends({"origin": "Boston", "destination": "Boston"}) == ["origin", "destination"]
+    assert lt.both_ends({"source_language": "English", "target_language": "english"})
     for apart in (
         {"from_city": "Portland, OR", "to_city": "Seattle, WA"},
         {"from": "me@example.com", "to": "me@example.com"},  # an e-mail to oneself: bare from/to
@@ -3758,3 +3758,50 @@ def test_the_rules_of_a_statement_a_point_and_an_undoing_leave_a_reviews_right_c
     nested = '{"filter": {"tags": ["a", "b", "a", "b"'
     assert lt.looping_list(nested, {**schema, "properties": {**schema["properties"], "tags": {"type": "array"}}},
                            schema, "x") is None  # fmt: skip
+
+
+def test_a_second_reviews_right_calls_are_left_alone() -> None:
+    """Inputs a second review wrote against the narrowed rules (2026-12-06), each once refused or moved wrongly."""
+
+    def off(name: str, text: str) -> bool:
+        return lt.off_topic(defs(tool(name))[0], text)
+
+    assert not off("flight_search", "明天北京到上海多少钱") and not off("hotel_search", "外滩附近一晚多少钱")
+    assert not off("Movies_FindMovies", "流浪地球2的票多少钱") and not off("get_news", "今天微博热搜是什么")
+    assert not off("get_current_weather", "我住在杭州，周末适合出门吗")
+    assert lt.both_ends({"from_country": "US", "to_country": "US", "from_city": "Austin", "to_city": "Boston"}) == []
+    assert lt.both_ends({"from_city": "上海", "to_city": "上海"}) == []  # a same-city courier
+    assert lt.both_ends({"pickup_city": "Boston", "dropoff_city": "Boston"}) == []
+    assert not lt._no_value("NA", {"type": "string", "description": "Region."}, "sales in north america")
+    assert not lt._no_value("TBD", {"type": "string", "description": "Venue."}, "venue to be determined")
+    params = {
+        "type": "object",
+        "properties": {"special_requests": {"type": "string", "description": "Requests."}},
+        "required": ["special_requests"],
+    }
+    booked = [MetonaMessage(role="user", content="Book Nopa for two at 7, no special requests", timestamp=1)]
+    assert lt.made_up({"special_requests": "None"}, params, booked) == []  # capitalised: the absence the user gave
+    schema = {"type": "object", "properties": {"attendees": {"type": "array"}}}
+    people = '{"attendees": ["ana@acme.com", "raj@acme.com", "ana@acme.com", "raj@acme.com"'
+    assert lt.looping_list(people, schema, schema, "a meeting with Ana and Raj") is None  # people: never left out
+    weather = defs(
+        {**tool("get_current_weather", "location"), "description": "Weather."},
+        {**REVERSE_GEOCODE, "name": "get_elevation"},
+    )
+    assert lt.takes_the_coordinates(weather[0], {"location": "48.85, 2.35"}, weather) is None  # only "get" alike
+    explain = defs({**tool("explain_query", "query"), "description": "EXPLAIN a SELECT statement."})[0]
+    read, write = defs(READ_QUERY, WRITE_QUERY)
+    assert lt.takes_the_statement(explain, {"query": "DELETE FROM t"}, [explain, read, write]) is None
+    quoted = "WITH a AS (SELECT 'insert here' AS x FROM t) SELECT * FROM a"
+    assert lt._statement_verb(quoted) == "SELECT"
+    assert lt.takes_the_statement(read, {"query": quoted}, [read, write]) is None
+    reverse = defs(REVERSE_GEOCODE)[0]
+    for more in ("Find the coordinates of Zermatt and get me the forecast there", "查一下珠峰大本营坐标处的海拔"):
+        assert not lt.asks_its_inputs(reverse, [MetonaMessage(role="user", content=more, timestamp=1)]), more
+
+    def opposed(definition: dict[str, Any], text: str) -> bool:
+        return lt.opposed(defs(definition)[0], [MetonaMessage(role="user", content=text, timestamp=1)])
+
+    assert not opposed(tool("unlock_screen"), "Lock screen won't go away after the update")
+    assert not opposed({**tool("pkg"), "description": "Uninstall or install a package."}, "Install numpy")
+    assert opposed({**tool("unfollow_user"), "description": "Unfollow a user you follow."}, "Follow @ana please")
