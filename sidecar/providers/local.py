@@ -75,8 +75,9 @@ TOOL_USE_MEASURED: dict[str, Any] = {
 default where it is installed), on 2026-12-06 at 7b9c50f, again at feb871e (15:28–16:03, load 3.8: the opposite
 tool not called, a currency's code, a command's own verb — the same counts), at 2c234b4 (20:25–21:13, load 3.4:
 agent runs beside it; a statement for the tool that executes it, a point asked for or given as an address, an
-un-verb's opposite, a Chinese request off a tool's topic, the same place at both ends — the same counts) and at b953673 (17:45–18:24, load 3.4: a
-date, a code, an id or a shape nobody gave made up, a language kept as named — the same counts), at 7b9c50f
+un-verb's opposite, a Chinese request off a tool's topic, the same place at both ends — the same counts) and at
+b953673 (17:45–18:24, load 3.4: a date, a code, an id or a shape nobody gave made up, a language kept as named — the
+same counts), at 7b9c50f
 (13:21–13:56, load 3.6: agent runs beside it): single
 25/30 + MCP 28/30, multiple 22/30 + MCP 20/25, real users' 20/30, no call where none fits 25/30 + 24/30 + MCP 18/21 —
 one real users' no-call session more than before (a round figure or a date nobody gave made up:
