@@ -704,7 +704,7 @@ class LocalAdapter(BaseAdapter):
             looped = localtools.looping_list(cut, planned or schema, declared, said) if finish == "loop" else None
             if parsed is None and looped is not None:  # an optional list that starts over: once more without it
                 written.clear()
-                shorter = localtools.without_argument(planned or schema, looped)
+                shorter = localtools.without_lists(planned or schema, declared, looped, said)
                 step = await self._generate({**payload, "json_schema": shorter}, keep, asm)
                 steps.append(step)
                 parsed, finish = localtools.read_arguments("".join(written), step.get("finish"))

@@ -2325,6 +2325,22 @@ def looping_list(text: str, schema: dict[str, Any], declared: dict[str, Any], sa
     return key
 
 
+def without_lists(schema: dict[str, Any], declared: dict[str, Any], looped: str, said: str) -> dict[str, Any]:
+    """``schema`` for a second try after the optional list ``looped`` started over (:func:`looping_list`): without it,
+    nor any other optional top-level list whose name the request (``said``) does not speak of — asked again without
+    open-meteo's ``current``, the model filled ``hourly`` with every variable to the token limit (this project's own
+    MCP tuning set, 2026-12-06). A list the request names ("hourly temperature") is kept."""
+    words = _words(said)
+    required = set(declared.get("required") or ())
+    out = without_argument(schema, looped)
+    for key, spec in (schema.get("properties") or {}).items():
+        if key == looped or key in required or not isinstance(spec, dict) or spec.get("type") != "array":
+            continue
+        if not any(_said(word, words) for word in _name_words(key)):
+            out = without_argument(out, key)
+    return out
+
+
 def _depth(text: str) -> int:
     """How many objects and lists are open at the end of JSON ``text`` (strings aside)."""
     depth, quoted, escaped = 0, False, False

@@ -3630,6 +3630,10 @@ async def test_an_optional_list_that_starts_over_is_left_out_and_the_call_made()
         ("air_quality", {"latitude": 28.61, "longitude": 77.21})
     ]
     assert "current" not in runtime.payloads[2]["json_schema"]["properties"]
+    assert "codes" not in runtime.payloads[2]["json_schema"]["properties"]  # another optional list nobody spoke of
+    params = defs(AIR_QUALITY)[0].parameters.model_dump(mode="json", exclude_none=True)
+    kept = lt.without_lists(params, params, "current", "the air at 28.61, 77.21, and its codes")
+    assert set(kept["properties"]) == {"latitude", "longitude", "codes"}  # a list the request speaks of is kept
     runtime = Looping(['air_quality"'], ['{"latitude": 28.61, "longitude": 77.2121212121'], ["It is fine."])
     response, _ = await run(runtime, request(messages=ask, tools=[AIR_QUALITY]), FavouringEmbedder("air"))
     assert not response.tool_calls  # a loop elsewhere: dropped, the user told
