@@ -32,8 +32,8 @@ import itertools
 import json
 import math
 import re
-from collections import Counter
-from collections.abc import Collection, Sequence
+from collections import Counter, deque
+from collections.abc import Collection, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, TypeGuard
 
@@ -2316,7 +2316,7 @@ def looping_list(text: str, schema: dict[str, Any], declared: dict[str, Any], sa
     if key in (declared.get("required") or ()) or spec.get("type") != "array" or set(_name_words(key)) & _PEOPLE:
         return None
     rest = text[last.end() :]
-    if _depth("[" + rest) <= 0:
+    if _closes(rest):
         return None  # closed after all
     items = re.findall(r'"((?:[^"\\]|\\.)*)"', rest)
     lowered = said.lower()
@@ -2341,20 +2341,29 @@ def without_lists(schema: dict[str, Any], declared: dict[str, Any], looped: str,
     return out
 
 
-def _depth(text: str) -> int:
-    """How many objects and lists are open at the end of JSON ``text`` (strings aside)."""
+def _depths(text: str) -> Iterator[int]:
+    """How many objects and lists are open after each character of JSON ``text`` (strings aside)."""
     depth, quoted, escaped = 0, False, False
     for char in text:
         if quoted:
             quoted, escaped = (not (char == '"' and not escaped), char == "\\" and not escaped)
-            continue
-        if char == '"':
+        elif char == '"':
             quoted = True
         elif char in "[{":
             depth += 1
         elif char in "]}":
             depth -= 1
-    return depth
+        yield depth
+
+
+def _depth(text: str) -> int:
+    """How many objects and lists are open at the end of JSON ``text`` (strings aside)."""
+    return next(iter(deque(_depths(text), maxlen=1)), 0)
+
+
+def _closes(rest: str) -> bool:
+    """The list whose ``[`` ``rest`` follows is closed within it: its depth falls below where it started."""
+    return any(depth < 0 for depth in _depths(rest))
 
 
 def stated_only(

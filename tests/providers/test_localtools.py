@@ -3608,6 +3608,7 @@ def test_the_optional_list_a_looping_call_was_writing() -> None:
     assert lt.looping_list(looped, params, params) == "current"
     assert lt.looping_list('{"current": ["pm10"], "codes": ["a", "b", "a", "b"', params, params) == "codes"
     assert lt.looping_list('{"latitude": 1, "current": ["pm10"], "x": "12341234', params, params) is None  # closed
+    assert lt.looping_list('{"current": ["pm10"], "x": {"y": ["a", "a", "a"', params, params) is None  # closed, deeper
     required = {**params, "required": ["latitude", "longitude", "current"]}
     assert lt.looping_list(looped, required, required) is None  # the call itself loops: dropped
     assert lt.looping_list('{"latitude": 28.61', params, params) is None
