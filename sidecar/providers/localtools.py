@@ -3468,12 +3468,15 @@ def _takes_verbs(tool: MetonaToolDef, *, by_name: bool = False) -> set[str]:
     """The SQL statements ``tool`` says it runs: the verbs its description names in capitals where it says it
     executes or runs them ("Execute a SELECT query", "Execute an INSERT, UPDATE, or DELETE query"; not "EXPLAIN a
     SELECT", a validator, a formatter, a scheduler), none where it speaks of refusing any ("INSERT, UPDATE and
-    DELETE are rejected"); ``by_name``, also the verb of a name such as ``create_table``."""
+    DELETE are rejected"); ``by_name``, also the verb of a name such as ``create_table``, ``drop_index`` (not
+    ``delete_table``, which drops a table: no ``DELETE FROM``)."""
     described = tool.description or ""
     runs = _RUNS.search(described) and not _REFUSES.search(described)
     named = set(_SQL_NAMED.findall(described)) if runs else set()
     words = _tool_words(tool.name.rsplit("__", 1)[-1])
-    kind = len(words) == 2 and words[0].upper() in _SQL_VERBS and words[1] in ("table", "tables", "index", "view")
+    kind = (
+        len(words) == 2 and words[0] in ("create", "drop", "alter") and words[1] in ("table", "tables", "index", "view")
+    )
     return named | ({words[0].upper()} if by_name and kind else set())
 
 

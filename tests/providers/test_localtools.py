@@ -3432,6 +3432,11 @@ def test_a_statement_goes_to_the_tool_whose_description_runs_it() -> None:
         assert lt._statement_verb(prose) is None  # words, not a statement
     assert lt.takes_the_statement(read, {"query": "DROP TABLE t"}, tools) is None  # nobody says it runs a DROP
     assert lt.takes_the_statement(read, {"query": "DELETE FROM t"}, defs(READ_QUERY)) is None
+    dropper = defs({**tool("delete_table", "query"), "description": "Delete a table."})[0]
+    assert to(read, "DELETE FROM t") == "write_query"
+    assert (
+        lt.takes_the_statement(read, {"query": "DELETE FROM t"}, [read, write, dropper]) == write
+    )  # rows, not a table
     commit = defs(
         {**tool("create_file", "content"), "description": "Create a file."},
         {**tool("update_file", "content"), "description": "Update a file."},
