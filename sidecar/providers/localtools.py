@@ -32,7 +32,7 @@ import itertools
 import json
 import math
 import re
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Collection, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, TypeGuard
@@ -1975,7 +1975,8 @@ def off_topic(tool: MetonaToolDef, request: str) -> bool:
     the tuning half every Chinese request whose possible answer calls such a tool says its topic."""
     if not _CJK.search(request) or re.search(r"[A-Za-z]{3,}", request):
         return False
-    words = {*_tool_words(tool.name), *map(_singular, _tool_words(tool.name))}
+    named = _tool_words(tool.name)
+    words = {*named, *map(_singular, named)}
     topics = [t for t in ZH_TOPICS if t in words]
     if not topics or any(ZH_TOPICS[t].search(request) for t in topics):
         return False
@@ -2307,7 +2308,8 @@ def looping_list(text: str, schema: dict[str, Any], declared: dict[str, Any], sa
     without that list, whose default applies. A list of things the user named (the labels to set) or of people
     (:data:`_PEOPLE`: attendees, cc, assignees, however the user named them), a looping required argument, or any
     other value (a made-up code of digits) is not left out: the call is dropped and the user told."""
-    opened = [m for m in _OPENED_LIST.finditer(text) if _depth(text[: m.start()]) == 1]
+    depths = list(_depths(text))  # one walk: the depth before each list opened is read from it
+    opened = [m for m in _OPENED_LIST.finditer(text) if (depths[m.start() - 1] if m.start() else 0) == 1]
     if not opened:
         return None
     last = opened[-1]
@@ -2354,11 +2356,6 @@ def _depths(text: str) -> Iterator[int]:
         elif char in "]}":
             depth -= 1
         yield depth
-
-
-def _depth(text: str) -> int:
-    """How many objects and lists are open at the end of JSON ``text`` (strings aside)."""
-    return next(iter(deque(_depths(text), maxlen=1)), 0)
 
 
 def _closes(rest: str) -> bool:
@@ -3533,20 +3530,18 @@ def takes_the_coordinates(
     if abs(latitude) > 90 or abs(longitude) > 180:
         return None
 
-    def kin(other: MetonaToolDef) -> int:
-        mine = [w for w in _tool_words(tool.name) if w not in _GENERIC_VERBS]
-        return sum(any(a[:5] == b[:5] for b in mine) for a in _tool_words(other.name) if a not in _GENERIC_VERBS)
-
-    fitting = []
+    mine = [w for w in _tool_words(tool.name) if w not in _GENERIC_VERBS]
+    fitting = []  # (how alike its name is, the tool, its arguments)
     for other in tools:
         required = other.parameters.model_dump(mode="json", exclude_none=True).get("required") or ()
-        lat = [k for k in required if {"lat", "latitude"} & set(_name_words(k))]
-        lon = [k for k in required if {"lon", "lng", "long", "longitude"} & set(_name_words(k))]
-        if other.name != tool.name and len(required) == 2 and len(lat) == 1 and len(lon) == 1 and kin(other):
-            fitting.append((other, {lat[0]: latitude, lon[0]: longitude}))
-    most = max((kin(other) for other, _ in fitting), default=0)
-    fitting = [pair for pair in fitting if kin(pair[0]) == most]
-    return fitting[0] if len(fitting) == 1 else None
+        lat = [k for k in required if _LATITUDE_WORDS & set(_name_words(k))]
+        lon = [k for k in required if _LONGITUDE_WORDS & set(_name_words(k))]
+        alike = sum(any(a[:5] == b[:5] for b in mine) for a in _tool_words(other.name) if a not in _GENERIC_VERBS)
+        if other.name != tool.name and len(required) == 2 and len(lat) == 1 and len(lon) == 1 and alike:
+            fitting.append((alike, other, {lat[0]: latitude, lon[0]: longitude}))
+    most = max((alike for alike, _, _ in fitting), default=0)
+    closest = [(other, point) for alike, other, point in fitting if alike == most]
+    return closest[0] if len(closest) == 1 else None
 
 
 _ASKS_COORDINATES = re.compile(
@@ -3560,8 +3555,10 @@ _ASKS_COORDINATES = re.compile(
 _MORE_ASKED = re.compile(r"\b(?:and|then|also|plus|with)\b|[,，;；]|然后|并|再|顺便|和|处|的|上|里")
 """What follows a request for coordinates when it asks for more than them (the forecast there, the elevation at
 that point): :func:`asks_its_inputs` lets the tool be."""
-_COORDINATE_WORDS = frozenset(
-    "lat latitude lon lng long longitude latlng latlon coord coords coordinate coordinates".split()
+_LATITUDE_WORDS = frozenset(("lat", "latitude"))
+_LONGITUDE_WORDS = frozenset(("lon", "lng", "long", "longitude"))
+_COORDINATE_WORDS = (
+    _LATITUDE_WORDS | _LONGITUDE_WORDS | frozenset("latlng latlon coord coords coordinate coordinates".split())
 )
 
 
