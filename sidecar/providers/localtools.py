@@ -2633,6 +2633,67 @@ def fractions_of_percentages(args: dict[str, Any], parameters: dict[str, Any], t
     return out
 
 
+_HEMISPHERE_AFTER = re.compile(
+    r"(?<![A-Za-z0-9_.])(\d{1,3}(?:\.\d+)?)\s*(?:°|º|˚|deg(?:rees?)?\b)?\s*(?:(N|S|E|W)\b|(north|south|east|west)\b)",
+    re.IGNORECASE,
+)
+_HEMISPHERE_BEFORE = re.compile(r"(?:\b(N|S|E|W)\s?|(北纬|南纬|东经|西经)\s*)(\d{1,3}(?:\.\d+)?)(?![\d.]|[^\W\d_])")
+_NEGATIVE_HEMISPHERES = frozenset(("s", "w", "south", "west", "南纬", "西经"))
+
+
+def _hemispheres(text: str) -> dict[float, bool]:
+    """Each number ``text`` states as a latitude or longitude with its hemisphere ("33.4484 N", "112.0740° W",
+    "118 degrees west", "W74.0", "西经118.24"): True for south and west. A letter counts only in capitals (a
+    "5 s" is five seconds); a number stated both ways, or also without a hemisphere, is left out."""
+    marked: dict[float, set[bool]] = {}
+    spans: list[tuple[int, int]] = []
+    for m in _HEMISPHERE_AFTER.finditer(text):
+        letter, word = m.group(2), m.group(3)
+        if letter is not None and not letter.isupper():
+            continue
+        marked.setdefault(float(m.group(1)), set()).add((letter or word).lower() in _NEGATIVE_HEMISPHERES)
+        spans.append(m.span())
+    for m in _HEMISPHERE_BEFORE.finditer(text):
+        marked.setdefault(float(m.group(3)), set()).add((m.group(1) or m.group(2)).lower() in _NEGATIVE_HEMISPHERES)
+        spans.append(m.span())
+    bare = "".join(" " if any(a <= i < b for a, b in spans) else c for i, c in enumerate(text))
+    plain = {float(n) for n in stated_numbers(bare)}
+    return {n: next(iter(ways)) for n, ways in marked.items() if len(ways) == 1 and n not in plain}
+
+
+def signed_coordinates(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` with a latitude or longitude the request ``text`` states south or west of its origin as the negative
+    number it is: "(33.4484 N, 112.0740 W)" offered ``calculate_distance(coord1: "(latitude, longitude)")`` →
+    ``coord1: [33.4484, 112.074]``, a point in China for one in Arizona (BFCL simple, a tuning case read for the
+    first time, 2026-12-06). Only for an argument whose name says coordinates (:func:`_coordinate_key`, nested
+    objects' keys too) or whose description speaks of latitude or longitude, and a number written positive that
+    the request states with that hemisphere only (:func:`_hemispheres`)."""
+    signs = _hemispheres(text)
+    if not any(signs.values()):
+        return args
+
+    def signed(value: Any) -> Any:
+        if isinstance(value, list):
+            return [signed(v) for v in value]
+        if isinstance(value, dict):
+            return {k: signed(v) if _coordinate_key(k) else v for k, v in value.items()}
+        if _number(value) and value > 0 and signs.get(float(value)):
+            return -value
+        return value
+
+    out = dict(args)
+    for key, value in args.items():
+        spec = _spec(parameters, key)
+        about = f"{spec.get('description') or ''} {spec.get('title') or ''}".lower()
+        if _coordinate_key(key.rstrip("0123456789_")) or "latitude" in about or "longitude" in about:
+            out[key] = signed(value)  # coord1, coord2
+        elif isinstance(value, (dict, list)):
+            out[key] = (
+                signed(value) if isinstance(value, dict) else [signed(v) if isinstance(v, dict) else v for v in value]
+            )
+    return out
+
+
 def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` without the optional numbers that reuse a number of the request ``text`` another argument already
     has: a number stated once fills one argument (stated twice, two). The model filled every optional number it
@@ -2721,12 +2782,25 @@ def _words(text: str) -> set[str]:
 
 def _said(word: str, said: set[str]) -> bool:
     """``word`` is one of ``said``, or begins one or is begun by one (three letters or more), a final ``e`` of the
-    word said aside ("driving" for "the drive from Boston", "closing" for "close")."""
+    word said aside ("driving" for "the drive from Boston", "closing" for "close"), or is its irregular
+    plural or singular (:data:`_IRREGULAR_PLURALS`: "women" for "woman tennis"; BFCL simple's ``gender: "women"``
+    had been dropped as unsaid, a tuning case)."""
     if word in said:
         return True
     if len(word) < 3:
         return False
-    return any(w.startswith(word) or (len(w) >= 3 and word.startswith(_e_aside(w))) for w in said)
+    if any(w.startswith(word) or (len(w) >= 3 and word.startswith(_e_aside(w))) for w in said):
+        return True
+    one = _IRREGULAR_PLURALS.get(word, word)
+    return any(_IRREGULAR_PLURALS.get(w, w) == one for w in said if w[:1] == word[:1])
+
+
+_IRREGULAR_PLURALS = {
+    "men": "man", "women": "woman", "children": "child", "people": "person", "feet": "foot", "teeth": "tooth",
+    "mice": "mouse", "geese": "goose", "wives": "wife", "knives": "knife", "lives": "life", "leaves": "leaf",
+}  # fmt: skip
+"""English plurals that are not their singular with an ending (:func:`_said`; a regular one begins with its
+singular)."""
 
 
 def _e_aside(word: str) -> str:

@@ -1913,6 +1913,11 @@ def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its
     assert lt.unasked(args, params, asked("Which .md files mention Project Falcon?"))["glob"] == "*.md"
     assert lt.unasked({"query": "x", "glob": "2024"}, params, falcon) == {"query": "x"}  # a number nobody gave
     assert lt.unasked({"query": "x", "glob": ["your_glob_here"]}, params, falcon) == {"query": "x"}  # a placeholder
+    tennis = asked("Who is ranked as the top player in woman tennis?")  # the word's other number is its word
+    assert lt.unasked({"query": "tennis", "glob": "women"}, params, tennis) == {"query": "tennis", "glob": "women"}
+    kids = {"query": "x", "glob": "children"}
+    assert lt.unasked(kids, params, asked("a child")) == kids
+    assert lt.unasked({"query": "x", "glob": "men"}, params, tennis) == {"query": "x"}
     assert lt.unasked({"query": "Nothing said"}, params, falcon) == {"query": "Nothing said"}  # required
     # an optional enum's choice nobody asked for is left to its default; one a word of the request names is kept
     assert lt.unasked({"query": "x", "mode": "vector"}, params, asked("What did I note about vector clocks?")) == {
@@ -3383,6 +3388,37 @@ def test_a_percentage_within_a_formula_is_its_fraction() -> None:
     assert lt.fractions_of_percentages({"expression": "17% * 2340"}, takes, "17% of 2340") == {
         "expression": "17% * 2340"
     }
+
+
+def test_a_coordinate_stated_south_or_west_is_negative() -> None:
+    """ "(33.4484 N, 112.0740 W)" → ``coord1: [33.4484, 112.074]`` (BFCL simple, a tuning case): a point in China
+    for one in Arizona. Only coordinates' arguments, only numbers stated with that hemisphere alone."""
+    params = {
+        "type": "object",
+        "properties": {
+            "coord1": {"type": "array", "description": "The first coordinate as (latitude, longitude)."},
+            "coord2": {"type": "array"},
+            "unit": {"type": "string"},
+            "place": {"type": "object"},
+            "radius": {"type": "number"},
+        },
+    }
+    text = "Distance between (33.4484 N, 112.0740 W) and (34.0522° N, 118.2437° W) in miles."
+    args = {"coord1": [33.4484, 112.074], "coord2": [34.0522, 118.2437], "unit": "miles"}
+    assert lt.signed_coordinates(args, params, text) == {
+        "coord1": [33.4484, -112.074], "coord2": [34.0522, -118.2437], "unit": "miles"
+    }  # fmt: skip
+    assert lt.signed_coordinates({"coord1": [33.4484, -112.074]}, params, text) == {"coord1": [33.4484, -112.074]}
+    sydney = "Sydney: 33.87 degrees south, 151.21 degrees east, within 12 W of power"  # 12 W: watts, no coordinate
+    assert lt.signed_coordinates({"place": {"lat": 33.87, "lng": 151.21}, "radius": 12}, params, sydney) == {
+        "place": {"lat": -33.87, "lng": 151.21}, "radius": 12
+    }  # fmt: skip
+    chinese = "西经118.24，北纬34.05 附近"
+    assert lt.signed_coordinates({"coord1": [34.05, 118.24]}, params, chinese) == {"coord1": [34.05, -118.24]}
+    for plain in ("from 33.4 N to 33.4", "5 s later at 112.07", "W 42nd Street, 42 floors", "Route 112 westbound"):
+        assert lt.signed_coordinates({"coord1": [33.4, 112.07], "coord2": [42, 112]}, params, plain) == {
+            "coord1": [33.4, 112.07], "coord2": [42, 112]
+        }, plain  # fmt: skip
 
 
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
