@@ -717,6 +717,7 @@ class LocalAdapter(BaseAdapter):
             args = localtools.spare_numbers(args, declared, asked)
             args = localtools.fractions_of_percentages(args, declared, asked)
             args = localtools.signed_coordinates(args, declared, asked)  # "112.07 W": -112.07
+            args = localtools.converted_durations(args, declared, asked)  # "2 hours" → expireSeconds: 7200
             args = localtools.unasked(args, declared, request.messages, changes=localtools.changes_things(tool))
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
             args = localtools.currency_codes(args, declared)  # "euros" → EUR

@@ -2694,6 +2694,67 @@ def signed_coordinates(args: dict[str, Any], parameters: dict[str, Any], text: s
     return out
 
 
+_DURATION_UNITS = {
+    "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001, "毫秒": 0.001,
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "秒": 1, "秒钟": 1,
+    "min": 60, "mins": 60, "minute": 60, "minutes": 60, "分钟": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600, "小时": 3600, "钟头": 3600,
+    "day": 86400, "days": 86400, "天": 86400,
+    "week": 604800, "weeks": 604800, "周": 604800, "星期": 604800,
+}  # fmt: skip
+"""A unit of time in seconds, as a request or an argument's name writes it."""
+_STATED_DURATION = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:个)?\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|weeks?|"
+    r"毫秒|秒钟|秒|分钟|小时|钟头|天|周|星期)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_ARGUMENT_UNIT = re.compile(
+    r"\b(?:in|of|as|number of)\s+(milliseconds|seconds|minutes|hours|days)\b"
+    r"|\((milliseconds|seconds|minutes|hours|days|ms)\)",
+    re.IGNORECASE,
+)
+
+
+def _argument_unit(key: str, spec: dict[str, Any]) -> float | None:
+    """The unit of time an argument takes, in seconds: its name's last unit word (``expireSeconds``,
+    ``timeout_ms``, ``duration_minutes``), else its description's ("TTL in seconds", "(ms)")."""
+    named = [w for w in _name_words(key) if w in _DURATION_UNITS and w not in ("s", "h", "min")]
+    if named:
+        return float(_DURATION_UNITS[named[-1]])
+    match = _ARGUMENT_UNIT.search(str(spec.get("description") or ""))
+    return float(_DURATION_UNITS[(match.group(1) or match.group(2)).lower()]) if match else None
+
+
+def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` with a number of a unit of time that the request ``text`` states in another unit written in that
+    unit's terms: "Store session:8841 = active in redis; it should expire after 2 hours." offered the Redis server's
+    ``set(expireSeconds)`` → ``expireSeconds: 2`` (a blind set of other people's tools, 2026-12-06): ``7200``.
+    Only for a top-level number whose name or description gives its unit (:func:`_argument_unit`), and a number the
+    request states with one unit only and nowhere without it; a result that is not whole stays as written for an
+    integer."""
+    stated: dict[float, set[float]] = {}
+    for m in _STATED_DURATION.finditer(text):
+        stated.setdefault(float(m.group(1)), set()).add(float(_DURATION_UNITS[m.group(2).lower()]))
+    if not stated:
+        return args
+    plain = {float(n) for n in stated_numbers(_STATED_DURATION.sub(" ", text))}
+    out = dict(args)
+    for key, value in args.items():
+        spec = _spec(parameters, key)
+        if not _number(value) or spec.get("enum") or float(value) in plain:
+            continue
+        units = stated.get(float(value))
+        unit = _argument_unit(key, spec) if units and len(units) == 1 else None
+        if unit is None or units is None or unit in units:
+            continue
+        seconds = float(value) * next(iter(units)) / unit
+        if seconds.is_integer():
+            out[key] = int(seconds)
+        elif spec.get("type") == "number":
+            out[key] = float(f"{seconds:.15g}")
+    return out
+
+
 def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` without the optional numbers that reuse a number of the request ``text`` another argument already
     has: a number stated once fills one argument (stated twice, two). The model filled every optional number it

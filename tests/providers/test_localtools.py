@@ -3421,6 +3421,31 @@ def test_a_coordinate_stated_south_or_west_is_negative() -> None:
         }, plain  # fmt: skip
 
 
+def test_a_duration_stated_in_another_unit_is_written_in_the_arguments_unit() -> None:
+    """ "it should expire after 2 hours" offered Redis's ``set(expireSeconds)`` → ``expireSeconds: 2``: 7200."""
+    params = {
+        "type": "object",
+        "properties": {
+            "expireSeconds": {"type": "number"},
+            "timeout": {"type": "integer", "description": "How long to wait (ms)."},
+            "duration_minutes": {"type": "integer"},
+            "count": {"type": "integer"},
+        },
+    }
+    assert lt.converted_durations({"expireSeconds": 2}, params, "expire after 2 hours") == {"expireSeconds": 7200}
+    assert lt.converted_durations({"expireSeconds": 2}, params, "2小时后过期") == {"expireSeconds": 7200}
+    assert lt.converted_durations({"timeout": 5}, params, "give up after 5 s") == {"timeout": 5000}
+    assert lt.converted_durations({"expireSeconds": 7200}, params, "2 hours") == {"expireSeconds": 7200}
+    for kept, text in (
+        ({"expireSeconds": 2, "count": 2}, "2 items, then 2 hours"),  # 2 stated without a unit too
+        ({"duration_minutes": 90}, "a 90 second call"),  # 1.5: not whole, an integer
+        ({"duration_minutes": 90}, "a 90 minute call"),  # its own unit
+        ({"count": 2}, "2 hours"),  # no unit of its own
+        ({"expireSeconds": 3}, "3 hours or 3 days"),  # two units: which?
+    ):
+        assert lt.converted_durations(kept, params, text) == kept, text
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
