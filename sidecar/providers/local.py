@@ -713,11 +713,12 @@ class LocalAdapter(BaseAdapter):
                 return False
             if planned:
                 parsed.pop(localtools.PLAN, None)
-            args = localtools.without_its_value(localtools.without_empty(parsed, declared), declared)
-            args = localtools.spare_numbers(args, declared, asked)
-            args = localtools.fractions_of_percentages(args, declared, asked)
+            within = localtools.within  # each reading, of the nested objects' arguments too
+            args = localtools.without_its_value(within(localtools.without_empty, parsed, declared), declared)
+            args = within(localtools.spare_numbers, args, declared, asked)
+            args = within(localtools.fractions_of_percentages, args, declared, asked)
             args = localtools.signed_coordinates(args, declared, asked)  # "112.07 W": -112.07
-            args = localtools.converted_durations(args, declared, asked)  # "2 hours" → expireSeconds: 7200
+            args = within(localtools.converted_durations, args, declared, asked)  # "2 hours" → expireSeconds: 7200
             args = localtools.unasked(args, declared, request.messages, changes=localtools.changes_things(tool))
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
             args = localtools.currency_codes(args, declared)  # "euros" → EUR

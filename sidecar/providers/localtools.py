@@ -33,7 +33,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from decimal import Decimal
 from typing import Any, TypeGuard
 
@@ -2538,6 +2538,21 @@ def stated_numbers(text: str) -> list[int | float]:
             out.append(number)
         if len(out) == STATED_NUMBERS:
             break
+    return out
+
+
+def within(fn: Callable[..., dict[str, Any]], args: dict[str, Any], parameters: dict[str, Any], *rest: Any,
+           **options: Any) -> dict[str, Any]:  # fmt: skip
+    """``fn`` (one of the readings of a call's arguments below: ``fn(args, parameters, *rest, **options)``) applied
+    to ``args``, then to each object argument whose schema declares its properties, in that schema, however deep:
+    a server whose tool takes one object (``search_flights(params: {origin, adults, additional_stops, …})``, a
+    Pydantic input model) has every argument nested, and ``additional_stops: []`` written there had been left
+    untouched (a blind set of other people's tools, 2026-12-06)."""
+    out = dict(fn(args, parameters, *rest, **options))
+    for key, value in out.items():
+        spec = _spec(parameters, key)
+        if isinstance(value, dict) and isinstance(spec.get("properties"), dict):
+            out[key] = within(fn, value, spec, *rest, **options)
     return out
 
 

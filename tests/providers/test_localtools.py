@@ -3446,6 +3446,32 @@ def test_a_duration_stated_in_another_unit_is_written_in_the_arguments_unit() ->
         assert lt.converted_durations(kept, params, text) == kept, text
 
 
+def test_the_readings_of_a_calls_arguments_reach_a_nested_objects_arguments() -> None:
+    """A tool that takes one object (``search_flights(params: {…})``, a Pydantic input model): an empty
+    ``additional_stops: []`` written inside it was left untouched by what reads the top level's (a blind set of
+    other people's tools); so would a number reused (``max_price: 2`` of "2 adults") or a duration's unit."""
+    inner = {
+        "type": "object",
+        "required": ["origin", "adults"],
+        "properties": {
+            "origin": {"type": "string"},
+            "adults": {"type": "integer"},
+            "max_price": {"type": "number"},
+            "additional_stops": {"type": "array", "items": {"type": "string"}},
+            "hold": {"type": "object", "properties": {"ttl_seconds": {"type": "integer"}}},
+        },
+    }
+    params = {"type": "object", "required": ["params"], "properties": {"params": inner}}
+    text = "Find flights from SFO for 2 adults, and hold the fare for 3 hours"
+    written = {"params": {"origin": "SFO", "adults": 2, "max_price": 2, "additional_stops": [],
+                          "hold": {"ttl_seconds": 3}}}  # fmt: skip
+    args = lt.within(lt.without_empty, written, params)
+    args = lt.within(lt.spare_numbers, args, params, text)
+    args = lt.within(lt.converted_durations, args, params, text)
+    assert args == {"params": {"origin": "SFO", "adults": 2, "hold": {"ttl_seconds": 10800}}}
+    assert written["params"]["additional_stops"] == []  # the model's own arguments are not changed in place
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
