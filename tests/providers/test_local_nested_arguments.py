@@ -150,6 +150,29 @@ def test_one_or_many_is_an_array_and_other_unions_stay_text() -> None:
     assert kept["scope"]["type"] == "string" and kept["pick"]["type"] == "string", "the one form is not an item"
 
 
+def test_a_value_or_a_named_one_is_the_value_with_its_names_said() -> None:
+    """Docker's ``tail: int | Literal["all"]`` had gone to the model as a free string ("Show me the last 50 lines
+    of logs" → ``tail: "errors"``, a blind set of other people's tools): a number now, "all" in its description;
+    the server's own schema still judges the call (a plugin's tool validates against it)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "tail": {
+                "anyOf": [{"type": "integer"}, {"const": "all", "type": "string"}],
+                "default": 100,
+                "description": "Number of lines to show from the end",
+            },
+            "mode": {"anyOf": [{"type": "string"}, {"enum": ["fast", "full"]}]},
+            "both": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        },
+    }
+    fields = convert_schema(schema).model_dump(mode="json", exclude_none=True)["properties"]
+    assert fields["tail"]["type"] == "number"
+    assert fields["tail"]["description"].startswith('Number of lines to show from the end (or "all")')
+    assert fields["mode"] == {"type": "string", "description": 'or "fast" or "full"'}
+    assert fields["both"]["type"] == "string" and "JSON Schema" in fields["both"]["description"]  # two kinds
+
+
 async def test_the_adapter_calls_a_plugin_tool_with_nested_arguments() -> None:
     declared = memory_tool().declaration("memory__create_entities").model_dump(mode="json")
     text = json.dumps(ARGS)

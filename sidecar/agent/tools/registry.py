@@ -13,6 +13,7 @@ to the field's description, so the model still sees them.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -342,6 +343,14 @@ def _unwrap_optional(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, An
         (one,) = [o for o in kept if o is not many[0]]
         if _bare(one) == _bare(_resolve(many[0]["items"], defs)):
             return {**many[0], **{k: v for k, v in rest.items() if k != "default"}}
+    literals = [o for o in kept if _values(o)]
+    others = [o for o in kept if not _values(o)]
+    if len(others) == 1 and literals and _kind(others[0]) in ("number", "string", "boolean"):
+        # a value or a named one: int | Literal["all"] (a container's log tail) is the value, its names said
+        words = [json.dumps(v, ensure_ascii=False) for o in literals for v in _values(o) or ()]
+        said = str(rest.get("description") or others[0].get("description") or "").strip()
+        also = f"or {' or '.join(words)}"
+        return {**others[0], **rest, "description": f"{said} ({also})" if said else also}
     raise ValueError("a union of different types is not expressible")
 
 
