@@ -2723,6 +2723,11 @@ _STATED_DURATION = re.compile(
     r"毫秒|秒钟|秒|分钟|小时|钟头|天|周|星期)(?![A-Za-z])",
     re.IGNORECASE,
 )
+_ZH_DURATION = re.compile(
+    r"(?<![第\d一二三四五六七八九十两百千万零])((?:[二三四五六七八九两]?十[一二三四五六七八九]?)|[一二三四五六七八九两])"
+    r"\s*(?:个)?\s*(毫秒|秒钟|秒|分钟|小时|钟头|天|周|星期)"
+)
+"""A duration in Chinese numerals (:data:`_ZH_NUMBER`'s, and 一: ``三天``, ``两个小时``, ``一周``)."""
 _ARGUMENT_UNIT = re.compile(
     r"\b(?:in|of|as|number of)\s+(milliseconds|seconds|minutes|hours|days)\b"
     r"|\((milliseconds|seconds|minutes|hours|days|ms)\)",
@@ -2750,9 +2755,11 @@ def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: 
     stated: dict[float, set[float]] = {}
     for m in _STATED_DURATION.finditer(text):
         stated.setdefault(float(m.group(1)), set()).add(float(_DURATION_UNITS[m.group(2).lower()]))
+    for m in _ZH_DURATION.finditer(text):  # 过去三天, 两个小时
+        stated.setdefault(float(_zh_value(m.group(1))), set()).add(float(_DURATION_UNITS[m.group(2)]))
     if not stated:
         return args
-    plain = {float(n) for n in stated_numbers(_STATED_DURATION.sub(" ", text))}
+    plain = {float(n) for n in stated_numbers(_ZH_DURATION.sub(" ", _STATED_DURATION.sub(" ", text)))}
     out = dict(args)
     for key, value in args.items():
         spec = _spec(parameters, key)

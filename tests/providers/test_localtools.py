@@ -3434,6 +3434,9 @@ def test_a_duration_stated_in_another_unit_is_written_in_the_arguments_unit() ->
     }
     assert lt.converted_durations({"expireSeconds": 2}, params, "expire after 2 hours") == {"expireSeconds": 7200}
     assert lt.converted_durations({"expireSeconds": 2}, params, "2小时后过期") == {"expireSeconds": 7200}
+    hours = {"type": "object", "properties": {"hours": {"type": "integer"}}}  # "过去三天" → hours: 3 (a blind set)
+    assert lt.converted_durations({"hours": 3}, hours, "看看 garage_door 过去三天的状态变化记录") == {"hours": 72}
+    assert lt.converted_durations({"hours": 1}, hours, "第一天的记录") == {"hours": 1}  # an ordinal
     assert lt.converted_durations({"timeout": 5}, params, "give up after 5 s") == {"timeout": 5000}
     assert lt.converted_durations({"expireSeconds": 7200}, params, "2 hours") == {"expireSeconds": 7200}
     for kept, text in (
