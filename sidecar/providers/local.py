@@ -648,6 +648,7 @@ class LocalAdapter(BaseAdapter):
         declared = tool.parameters.model_dump(mode="json", exclude_none=True)
         said = localtools.clause_of(asked, localtools.request_paths(request.messages)) if on_a_file else asked
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(said))
+        schema = localtools.in_minor_units(schema, declared, said)  # "$12.50" for an amount in cents: 1250
         if unfinished or localtools.names_its_file(tool):
             targets = opening or localtools.target_paths(request.messages)
             if localtools.changes_things(tool):  # a change goes to a file whose clause asks for one

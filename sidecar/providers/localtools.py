@@ -2271,6 +2271,42 @@ def arguments_schema(
     return out
 
 
+_MINOR_UNITS = re.compile(
+    r"\b(?:in|of) cents\b|\(cents\)|smallest currency unit|minor units?|\bin pence\b|lowest denomination"
+    r"|以分为单位|单位为分",
+    re.IGNORECASE,
+)
+_MONEY = re.compile(
+    r"[$€£]\s?(\d[\d,]*(?:\.\d+)?)|(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:dollars?|bucks|euros?|pounds?|usd|eur|gbp|"
+    r"cad|aud|美元|欧元|英镑|元|块)(?![a-z])",
+    re.IGNORECASE,
+)
+_WHOLE_UNIT_CURRENCY = re.compile(r"¥|円|\byen\b|\bjpy\b|\bkrw\b|\bwon\b|日元|韩元", re.IGNORECASE)
+
+
+def in_minor_units(schema: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """The arguments ``schema`` (:func:`arguments_schema`) with a number the tool takes in a currency's minor unit
+    (its description: "The amount to refund in cents.", "in the smallest currency unit") constrained to the money
+    amounts the request ``text`` states, times 100: "Please refund $12.50 of payment intent pi_…" offered Stripe's
+    ``create_refund(amount: integer, "in cents")`` ran ``12500000000000000…`` to the grammar's bound and the refund
+    was not made (a blind set of other people's tools, 2026-12-06); ``1250`` now. Not where the request names a
+    currency without a minor unit (yen, won), nor where it states no amount of money."""
+    amounts = [
+        float((m.group(1) or m.group(2)).replace(",", "")) for m in _MONEY.finditer(text)
+    ]  # fmt: skip
+    if not amounts or _WHOLE_UNIT_CURRENCY.search(text) or not isinstance(schema.get("properties"), dict):
+        return schema
+    cents = sorted({round(a * 100) for a in amounts})
+    out = {**schema, "properties": dict(schema["properties"])}
+    for key, spec in (parameters.get("properties") or {}).items():
+        if not isinstance(spec, dict) or spec.get("enum") or spec.get("type") not in ("integer", "number"):
+            continue
+        if key in out["properties"] or key in (parameters.get("required") or ()):
+            if _MINOR_UNITS.search(str(spec.get("description") or "")) or _name_words(key)[-1:] == ["cents"]:
+                out["properties"][key] = {"type": spec["type"], "enum": cents}
+    return out
+
+
 _RUNAWAY = re.compile(r"\d{16,}\s*$")
 
 

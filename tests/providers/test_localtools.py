@@ -3475,6 +3475,29 @@ def test_the_readings_of_a_calls_arguments_reach_a_nested_objects_arguments() ->
     assert written["params"]["additional_stops"] == []  # the model's own arguments are not changed in place
 
 
+def test_an_amount_in_cents_is_constrained_to_the_stated_money_times_a_hundred() -> None:
+    """ "Please refund $12.50 of payment intent pi_…" offered Stripe's ``create_refund(amount: "in cents")``: the
+    model ran ``12500000000000000…`` to the grammar's bound and no refund was made (a blind set)."""
+    params = {
+        "type": "object",
+        "properties": {
+            "payment_intent": {"type": "string"},
+            "amount": {"type": "integer", "description": "The amount to refund in cents."},
+            "fee": {"type": "number", "description": "A fee in dollars."},
+        },
+        "required": ["payment_intent", "amount"],
+    }
+
+    def schema(text: str) -> dict[str, Any]:
+        return lt.in_minor_units(lt.arguments_schema(params, numbers=lt.stated_numbers(text)), params, text)
+
+    assert schema("Please refund $12.50 of pi_3Mtw")["properties"]["amount"] == {"type": "integer", "enum": [1250]}
+    assert schema("退款 12.5 元和 3 美元")["properties"]["amount"]["enum"] == [300, 1250]
+    assert schema("Refund $12.50 of pi_3Mtw")["properties"]["fee"] == {"type": "number", "enum": [12.5]}  # dollars
+    for whole in ("refund ¥500 of pi_3Mtw", "refund 5000 yen", "refund pi_3Mtw in full"):  # no minor unit, no money
+        assert schema(whole)["properties"]["amount"] == {"type": "integer"}, whole
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
