@@ -632,6 +632,9 @@ class LocalAdapter(BaseAdapter):
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = by_name[choice]
+        if first and not on_a_file and localtools.asks_not_does(tool, asked):  # "prs open on acme/api?" offered a
+            others = [t for t in tools if not localtools.asks_not_does(t, asked)]  # merge: decided again without it
+            return bool(others) and await self._tool_step(request, others, asm, steps, in_order=False)
         if first and localtools.asks_its_inputs(tool, request.messages):  # the coordinates asked for, as its input:
             others = [t for t in tools if t.name != choice]  # decided again among the others
             return bool(others) and await self._tool_step(request, others, asm, steps, in_order=False)

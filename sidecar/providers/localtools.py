@@ -360,6 +360,31 @@ def asks_how_to(text: str) -> bool:
     return _HOW_TO_DO.search(text.strip()) is not None
 
 
+_ASKED_OF = re.compile(
+    r"^\W*(?:can|could|would|will|shall|may|might|should|why don'?t|how about|please)\b|\bplease\b"
+    r"|\b(?:can|could|would|will) (?:you|u|we)\b|\bi(?:'d| would) like\b|\bi (?:really )?(?:want|need)\b|\bwanna\b"
+    r"|帮|请|把|给我|麻烦|替我",
+    re.IGNORECASE,
+)
+"""A question that asks for something to be done ("Can you merge it?", "Could you…", "I'd like…?", "帮我…吗？")."""
+
+
+def asks_not_does(tool: MetonaToolDef, text: str) -> bool:
+    """``text`` is one question that asks for no action (it ends in a question mark, asks nothing of anyone —
+    :data:`_ASKED_OF` — and holds none of the verbs the ``tool``'s name changes things by), and the tool changes
+    things (:func:`changes_things`): "prs open on acme/api?" offered GitHub's tools went to
+    ``merge_pull_request(pullNumber: 123)`` (a blind set of other people's tools, 2026-12-06); decided again
+    without it. Of the 281 tuning cases whose right call is such a tool (BFCL and the MCP set, 2026-12-06) none
+    is such a question; 11 requests where no offered tool fits are ("What is LangChain?" beside ``add``)."""
+    asked = text.strip()
+    if not changes_things(tool) or not asked.endswith(("?", "？")) or _ASKED_OF.search(asked):
+        return False
+    if len(re.findall(r"[.!?。！？;；](?=\s|$)", asked)) > 1:
+        return False  # "Which lights are on? Turn them off."
+    verbs = [w[:4] for w in _tool_words(tool.name) if w in _CHANGE_VERBS]
+    return not any(w.startswith(v) for w in re.findall(r"[a-z]+", asked.lower()) for v in verbs)
+
+
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
 
 

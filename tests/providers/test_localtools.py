@@ -3498,6 +3498,40 @@ def test_an_amount_in_cents_is_constrained_to_the_stated_money_times_a_hundred()
         assert schema(whole)["properties"]["amount"] == {"type": "integer"}, whole
 
 
+def test_a_question_that_asks_for_no_action_is_not_a_tools_that_changes_things() -> None:
+    merge = defs({**tool("merge_pull_request", "repo"), "description": "Merge a pull request"})[0]
+    for text in (
+        "prs open on acme/api?",
+        "Which PRs are waiting on review?",
+        "acme/api 有哪些开着的 PR？",
+        "What is LangChain?",
+    ):
+        assert lt.asks_not_does(merge, text), text
+    for text in (
+        "merge pr 5?",  # its own verb: a terse command
+        "Is PR 5 merged yet?",  # its verb's word, whatever it asks: let be
+        "Can you merge PR 5?",
+        "I'd like PR 5 in main, ok?",
+        "Which PRs are open? Merge the green ones.",  # a command after the question
+        "帮我合并 PR 5 好吗？",
+        "List the open PRs on acme/api",  # no question
+    ):
+        assert not lt.asks_not_does(merge, text), text
+    listing = defs({**tool("list_pull_requests", "repo"), "description": "List pull requests"})[0]
+    assert not lt.asks_not_does(listing, "prs open on acme/api?")  # a tool that changes nothing
+
+
+async def test_a_merge_picked_for_a_question_is_decided_again_without_it() -> None:
+    """ "prs open on acme/api?" offered GitHub's tools → ``merge_pull_request(pullNumber: 123)`` (a blind set)."""
+    merge = {**tool("merge_pull_request", "repo"), "description": "Merge a pull request"}
+    listing = {**tool("list_pull_requests", "repo"), "description": "List pull requests in a repository"}
+    ask = [{"role": "user", "content": "prs open on acme/api?", "timestamp": 1}]
+    runtime = ScriptedRuntime(['merge_pull_request"'], ['list_pull_requests"'], ['{"repo": "acme/api"}'])
+    response, _ = await run(runtime, request(messages=ask, tools=[merge, listing]), FavouringEmbedder("pull"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("list_pull_requests", {"repo": "acme/api"})]
+    assert runtime.payloads[1]["regex"] == lt.choice_regex(["list_pull_requests"])
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
