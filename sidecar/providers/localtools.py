@@ -375,7 +375,7 @@ def asks_not_does(tool: MetonaToolDef, text: str) -> bool:
     things (:func:`changes_things`): "prs open on acme/api?" offered GitHub's tools went to
     ``merge_pull_request(pullNumber: 123)`` (a blind set of other people's tools, 2026-12-06); decided again
     without it. Of the 281 tuning cases whose right call is such a tool (BFCL and the MCP set, 2026-12-06) none
-    is such a question; 11 requests where no offered tool fits are ("What is LangChain?" beside ``add``)."""
+    is such a question; 7 requests where no offered tool fits are ("What is LangChain?" beside ``add``)."""
     asked = text.strip()
     if not changes_things(tool) or not asked.endswith(("?", "？")) or _ASKED_OF.search(asked):
         return False
