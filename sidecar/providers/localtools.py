@@ -385,6 +385,40 @@ def asks_not_does(tool: MetonaToolDef, text: str) -> bool:
     return not any(w.startswith(v) for w in re.findall(r"[a-z]+", asked.lower()) for v in verbs)
 
 
+_KNOWLEDGE_CUE = re.compile(
+    r"\bfrom what you (?:already )?know\b|\bfrom your (?:own )?(?:knowledge|experience)\b|\boff the top of your head\b"
+    r"|\bbased (?:purely |only |just |solely )?on (?:the name|your (?:own )?(?:knowledge|experience|training))\b"
+    r"|\bwhat would you guess\b|\b(?:just|only) (?:guess|tell me what you (?:know|think))\b"
+    r"|\bwithout (?:looking (?:it |anything )?up|searching|checking|using (?:any |the )?tools?)\b"
+    r"|凭(?:经验|常识|你的知识|印象|感觉|你自己的)|按常识|根据常识|靠常识|你自己(?:知道|了解)的",
+    re.IGNORECASE,
+)
+"""Words that ask for the answer from what the model knows ("from what you know", "based purely on the name, what
+would you guess", "without looking it up", 凭经验说说, 按常识)."""
+_NEGATED_LOOKUP = re.compile(
+    r"\b(?:don'?t|do not|no need to|never mind|stop)\s+(?:\w+\s+){0,2}?(?:search\w*|look\w* (?:it |this |that "
+    r"|anything )?up|check\w*|query\w*|call (?:any |the )?(?:tools?|functions?|apis?)|use (?:any |the )?tools?|"
+    r"googl\w*|brows\w*|fetch\w*)"
+    r"|(?:不要|不用|别|先别|无需|不必|用不着)(?!忘)(?:再)?(?:去)?[^，。,.；;！!？?]{0,10}?(?:查|搜|找|调用|用工具|碰|看)",
+    re.IGNORECASE,
+)
+"""A look-up the request tells not to make ("don't search", "no need to check", 不要去 Linear 里查, 先别碰邮箱; not
+"don't call me", 别忘了查)."""
+_LOOKUP = re.compile(r"\b(?:search|look up|check|find|query|fetch|get|list|show)\b|查|搜|找|看看", re.IGNORECASE)
+
+
+def from_knowledge(text: str) -> bool:
+    """``text`` asks to be answered from what the model knows, or tells it not to look anything up and asks for
+    no other look-up ("Don't search the web, search my notes…" does): "不要去 Linear 里查，凭经验说说：…" offered
+    Linear's tools went to ``linear_search_issues`` with the question as its query, "算了，先别碰邮箱了。你就按常识
+    说说…" to ``list_mailboxes`` (a blind set of other people's tools, 2026-12-06). None of the 1797
+    tuning cases' requests (BFCL and the MCP set) reads so."""
+    if _KNOWLEDGE_CUE.search(text):
+        return True
+    told = _NEGATED_LOOKUP.search(text)
+    return told is not None and not _LOOKUP.search(text[: told.start()] + " " + text[told.end() :])
+
+
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
 
 

@@ -3532,6 +3532,34 @@ async def test_a_merge_picked_for_a_question_is_decided_again_without_it() -> No
     assert runtime.payloads[1]["regex"] == lt.choice_regex(["list_pull_requests"])
 
 
+def test_a_request_told_to_answer_from_what_the_model_knows_calls_nothing() -> None:
+    for text in (
+        "不要去 Linear 里查，凭经验说说：五个人的小团队、两周一个迭代，一般安排多少故事点比较合理？",
+        "算了，先别碰邮箱了。你就按常识说说，年终总结邮件一般会写哪几部分？",
+        "Then based purely on the name, what would you guess that repo contains?",
+        "Without looking it up, what is the capital of Peru?",
+        "Don't call any tools: what is 2+2?",
+    ):
+        assert lt.from_knowledge(text), text
+    for text in (
+        "Don't search the web, search my notes for the wifi password",  # another look-up asked for
+        "不要查 Linear，去 GitHub 查一下 issue 5",
+        "Don't call me Shirley, what is the weather in Paris?",
+        "别忘了查一下明天的天气",  # don't forget to
+        "Check the weather in Paris",
+    ):
+        assert not lt.from_knowledge(text), text
+
+
+async def test_a_request_that_says_not_to_look_it_up_is_answered() -> None:
+    ask = [{"role": "user", "content": "不要去 Linear 里查，凭经验说说：一个迭代安排多少故事点合适？", "timestamp": 1}]
+    search = {**tool("linear_search_issues", "query"), "description": "Search Linear issues"}
+    runtime = ScriptedRuntime(["一般 20 到 30 点。"])
+    response, _ = await run(runtime, request(messages=ask, tools=[search]), FavouringEmbedder("search"))
+    assert response.tool_calls is None and response.content == "一般 20 到 30 点。"
+    assert "regex" not in runtime.payloads[0]  # no decision was asked for
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
