@@ -3448,15 +3448,23 @@ PLACEHOLDER_WORDS = 3
 model composes ("Thanks for your help today!", a file of sample rows ``1,user1``)."""
 
 
+_COUNTED = frozenset("page max min total count result results line lines row rows item items step steps".split())
+"""What ``<word>_number`` counts rather than names (``page_number``, ``max_number``): no id (:func:`_untold_id`)."""
+
+
 def _untold_id(key: str, value: Any, known: str) -> bool:
-    """``value``, for an argument named an id (``user_id``, ``playerID``, ``order_ids``, ``identifier``), is a number
+    """``value``, for an argument named an id (``user_id``, ``playerID``, ``order_ids``, ``identifier``; a thing's
+    number too: ``pullNumber``, ``issue_number``, ``order_no``, not ``page_number`` — :data:`_COUNTED`), is a number
     (or digits) that neither the conversation nor the tool's description and schema (``known``: "1 for Bangkok")
     write: an id is looked up or given, never worked out ("Can you update my email to john.doe@example.com…" →
     ``update_user_profile(user_id: 123, …)``, BFCL's real users' no-call kind, tuning half, 2026-12-06; of the
     tuning cases' 94 possible answers with a number for an id, each is written by its request or its tool, but one
-    of a kind not measured here: several calls, ``playerID: 123``)."""
+    of a kind not measured here: several calls, ``playerID: 123``). "prs open on acme/api?" offered GitHub's tools
+    went to ``merge_pull_request(pullNumber: 123)`` (a blind set of other people's tools, 2026-12-06); of the tuning
+    cases' 34 possible answers with a required thing's number, each is written by its request."""
     words = _name_words(key)
-    if not words or words[-1] not in ("id", "ids", "identifier"):
+    numbered = len(words) > 1 and words[-1] in ("number", "num", "no", "nr") and words[-2] not in _COUNTED
+    if not words or (words[-1] not in ("id", "ids", "identifier") and not numbered):
         return False
     digits = []
     for item in value if isinstance(value, list) else [value]:

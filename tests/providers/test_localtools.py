@@ -1572,6 +1572,12 @@ def test_a_shape_without_values_or_a_number_for_an_id_nobody_wrote_is_made_up() 
                         ([42], "task forty-two"), ([0], "the top-level folder"), (["²"], "x")):  # fmt: skip
         assert lt.made_up({"task_ids": given}, tasks, asked(text)) == [], text
     assert lt.made_up({"task_ids": [7]}, tasks, asked("delete tasks 1-5")) == ["task_ids"], "outside the range"
+    merge = {"type": "object", "required": ["repo", "pullNumber", "page_number"], "properties": {
+        "repo": {"type": "string"}, "pullNumber": {"type": "integer"}, "page_number": {"type": "integer"},
+    }}  # fmt: skip
+    prs = asked("prs open on acme/api?")  # a blind set: merge_pull_request(pullNumber: 123)
+    assert lt.made_up({"repo": "acme/api", "pullNumber": 123, "page_number": 1}, merge, prs) == ["pullNumber"]
+    assert lt.made_up({"repo": "acme/api", "pullNumber": 42}, merge, asked("merge PR #42 of acme/api")) == []
 
 
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
