@@ -537,6 +537,27 @@ def _undoes(tool: MetonaToolDef, asked: str) -> bool:
     return False
 
 
+_CREATE_VERBS = frozenset("create add new insert make post".split())
+_UPDATE_VERBS = frozenset("update edit modify set patch change rename move replace".split())
+_ASKS_A_CHANGE = re.compile(
+    r"^\W*(?:(?:please|pls|can you|could you)\s+)?(?:change|update|modify|edit|rename|switch)\b"
+    r"|改成|改为|修改|更新|改一下|换成",
+    re.IGNORECASE,
+)
+_SPEAKS_OF_NEW = re.compile(r"\b(?:new|create|add|make)\b|新建|创建|新增|添加|加一|建一|新的", re.IGNORECASE)
+
+
+def _creates_for_a_change(tool: MetonaToolDef, asked: str) -> bool:
+    """The request asks to change something that exists ("Change…", "Update…", 改成, 修改, 换成) and speaks of nothing
+    new, and the tool's name creates (``create_repository``, ``add_item``) and does not update: "把 acme/widgets 这个
+    仓库从公开改成私有。" offered GitHub's tools went to ``create_repository`` (a blind set of other people's tools,
+    2026-12-06). None of the 42 tuning cases whose right call creates asks so."""
+    words = set(_tool_words(tool.name))
+    if not words & _CREATE_VERBS or words & _UPDATE_VERBS:
+        return False
+    return bool(_ASKS_A_CHANGE.search(asked)) and not _SPEAKS_OF_NEW.search(asked)
+
+
 def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     """The tool does the opposite of what the current request asks, by the words of its name (:func:`_tool_words`,
     adjacent ones joined: ``auth_log_in`` is a login) and :data:`_OPPOSITES`: "I'd like to log out" offered
@@ -547,7 +568,7 @@ def opposed(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
     words = _tool_words(tool.name)
     name = {*words, *(a + b for a, b in itertools.pairwise(words))}  # auth_log_in: login
     asked = question(messages)
-    if _undoes(tool, asked):
+    if _undoes(tool, asked) or _creates_for_a_change(tool, asked):
         return True
     for a, b in _OPPOSITES:
         for (mine, _, speaks_of_it), (theirs, asks_for_that, _) in ((a, b), (b, a)):

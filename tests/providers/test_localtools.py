@@ -3566,6 +3566,24 @@ async def test_a_request_that_says_not_to_look_it_up_is_answered() -> None:
     assert "regex" not in runtime.payloads[0]  # no decision was asked for
 
 
+def test_a_tool_that_creates_is_not_the_call_for_a_change_to_what_exists() -> None:
+    create = defs({**tool("create_repository", "name"), "description": "Create a new GitHub repository"})[0]
+    for text in (
+        "把 acme/widgets 这个仓库从公开改成私有。",
+        "Change acme/widgets to private",
+        "please update the repo's topics",
+    ):
+        assert lt.opposed(create, request(messages=_asking(text)).messages), text
+    for text in (
+        "Create a private repo named widgets",
+        "把仓库改成私有的，再新建一个公开的",
+        "Make a repo called widgets",
+    ):
+        assert not lt.opposed(create, request(messages=_asking(text)).messages), text
+    update = defs({**tool("create_or_update_file", "path"), "description": "Create or update a file"})[0]
+    assert not lt.opposed(update, request(messages=_asking("Change the README title")).messages)  # it updates too
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
