@@ -581,6 +581,8 @@ class LocalAdapter(BaseAdapter):
             ) or computing
             if instead and named[choice] and not named[instead]:
                 instead = None  # a pick the request names never gives way to one it does not name
+            if instead and localtools.spells_its_choice(by_name[choice], asked):  # nor one whose choice it spells
+                instead = instead if localtools.spells_its_choice(by_name[instead], asked) else None  # ("sold")
             own = localtools.spoken_of_as_theirs(tools, asked)
             instead = localtools.named_instead(choice, named, step.get("score"), own) or recalled or instead
             if not localtools.relevant(nearness(choice), step.get("score"), nearness(instead) if instead else None):

@@ -3195,6 +3195,30 @@ SAID_CHOICE_CHARS = 4
 """The shortest choice a request's word is taken for (``auto``, ``celsius``; not ``on``, ``all``, ``asc``)."""
 
 
+def _choices(spec: Any) -> list[str]:
+    """The string choices of a schema's enums, its properties' and items' too."""
+    if not isinstance(spec, dict):
+        return []
+    own = [c for c in spec.get("enum") or () if isinstance(c, str)]
+    inner = [c for sub in (spec.get("properties") or {}).values() for c in _choices(sub)]
+    return own + inner + _choices(spec.get("items"))
+
+
+def spells_its_choice(tool: MetonaToolDef, text: str) -> bool:
+    """``text`` spells one of the choices ``tool``'s arguments offer (:func:`_spells_choice`, :data:`SAID_CHOICE_CHARS`
+    letters or more, not a yes or a no): a value only that tool takes. "list all pets in the petstore that have been
+    sold" — the model named ``findPetsByStatus`` (status: available, pending, sold) unsure, and the embedder's nearer
+    ``findPetsByTags`` was called with ``tags: ["sold"]`` (a blind set of other people's tools, 2026-12-06): a pick
+    that the request names a choice of does not give way to a nearer tool that it does not (:func:`nearer`). Of the
+    16 recorded swaps to a nearer tool on the tuning half none is such a pick."""
+    declared = tool.parameters.model_dump(mode="json", exclude_none=True)
+    asked = text.lower()
+    return any(
+        len(c) >= SAID_CHOICE_CHARS and c.lower() not in _YES_NO and _spells_choice(c, asked)
+        for c in _choices(declared)
+    )
+
+
 _NOT_THAT = re.compile(
     r"(?:\b(?:no|not|non|without|except|never|hate|avoid|instead of|rather than|don't|dont)|不要|不用|别|除了)\W*"
     r"(?:\w+\W+){0,2}$|\b(?:the|a|an|my|your|our|their|his|her|its|this|that|of)\W*$",

@@ -3584,6 +3584,46 @@ def test_a_tool_that_creates_is_not_the_call_for_a_change_to_what_exists() -> No
     assert not lt.opposed(update, request(messages=_asking("Change the README title")).messages)  # it updates too
 
 
+def test_a_pick_whose_choice_the_request_spells_does_not_give_way_to_a_nearer_tool() -> None:
+    status = {**tool("findPetsByStatus", "status"), "description": "Finds pets by status"}
+    status["parameters"]["properties"]["status"] = {
+        "type": "string",
+        "description": "Status",
+        "enum": ["available", "pending", "sold"],
+    }
+    tags = {**tool("findPetsByTags", "tags"), "description": "Finds pets by tags"}
+    by_status, by_tags = defs(status, tags)
+    sold = "list all pets in the petstore that have been sold"
+    assert lt.spells_its_choice(by_status, sold) and not lt.spells_its_choice(by_tags, sold)
+    assert not lt.spells_its_choice(by_status, "list all pets")
+    assert not lt.spells_its_choice(by_status, "pets not sold")  # negated
+
+
+async def test_the_adapter_keeps_an_unsure_pick_whose_choice_the_request_spells() -> None:
+    """ "…that have been sold": the model's unsure ``findPetsByStatus`` had given way to the embedder's nearer
+    ``findPetsByTags`` (``tags: ["sold"]``; a blind set)."""
+    status = {**tool("findPetsByStatus", "status"), "description": "Finds pets by status"}
+    status["parameters"]["properties"]["status"] = {
+        "type": "string",
+        "description": "Status",
+        "enum": ["available", "pending", "sold"],
+    }
+    tags = {**tool("findPetsByTags", "tags"), "description": "Finds pets by tags"}
+    ask = [{"role": "user", "content": "list all pets in the petstore that have been sold", "timestamp": 1}]
+    unsure = math.log(lt.NEARER_P) - 0.5
+    runtime = ScriptedRuntime(['findPetsByStatus"'], ['{"status": "sold"}'], score=unsure)
+
+    class TagsNearer(FavouringEmbedder):
+        def embed(self, texts: list[str]) -> np.ndarray:
+            half = [0.5, math.sqrt(0.75)]  # findPetsByStatus near enough, findPetsByTags nearer
+            return np.array(
+                [[1.0, 0.0] if i == 0 or t.startswith("findPetsByTags") else half for i, t in enumerate(texts)]
+            )
+
+    response, _ = await run(runtime, request(messages=ask, tools=[status, tags]), TagsNearer())
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("findPetsByStatus", {"status": "sold"})]
+
+
 # ---- a statement for another tool; the answer given as the question ------------------------------------------
 
 READ_QUERY = {
