@@ -10,8 +10,8 @@ members and items, no other whitespace — and a number of at most :data:`INTEGE
 
 The schema's keys come in the order it declares them and each optional key may be left out, as the runtime's own
 ``json_schema`` constraint does (measured); a required key not among the properties is not asked for. A schema
-with anything else (``pattern``, ``anyOf``, ``minimum``, an object both declaring keys and open to others …) is
-not written here: :func:`compact_grammar` answers None and the caller keeps ``json_schema``.
+with anything else (``pattern``, ``minimum``, an object both declaring keys and open to others, an ``anyOf`` beside
+other keys …) is not written here: :func:`compact_grammar` answers None and the caller keeps ``json_schema``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ runaway, which the grammar ends there (the caller tells it by the value: :func:`
 FRACTION_DIGITS = 12
 EXPONENT_DIGITS = 3
 
-_READ = frozenset({"type", "enum", "const", "properties", "required", "items", "additionalProperties"})
+_READ = frozenset({"type", "enum", "const", "properties", "required", "items", "additionalProperties", "anyOf"})
 _IGNORED = frozenset({"description", "title", "default", "examples", "$schema"})
 _COMMON = f"""string ::= "\\"" char* "\\""
 char ::= [^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{{4}})
@@ -90,6 +90,11 @@ def _rule(rules: list[str], body: str) -> str:
 def _node(schema: Any, rules: list[str]) -> str:
     if not isinstance(schema, dict) or not set(schema) <= _READ | _IGNORED:
         raise _Unsupported
+    if "anyOf" in schema:  # one of the forms (a number, or a named value: int | Literal["all"])
+        forms = schema["anyOf"]
+        if not isinstance(forms, list) or not forms or set(schema) - {"anyOf"} - _IGNORED:
+            raise _Unsupported
+        return "(" + " | ".join(_node(form, rules) for form in forms) + ")"
     if "const" in schema:
         return _literal(_json(schema["const"]))
     if "enum" in schema:

@@ -581,8 +581,9 @@ class LocalAdapter(BaseAdapter):
             ) or computing
             if instead and named[choice] and not named[instead]:
                 instead = None  # a pick the request names never gives way to one it does not name
-            if instead and localtools.spells_its_choice(by_name[choice], asked):  # nor one whose choice it spells
-                instead = instead if localtools.spells_its_choice(by_name[instead], asked) else None  # ("sold")
+            if instead and not named[instead] and localtools.spells_its_choice(by_name[choice], asked):  # nor one
+                instead = instead if localtools.spells_its_choice(by_name[instead], asked) else None  # it names no
+                # word of, when it spells a choice of the pick's ("…that have been sold": findPetsByStatus's "sold")
             own = localtools.spoken_of_as_theirs(tools, asked)
             instead = localtools.named_instead(choice, named, step.get("score"), own) or recalled or instead
             if not localtools.relevant(nearness(choice), step.get("score"), nearness(instead) if instead else None):
@@ -721,10 +722,13 @@ class LocalAdapter(BaseAdapter):
                 return False
             if planned:
                 parsed.pop(localtools.PLAN, None)
-            within = localtools.within  # each reading, of the nested objects' arguments too
-            args = localtools.without_its_value(within(localtools.without_empty, parsed, declared), declared)
-            args = within(localtools.spare_numbers, args, declared, asked)
-            args = within(localtools.fractions_of_percentages, args, declared, asked)
+            within = localtools.within  # a reading of the nested objects' arguments too
+            if localtools.empties(asked):  # "Clear the description of task 123": a nested empty value is asked for
+                args = localtools.without_its_value(localtools.without_empty(parsed, declared), declared)
+            else:
+                args = localtools.without_its_value(within(localtools.without_empty, parsed, declared), declared)
+            args = localtools.spare_numbers(args, declared, asked)
+            args = localtools.fractions_of_percentages(args, declared, asked)
             args = localtools.signed_coordinates(args, declared, asked)  # "112.07 W": -112.07
             args = within(localtools.converted_durations, args, declared, asked)  # "2 hours" → expireSeconds: 7200
             args = localtools.unasked(args, declared, request.messages, changes=localtools.changes_things(tool))

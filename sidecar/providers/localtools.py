@@ -369,19 +369,42 @@ _ASKED_OF = re.compile(
 """A question that asks for something to be done ("Can you merge it?", "Could you…", "I'd like…?", "帮我…吗？")."""
 
 
+_MUTATING_VERBS = frozenset(
+    "create delete remove update merge write edit move rename drop kill cancel commit push reset install uninstall "
+    "purchase buy pay transfer reschedule reserve overwrite truncate unlink upload publish sell set clear insert "
+    "close archive".split()
+)
+"""Verbs of a tool's name that change what exists whatever the arguments (not ``add``, ``send``, ``post``,
+``make``, ``submit``: ``add(a, b)`` sums, ``send_request`` and ``post_graphql_query`` read)."""
+_INTERROGATIVE = re.compile(
+    r"^\W*(?:what|which|who|whom|whose|where|when|why|is|are|was|were|does|do|did|has|have|how (?:many|much|long|old|"
+    r"often|big))\b|哪|谁|什么|多少|几[个条项次]|是否|有没有|是不是",
+    re.IGNORECASE,
+)
+_ZH_REQUEST = re.compile(r"能|可以|可不可以|帮|请|把|给|麻烦|替|要|让")
+
+
 def asks_not_does(tool: MetonaToolDef, text: str) -> bool:
     """``text`` is one question that asks for no action (it ends in a question mark, asks nothing of anyone —
     :data:`_ASKED_OF` — and holds none of the verbs the ``tool``'s name changes things by), and the tool changes
-    things (:func:`changes_things`): "prs open on acme/api?" offered GitHub's tools went to
-    ``merge_pull_request(pullNumber: 123)`` (a blind set of other people's tools, 2026-12-06); decided again
-    without it. Of the 281 tuning cases whose right call is such a tool (BFCL and the MCP set, 2026-12-06) none
-    is such a question; 7 requests where no offered tool fits are ("What is LangChain?" beside ``add``)."""
+    things: "prs open on acme/api?" offered GitHub's tools went to ``merge_pull_request(pullNumber: 123)`` (a blind
+    set of other people's tools, 2026-12-06; that terse form is no longer read so — "Refund charge ch_123?" is
+    written alike —, and the made-up number refuses the call: :func:`_untold_id`); "Which PRs are open on acme/api?"
+    is decided again without it. Of the 281 tuning cases whose right call changes things (BFCL and the MCP set,
+    2026-12-06) none is such a question; 4 requests where no offered tool fits are ("What time is it?" beside
+    ``update_repository``). Only a
+    question that opens as one (:data:`_INTERROGATIVE`: what, which, is, how many; 哪, 什么, 多少 — not a Chinese
+    request form, 能…吗, 帮…) and a verb that changes whatever the arguments (:data:`_MUTATING_VERBS`): a review
+    (2026-12-06) found terse commands ("Refund charge ch_123?", "关一下客厅的灯？") and ``add`` for "What's 1234 plus
+    5678?"."""
     asked = text.strip()
-    if not changes_things(tool) or not asked.endswith(("?", "？")) or _ASKED_OF.search(asked):
+    verbs = [w[:4] for w in _tool_words(tool.name) if w in _MUTATING_VERBS]
+    if not verbs or not asked.endswith(("?", "？")) or _ASKED_OF.search(asked) or not _INTERROGATIVE.search(asked):
         return False
-    if len(re.findall(r"[.!?。！？;；](?=\s|$)", asked)) > 1:
-        return False  # "Which lights are on? Turn them off."
-    verbs = [w[:4] for w in _tool_words(tool.name) if w in _CHANGE_VERBS]
+    if _CJK.search(asked) and _ZH_REQUEST.search(asked):
+        return False
+    if len(re.findall(r"[.!?;]\s|[。！？；]", asked.rstrip("?？"))) > 0:
+        return False  # "Which lights are on? Turn them off.", "关掉所有灯。然后告诉我还有哪些开着？"
     return not any(w.startswith(v) for w in re.findall(r"[a-z]+", asked.lower()) for v in verbs)
 
 
@@ -407,16 +430,36 @@ _NEGATED_LOOKUP = re.compile(
 _LOOKUP = re.compile(r"\b(?:search|look up|check|find|query|fetch|get|list|show)\b|查|搜|找|看看", re.IGNORECASE)
 
 
+_ACTION_ASKED = re.compile(
+    r"\b(?:just|instead)\s+(?!(?:tell|say|guess|answer|explain)\b)[a-z]+\b|直接|帮我|帮忙|把|请|给我(?!说|讲)|替我"
+    r"|\b(?:my|our|the) (?:notes?|files?|docs?|documents?|database|db|calendar|inbox|todoist|repos?|plugin)\b"
+    r"|\buse (?:the|my|your|a) \w+|笔记|我的文件|数据库|插件|日历|收件箱",
+    re.IGNORECASE,
+)
+"""What makes a request told not to look things up still one for a tool: an action asked ("…, just delete the key",
+直接, 帮我, 把) or another source named ("my notes have it", "use the Kubernetes plugin", 笔记)."""
+_NOT_BY = re.compile(
+    r"(?:不想|不要|别|不是|not|don'?t want)\W*(?:\w+\W+){0,2}$|(?:不想|不要|别|不是)[^，。,.]{0,4}$", re.I
+)
+
+
 def from_knowledge(text: str) -> bool:
     """``text`` asks to be answered from what the model knows, or tells it not to look anything up and asks for
     no other look-up ("Don't search the web, search my notes…" does): "不要去 Linear 里查，凭经验说说：…" offered
     Linear's tools went to ``linear_search_issues`` with the question as its query, "算了，先别碰邮箱了。你就按常识
     说说…" to ``list_mailboxes`` (a blind set of other people's tools, 2026-12-06). None of the 1797
-    tuning cases' requests (BFCL and the MCP set) reads so."""
-    if _KNOWLEDGE_CUE.search(text):
-        return True
-    told = _NEGATED_LOOKUP.search(text)
-    return told is not None and not _LOOKUP.search(text[: told.start()] + " " + text[told.end() :])
+    tuning cases' requests (BFCL and the MCP set) reads so. Only a question (it ends in a question mark) that asks
+    for no action and names no other source (:data:`_ACTION_ASKED`), and a cue not itself negated ("我不想你凭感觉"):
+    a review (2026-12-06) found "No need to check the cache, just delete the key…", "不用搜了，打开客厅的灯" and
+    "Don't search the web; my notes have it. What's the wifi password?" read so."""
+    asked = text.strip()
+    if not asked.endswith(("?", "？")) or _ACTION_ASKED.search(asked):
+        return False
+    cue = _KNOWLEDGE_CUE.search(asked)
+    if cue is not None:
+        return not _NOT_BY.search(asked[: cue.start()])
+    told = _NEGATED_LOOKUP.search(asked)
+    return told is not None and not _LOOKUP.search(asked[: told.start()] + " " + asked[told.end() :])
 
 
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
@@ -537,11 +580,11 @@ def _undoes(tool: MetonaToolDef, asked: str) -> bool:
     return False
 
 
-_CREATE_VERBS = frozenset("create add new insert make post".split())
+_CREATE_VERBS = frozenset("create new insert".split())
 _UPDATE_VERBS = frozenset("update edit modify set patch change rename move replace".split())
 _ASKS_A_CHANGE = re.compile(
-    r"^\W*(?:(?:please|pls|can you|could you)\s+)?(?:change|update|modify|edit|rename|switch)\b"
-    r"|改成|改为|修改|更新|改一下|换成",
+    r"^\W*(?:(?:please|pls|can you|could you)\s+)?(?:change|modify|edit|rename)\b(?!\s*(?:of\b|:))"
+    r"|^[^，。,.：:]{0,6}(?:把|将)[^，。,.：:]{1,30}?(?:从[^，。,.：:]{1,12})?(?:改成|改为|换成|修改为)",
     re.IGNORECASE,
 )
 _SPEAKS_OF_NEW = re.compile(r"\b(?:new|create|add|make)\b|新建|创建|新增|添加|加一|建一|新的", re.IGNORECASE)
@@ -551,7 +594,10 @@ def _creates_for_a_change(tool: MetonaToolDef, asked: str) -> bool:
     """The request asks to change something that exists ("Change…", "Update…", 改成, 修改, 换成) and speaks of nothing
     new, and the tool's name creates (``create_repository``, ``add_item``) and does not update: "把 acme/widgets 这个
     仓库从公开改成私有。" offered GitHub's tools went to ``create_repository`` (a blind set of other people's tools,
-    2026-12-06). None of the 42 tuning cases whose right call creates asks so."""
+    2026-12-06). None of the 42 tuning cases whose right call creates asks so. Only a command that opens so (not
+    "Change of plans:", "Edit:", "Update #eng: …", nor 修改 as a task's text: "在 Todoist 加个任务：修改简历"), and a
+    tool that creates and does nothing else by its name (not ``add_comment``, ``post_message``): a review
+    (2026-12-06) found those."""
     words = set(_tool_words(tool.name))
     if not words & _CREATE_VERBS or words & _UPDATE_VERBS:
         return False
@@ -2340,6 +2386,11 @@ def arguments_schema(
                 fitting = _allowed(numbers, spec)
                 if fitting:
                     out["properties"][key] = {"type": spec["type"], "enum": fitting}
+    for key, spec in (parameters.get("properties") or {}).items():
+        named = _named_values(spec)
+        if named:  # int | Literal["all"]: the number as above, or one of its named values
+            kept = out["properties"].get(key)
+            out["properties"][key] = {"anyOf": [kept, {"enum": named}]} if kept else {"enum": named}
     if isinstance(parameters.get("items"), dict):
         out["items"] = arguments_schema(parameters["items"], top=False, numbers=numbers)
     if top or "properties" in out:
@@ -2361,6 +2412,13 @@ _MONEY = re.compile(
     r"cad|aud|美元|欧元|英镑|元|块)(?![a-z])",
     re.IGNORECASE,
 )
+_WORKED_OUT_MONEY = re.compile(
+    r"\b(?:half|third|quarter|minus|less|plus|each|per|off|discount|percent|cents?|times|split|except|but)\b|%|"
+    r"\d\s?[kKmMbB]\b|\d[,.]\d{3}[,.]\d|一半|打折|折|每|减|扣|加上|除了|分之",
+    re.IGNORECASE,
+)
+"""What makes an amount worked out from the one stated (half of it, less a fee, each, 15% off), said in cents
+already, or written in another convention (``$1.2k``, ``1.234,56``): not constrained (:func:`in_minor_units`)."""
 _WHOLE_UNIT_CURRENCY = re.compile(r"¥|円|\byen\b|\bjpy\b|\bkrw\b|\bwon\b|日元|韩元", re.IGNORECASE)
 
 
@@ -2369,14 +2427,16 @@ def in_minor_units(schema: dict[str, Any], parameters: dict[str, Any], text: str
     (its description: "The amount to refund in cents.", "in the smallest currency unit") constrained to the money
     amounts the request ``text`` states, times 100: "Please refund $12.50 of payment intent pi_…" offered Stripe's
     ``create_refund(amount: integer, "in cents")`` ran ``12500000000000000…`` to the grammar's bound and the refund
-    was not made (a blind set of other people's tools, 2026-12-06); ``1250`` now. Not where the request names a
-    currency without a minor unit (yen, won), nor where it states no amount of money."""
-    amounts = [
-        float((m.group(1) or m.group(2)).replace(",", "")) for m in _MONEY.finditer(text)
-    ]  # fmt: skip
-    if not amounts or _WHOLE_UNIT_CURRENCY.search(text) or not isinstance(schema.get("properties"), dict):
+    was not made (a blind set of other people's tools, 2026-12-06); ``1250`` now. Only where the request states one
+    amount of money and works nothing out from it (:data:`_WORKED_OUT_MONEY`: a review, 2026-12-06, found "Refund
+    half of the $50 charge", "$15 each for 3 tickets", "€12,50" constrained to the wrong amount), and not in a
+    currency without a minor unit (yen, won)."""
+    written = [m.group(1) or m.group(2) for m in _MONEY.finditer(text)]
+    if len(written) != 1 or _WHOLE_UNIT_CURRENCY.search(text) or _WORKED_OUT_MONEY.search(text):
+        return schema  # one amount, as stated: not "half of the $50", "$12.50 minus the $2 fee", "€12,50", "$5M"
+    if re.fullmatch(r"\d+,\d{1,2}", written[0]) or not isinstance(schema.get("properties"), dict):
         return schema
-    cents = sorted({round(a * 100) for a in amounts})
+    cents = [round(float(written[0].replace(",", "")) * 100)]
     out = {**schema, "properties": dict(schema["properties"])}
     for key, spec in (parameters.get("properties") or {}).items():
         if not isinstance(spec, dict) or spec.get("enum") or spec.get("type") not in ("integer", "number"):
@@ -2385,6 +2445,23 @@ def in_minor_units(schema: dict[str, Any], parameters: dict[str, Any], text: str
             if _MINOR_UNITS.search(str(spec.get("description") or "")) or _name_words(key)[-1:] == ["cents"]:
                 out["properties"][key] = {"type": spec["type"], "enum": cents}
     return out
+
+
+_NAMED_VALUES = re.compile(r'^\(or ((?:"(?:[^"\\]|\\.)*"(?: or )?)+)\)')
+
+
+def _named_values(spec: Any) -> list[Any]:
+    """The named values a number or a boolean field also takes, as the tool declaration writes them after its
+    description: ``(or "all")`` (:func:`sidecar.agent.tools.registry.param_field`, a union such as Docker's ``tail:
+    int | Literal["all"]``)."""
+    if not isinstance(spec, dict) or spec.get("type") not in ("number", "integer", "boolean"):
+        return []
+    description = str(spec.get("description") or "")
+    for start in [m.start() for m in re.finditer(r"\(or \"", description)]:
+        match = _NAMED_VALUES.match(description[start:])
+        if match:
+            return [json.loads(v) for v in re.findall(r'"(?:[^"\\]|\\.)*"', match.group(1))]
+    return []
 
 
 _RUNAWAY = re.compile(r"\d{16,}\s*$")
@@ -2663,13 +2740,23 @@ def within(fn: Callable[..., dict[str, Any]], args: dict[str, Any], parameters: 
     to ``args``, then to each object argument whose schema declares its properties, in that schema, however deep:
     a server whose tool takes one object (``search_flights(params: {origin, adults, additional_stops, …})``, a
     Pydantic input model) has every argument nested, and ``additional_stops: []`` written there had been left
-    untouched (a blind set of other people's tools, 2026-12-06)."""
+    untouched (a blind set of other people's tools, 2026-12-06). Used for :func:`without_empty` (not where the
+    request :func:`empties` something) and :func:`converted_durations`; a review (2026-12-06) found a number meant
+    for several nested keys ("padding 20") and a percentage on a 0–100 scale turned wrong there, so those readings
+    stay at the top level."""
     out = dict(fn(args, parameters, *rest, **options))
     for key, value in out.items():
         spec = _spec(parameters, key)
         if isinstance(value, dict) and isinstance(spec.get("properties"), dict):
             out[key] = within(fn, value, spec, *rest, **options)
     return out
+
+
+def empties(text: str) -> bool:
+    """The request asks for something to be emptied or cleared ("Clear the description of task 123", "Remove all
+    labels", 清空): an empty value the model writes is the value asked for, kept in a nested object's arguments
+    (:func:`within`; a review, 2026-12-06)."""
+    return _EMPTIES.search(text) is not None
 
 
 def without_empty(args: dict[str, Any], parameters: dict[str, Any]) -> dict[str, Any]:
@@ -2714,6 +2801,10 @@ def _dated(text: str) -> list[int]:
 
 _PERCENTAGE = re.compile(r"(?<![A-Za-z0-9_.])(\d+(?:\.\d+)?)\s*(?:%|per ?cent\b)", re.IGNORECASE)
 _SAYS_PERCENT = re.compile(r"percent|%|\bpct\b|百分", re.IGNORECASE)
+_WHOLE_PERCENT = re.compile(r"\(integer\b|\b0\s?(?:-|–|to)\s?100\b|\b1\s?(?:-|–|to)\s?100\b", re.IGNORECASE)
+"""A number argument whose description makes it a whole number (a plugin's integer: "(integer, …)") or a scale to
+100 ("0-100"): a stated percentage is that number ("Dim the lights to 30%" → ``brightness: 30``; a review,
+2026-12-06)."""
 
 
 _PERCENT_IN_FORMULA = re.compile(
@@ -2759,7 +2850,9 @@ def fractions_of_percentages(args: dict[str, Any], parameters: dict[str, Any], t
         if not _number(value) or spec.get("type") != "number" or spec.get("enum"):
             continue
         if float(value) in percentages and float(value) not in plain and value > 1:
-            if not _SAYS_PERCENT.search(f"{key} {spec.get('description') or ''}"):
+            if not _SAYS_PERCENT.search(f"{key} {spec.get('description') or ''}") and not _WHOLE_PERCENT.search(
+                str(spec.get("description") or "")
+            ):
                 out[key] = float(f"{value / 100:.15g}")
     return out
 
@@ -2768,8 +2861,14 @@ _HEMISPHERE_AFTER = re.compile(
     r"(?<![A-Za-z0-9_.])(\d{1,3}(?:\.\d+)?)\s*(?:°|º|˚|deg(?:rees?)?\b)?\s*(?:(N|S|E|W)\b|(north|south|east|west)\b)",
     re.IGNORECASE,
 )
-_HEMISPHERE_BEFORE = re.compile(r"(?:\b(N|S|E|W)\s?|(北纬|南纬|东经|西经)\s*)(\d{1,3}(?:\.\d+)?)(?![\d.]|[^\W\d_])")
+_HEMISPHERE_BEFORE = re.compile(
+    r"(?:(?<![\d°º˚]\s)(?<![\d°º˚])\b(N|S|E|W)\s|\b(N|S|E|W)|(北纬|南纬|东经|西经)\s*)(\d{1,3}(?:\.\d+)?)"
+    r"(?![\d.]|[^\W\d_])"
+)
+"""A hemisphere written before its number: "W74.0", "S 33.9" (not the letter after another number, "40.7 N 74.0
+W": that N is the first number's), 西经118.24."""
 _NEGATIVE_HEMISPHERES = frozenset(("s", "w", "south", "west", "南纬", "西经"))
+_HEMISPHERE_WORDS = frozenset("n s e w north south east west".split())
 
 
 def _hemispheres(text: str) -> dict[float, bool]:
@@ -2785,7 +2884,8 @@ def _hemispheres(text: str) -> dict[float, bool]:
         marked.setdefault(float(m.group(1)), set()).add((letter or word).lower() in _NEGATIVE_HEMISPHERES)
         spans.append(m.span())
     for m in _HEMISPHERE_BEFORE.finditer(text):
-        marked.setdefault(float(m.group(3)), set()).add((m.group(1) or m.group(2)).lower() in _NEGATIVE_HEMISPHERES)
+        side = (m.group(1) or m.group(2) or m.group(3)).lower()
+        marked.setdefault(float(m.group(4)), set()).add(side in _NEGATIVE_HEMISPHERES)
         spans.append(m.span())
     bare = "".join(" " if any(a <= i < b for a, b in spans) else c for i, c in enumerate(text))
     plain = {float(n) for n in stated_numbers(bare)}
@@ -2800,8 +2900,9 @@ def signed_coordinates(args: dict[str, Any], parameters: dict[str, Any], text: s
     objects' keys too) or whose description speaks of latitude or longitude, and a number written positive that
     the request states with that hemisphere only (:func:`_hemispheres`)."""
     signs = _hemispheres(text)
-    if not any(signs.values()):
-        return args
+    if not any(signs.values()) or any(isinstance(v, str) and v.strip().lower() in _HEMISPHERE_WORDS for v in
+                                      _strings_in(args)):  # fmt: skip
+        return args  # a hemisphere of its own ("lat_hemisphere": "S"): the number stays as the user wrote it
 
     def signed(value: Any) -> Any:
         if isinstance(value, list):
@@ -2854,11 +2955,19 @@ _ARGUMENT_UNIT = re.compile(
 def _argument_unit(key: str, spec: dict[str, Any]) -> float | None:
     """The unit of time an argument takes, in seconds: its name's last unit word (``expireSeconds``,
     ``timeout_ms``, ``duration_minutes``), else its description's ("TTL in seconds", "(ms)")."""
-    named = [w for w in _name_words(key) if w in _DURATION_UNITS and w not in ("s", "h", "min")]
+    words = _name_words(key)
+    if "per" in words:
+        return None  # hours_per_day: a rate, not a duration
+    named = [w for w in words if w in _DURATION_UNITS and w not in ("s", "h", "min")]
     if named:
         return float(_DURATION_UNITS[named[-1]])
-    match = _ARGUMENT_UNIT.search(str(spec.get("description") or ""))
+    first = re.split(r"(?<=[.;])\s", str(spec.get("description") or ""), maxsplit=1)[0]  # its own clause
+    match = _ARGUMENT_UNIT.search(first)
     return float(_DURATION_UNITS[(match.group(1) or match.group(2)).lower()]) if match else None
+
+
+_CLOCK_TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b|\d\s?点|o'?clock", re.IGNORECASE)
+_CLOCK_FIELDS = frozenset("hour minute second hours minutes seconds start end at time".split())
 
 
 def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
@@ -2876,19 +2985,23 @@ def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: 
     if not stated:
         return args
     plain = {float(n) for n in stated_numbers(_ZH_DURATION.sub(" ", _STATED_DURATION.sub(" ", text)))}
+    clock = _CLOCK_TIME.search(text) is not None
     out = dict(args)
     for key, value in args.items():
         spec = _spec(parameters, key)
         if not _number(value) or spec.get("enum") or float(value) in plain:
             continue
+        if clock and set(_name_words(key)) <= _CLOCK_FIELDS:
+            continue  # "at 5:45 … for 45 seconds": a clock's minute, not a duration
         units = stated.get(float(value))
         unit = _argument_unit(key, spec) if units and len(units) == 1 else None
         if unit is None or units is None or unit in units:
             continue
         seconds = float(value) * next(iter(units)) / unit
+        whole = spec.get("type") == "integer" or "(integer" in str(spec.get("description") or "")
         if seconds.is_integer():
             out[key] = int(seconds)
-        elif spec.get("type") == "number":
+        elif not whole:  # an integer (a plugin's carries "(integer" in its hints) keeps what the model wrote
             out[key] = float(f"{seconds:.15g}")
     return out
 
@@ -3195,13 +3308,13 @@ SAID_CHOICE_CHARS = 4
 """The shortest choice a request's word is taken for (``auto``, ``celsius``; not ``on``, ``all``, ``asc``)."""
 
 
-def _choices(spec: Any) -> list[str]:
+def _enum_choices(spec: Any) -> list[str]:
     """The string choices of a schema's enums, its properties' and items' too."""
     if not isinstance(spec, dict):
         return []
     own = [c for c in spec.get("enum") or () if isinstance(c, str)]
-    inner = [c for sub in (spec.get("properties") or {}).values() for c in _choices(sub)]
-    return own + inner + _choices(spec.get("items"))
+    inner = [c for sub in (spec.get("properties") or {}).values() for c in _enum_choices(sub)]
+    return own + inner + _enum_choices(spec.get("items"))
 
 
 def spells_its_choice(tool: MetonaToolDef, text: str) -> bool:
@@ -3215,7 +3328,7 @@ def spells_its_choice(tool: MetonaToolDef, text: str) -> bool:
     asked = text.lower()
     return any(
         len(c) >= SAID_CHOICE_CHARS and c.lower() not in _YES_NO and _spells_choice(c, asked)
-        for c in _choices(declared)
+        for c in _enum_choices(declared)
     )
 
 
@@ -3493,13 +3606,15 @@ PLACEHOLDER_WORDS = 3
 model composes ("Thanks for your help today!", a file of sample rows ``1,user1``)."""
 
 
-_COUNTED = frozenset("page max min total count result results line lines row rows item items step steps".split())
-"""What ``<word>_number`` counts rather than names (``page_number``, ``max_number``): no id (:func:`_untold_id`)."""
+_NUMBERED_THINGS = frozenset("pull pr issue order invoice mr build".split())
+"""Things a ``<word>_number`` names by an id of the user's (``pullNumber``, ``issue_number``, ``order_no``): not a
+count (``guest_number``, ``ticket_number``: how many), a phone's or a card's digits (written with separators),
+an episode's or a floor's ordinal (a review, 2026-12-06; :func:`_untold_id`)."""
 
 
 def _untold_id(key: str, value: Any, known: str) -> bool:
     """``value``, for an argument named an id (``user_id``, ``playerID``, ``order_ids``, ``identifier``; a thing's
-    number too: ``pullNumber``, ``issue_number``, ``order_no``, not ``page_number`` — :data:`_COUNTED`), is a number
+    number too: ``pullNumber``, ``issue_number``, ``order_no`` — :data:`_NUMBERED_THINGS`), is a number
     (or digits) that neither the conversation nor the tool's description and schema (``known``: "1 for Bangkok")
     write: an id is looked up or given, never worked out ("Can you update my email to john.doe@example.com…" →
     ``update_user_profile(user_id: 123, …)``, BFCL's real users' no-call kind, tuning half, 2026-12-06; of the
@@ -3508,7 +3623,7 @@ def _untold_id(key: str, value: Any, known: str) -> bool:
     went to ``merge_pull_request(pullNumber: 123)`` (a blind set of other people's tools, 2026-12-06); of the tuning
     cases' 34 possible answers with a required thing's number, each is written by its request."""
     words = _name_words(key)
-    numbered = len(words) > 1 and words[-1] in ("number", "num", "no", "nr") and words[-2] not in _COUNTED
+    numbered = len(words) > 1 and words[-1] in ("number", "num", "no", "nr") and words[-2] in _NUMBERED_THINGS
     if not words or (words[-1] not in ("id", "ids", "identifier") and not numbered):
         return False
     digits = []

@@ -41,7 +41,8 @@ def closed(properties: dict[str, Any], required: list[str] | None = None) -> dic
     "schema",
     [
         closed({"q": {"type": "string", "pattern": "^a"}}),
-        closed({"q": {"anyOf": [{"type": "string"}, {"type": "number"}]}}),
+        closed({"q": {"anyOf": [{"type": "string"}, {"type": "number"}], "minimum": 1}}),  # beside another key
+        closed({"q": {"anyOf": []}}),
         closed({"n": {"type": "integer", "minimum": 1}}),
         {"type": "object", "properties": {"q": {"type": "string"}}},  # declares keys and is open to others
         closed({"q": {"type": "string", "enum": []}}),
@@ -50,6 +51,12 @@ def closed(properties: dict[str, Any], required: list[str] | None = None) -> dic
 )
 def test_what_the_grammar_does_not_write_is_left_to_the_runtimes_json_schema(schema: dict[str, Any]) -> None:
     assert compact_grammar(schema) is None
+
+
+def test_one_of_several_forms_is_written_as_their_alternatives() -> None:
+    """``anyOf`` alone: a number, or a named value (Docker's ``tail: int | Literal["all"]``)."""
+    grammar = compact_grammar(closed({"tail": {"anyOf": [{"type": "number", "enum": [50]}, {"enum": ["all"]}]}}))
+    assert grammar is not None and '"\\"tail\\": " (("50") | ("\\"all\\""))' in grammar
 
 
 def test_the_arguments_schemas_of_built_in_and_plugin_tools_are_written_as_the_grammar() -> None:

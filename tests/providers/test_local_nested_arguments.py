@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 
 from sidecar.ir import MetonaRiskLevel, MetonaToolDef
+from sidecar.localmodel.jsongrammar import compact_grammar
 from sidecar.mcp_host.tools import McpTool, convert_schema
 from sidecar.providers import localtools as lt
 
@@ -171,6 +172,13 @@ def test_a_value_or_a_named_one_is_the_value_with_its_names_said() -> None:
     assert fields["tail"]["description"].startswith('Number of lines to show from the end (or "all")')
     assert fields["mode"] == {"type": "string", "description": 'or "fast" or "full"'}
     assert fields["both"]["type"] == "string" and "JSON Schema" in fields["both"]["description"]  # two kinds
+    tail = {"type": "object", "properties": {"tail": fields["tail"]}}  # the decoder: a number stated, or "all"
+    assert lt.arguments_schema(tail, numbers=[50])["properties"]["tail"] == {
+        "anyOf": [{"type": "number", "enum": [50]}, {"enum": ["all"]}]
+    }
+    assert lt.arguments_schema(tail)["properties"]["tail"] == {"enum": ["all"]}  # no number stated
+    grammar = compact_grammar(lt.arguments_schema(tail, numbers=[50]))
+    assert grammar is not None and '("50") | ("\\"all\\"")' in grammar
 
 
 async def test_the_adapter_calls_a_plugin_tool_with_nested_arguments() -> None:

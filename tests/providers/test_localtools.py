@@ -1578,6 +1578,10 @@ def test_a_shape_without_values_or_a_number_for_an_id_nobody_wrote_is_made_up() 
     prs = asked("prs open on acme/api?")  # a blind set: merge_pull_request(pullNumber: 123)
     assert lt.made_up({"repo": "acme/api", "pullNumber": 123, "page_number": 1}, merge, prs) == ["pullNumber"]
     assert lt.made_up({"repo": "acme/api", "pullNumber": 42}, merge, asked("merge PR #42 of acme/api")) == []
+    guests = {"type": "object", "required": ["guest_number", "phone_number"], "properties": {
+        "guest_number": {"type": "integer"}, "phone_number": {"type": "string"}}}  # fmt: skip
+    couple = asked("Book a table for me and my wife, call (555) 123-4567")  # a count, a number with separators
+    assert lt.made_up({"guest_number": 2, "phone_number": "5551234567"}, guests, couple) == []
 
 
 def test_a_required_number_where_the_conversation_gives_none_is_made_up() -> None:
@@ -3372,6 +3376,10 @@ def test_a_number_stated_as_a_percentage_is_its_fraction_unless_the_argument_tak
         "probability_of_success": 0.07
     }
     assert lt.fractions_of_percentages(args, params, "no percentage here: 60, 70") == args
+    whole = {"type": "object", "properties": {"brightness": {"type": "number", "description": "Level (integer, 0-255)"},
+                                              "level": {"type": "number", "description": "Volume 0-100"}}}  # fmt: skip
+    dim = {"brightness": 30, "level": 30}  # a review's: "Dim the lights to 30%" → 0.3 on an integer, a 0–100 scale
+    assert lt.fractions_of_percentages(dim, whole, "Dim the lights to 30%") == dim
 
 
 def test_a_percentage_within_a_formula_is_its_fraction() -> None:
@@ -3419,6 +3427,12 @@ def test_a_coordinate_stated_south_or_west_is_negative() -> None:
     assert lt.signed_coordinates({"place": {"lat": 33.87, "lng": 151.21}, "radius": 12}, params, sydney) == {
         "place": {"lat": -33.87, "lng": 151.21}, "radius": 12
     }  # fmt: skip
+    nyc = "from 40.7128 N 74.0060 W to 40.7128°N 74.0060°W, and N40.7 W74.0"  # a review's: N before the next number
+    assert lt.signed_coordinates({"coord1": [40.7128, 74.006], "coord2": [40.7, 74.0]}, params, nyc) == {
+        "coord1": [40.7128, -74.006], "coord2": [40.7, -74.0]
+    }  # fmt: skip
+    own = {"place": {"lat": 33.4, "lat_hemisphere": "S"}}  # a hemisphere of its own: as written
+    assert lt.signed_coordinates(own, params, "33.4 S") == own
     chinese = "西经118.24，北纬34.05 附近"
     assert lt.signed_coordinates({"coord1": [34.05, 118.24]}, params, chinese) == {"coord1": [34.05, -118.24]}
     for plain in ("from 33.4 N to 33.4", "5 s later at 112.07", "W 42nd Street, 42 floors", "Route 112 westbound"):
@@ -3453,6 +3467,15 @@ def test_a_duration_stated_in_another_unit_is_written_in_the_arguments_unit() ->
         ({"expireSeconds": 3}, "3 hours or 3 days"),  # two units: which?
     ):
         assert lt.converted_durations(kept, params, text) == kept, text
+    retries = {"type": "integer", "description": "Retries. Delay in seconds."}
+    rates = {"type": "object", "properties": {"hours_per_day": {"type": "number"}, "minute": {"type": "integer"},
+                                              "retries": retries}}  # fmt: skip
+    for kept, text in (  # a review's: a rate, a clock's minute, another clause's unit
+        ({"hours_per_day": 2}, "screen time 2 hours per day"),
+        ({"minute": 45}, "Start the sprinkler at 5:45 and run it for 45 seconds"),
+        ({"retries": 3}, "Retry the webhook for 3 days"),
+    ):
+        assert lt.converted_durations(kept, rates, text) == kept, text
 
 
 def test_the_readings_of_a_calls_arguments_reach_a_nested_objects_arguments() -> None:
@@ -3479,6 +3502,8 @@ def test_the_readings_of_a_calls_arguments_reach_a_nested_objects_arguments() ->
     args = lt.within(lt.converted_durations, args, params, text)
     assert args == {"params": {"origin": "SFO", "adults": 2, "hold": {"ttl_seconds": 10800}}}
     assert written["params"]["additional_stops"] == []  # the model's own arguments are not changed in place
+    assert lt.empties("Clear the description of task 123") and lt.empties("把标签清空")  # a nested empty: as asked
+    assert not lt.empties("Find flights from SFO")
 
 
 def test_an_amount_in_cents_is_constrained_to_the_stated_money_times_a_hundred() -> None:
@@ -3498,40 +3523,50 @@ def test_an_amount_in_cents_is_constrained_to_the_stated_money_times_a_hundred()
         return lt.in_minor_units(lt.arguments_schema(params, numbers=lt.stated_numbers(text)), params, text)
 
     assert schema("Please refund $12.50 of pi_3Mtw")["properties"]["amount"] == {"type": "integer", "enum": [1250]}
-    assert schema("退款 12.5 元和 3 美元")["properties"]["amount"]["enum"] == [300, 1250]
+    assert schema("退款 12.5 元")["properties"]["amount"]["enum"] == [1250]
     assert schema("Refund $12.50 of pi_3Mtw")["properties"]["fee"] == {"type": "number", "enum": [12.5]}  # dollars
-    for whole in ("refund ¥500 of pi_3Mtw", "refund 5000 yen", "refund pi_3Mtw in full"):  # no minor unit, no money
+    for whole in (
+        "refund ¥500 of pi_3Mtw",  # no minor unit
+        "refund pi_3Mtw in full",  # no money stated
+        "Refund half of the $50 charge",  # worked out from it (a review's)
+        "$12.50 minus the $2 fee",
+        "$15 each for 3 tickets",
+        "refund €12,50",  # a decimal comma
+        "refund $1.2k",
+        "退款 12.5 元和 3 美元",  # two amounts: which?
+    ):
         assert schema(whole)["properties"]["amount"] == {"type": "integer"}, whole
 
 
 def test_a_question_that_asks_for_no_action_is_not_a_tools_that_changes_things() -> None:
     merge = defs({**tool("merge_pull_request", "repo"), "description": "Merge a pull request"})[0]
-    for text in (
-        "prs open on acme/api?",
-        "Which PRs are waiting on review?",
-        "acme/api 有哪些开着的 PR？",
-        "What is LangChain?",
-    ):
+    for text in ("Which PRs are waiting on review?", "acme/api 有哪些开着的 PR？", "What is LangChain?"):
         assert lt.asks_not_does(merge, text), text
     for text in (
-        "merge pr 5?",  # its own verb: a terse command
+        "prs open on acme/api?",  # no question word: a terse command reads the same ("Refund charge ch_123?")
+        "merge pr 5?",  # its own verb
         "Is PR 5 merged yet?",  # its verb's word, whatever it asks: let be
         "Can you merge PR 5?",
-        "I'd like PR 5 in main, ok?",
+        "What's in PR 5? I'd like it in main.",
         "Which PRs are open? Merge the green ones.",  # a command after the question
         "帮我合并 PR 5 好吗？",
+        "你可以合并 acme/api 的 PR 12 吗？",  # a Chinese request form
+        "关掉所有灯。然后告诉我还有哪些开着？",
         "List the open PRs on acme/api",  # no question
     ):
         assert not lt.asks_not_does(merge, text), text
     listing = defs({**tool("list_pull_requests", "repo"), "description": "List pull requests"})[0]
-    assert not lt.asks_not_does(listing, "prs open on acme/api?")  # a tool that changes nothing
+    assert not lt.asks_not_does(listing, "Which PRs are open on acme/api?")  # a tool that changes nothing
+    add = defs({**tool("add", "a"), "description": "Add two numbers"})[0]
+    assert not lt.asks_not_does(add, "What is 1234 plus 5678?")  # add sums: no verb that changes whatever it takes
 
 
 async def test_a_merge_picked_for_a_question_is_decided_again_without_it() -> None:
-    """ "prs open on acme/api?" offered GitHub's tools → ``merge_pull_request(pullNumber: 123)`` (a blind set)."""
+    """ "prs open on acme/api?" offered GitHub's tools → ``merge_pull_request(pullNumber: 123)`` (a blind set); asked
+    as a question, decided again without the merge."""
     merge = {**tool("merge_pull_request", "repo"), "description": "Merge a pull request"}
     listing = {**tool("list_pull_requests", "repo"), "description": "List pull requests in a repository"}
-    ask = [{"role": "user", "content": "prs open on acme/api?", "timestamp": 1}]
+    ask = [{"role": "user", "content": "Which PRs are open on acme/api?", "timestamp": 1}]
     runtime = ScriptedRuntime(['merge_pull_request"'], ['list_pull_requests"'], ['{"repo": "acme/api"}'])
     response, _ = await run(runtime, request(messages=ask, tools=[merge, listing]), FavouringEmbedder("pull"))
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [("list_pull_requests", {"repo": "acme/api"})]
@@ -3553,6 +3588,14 @@ def test_a_request_told_to_answer_from_what_the_model_knows_calls_nothing() -> N
         "Don't call me Shirley, what is the weather in Paris?",
         "别忘了查一下明天的天气",  # don't forget to
         "Check the weather in Paris",
+        "No need to check the cache, just delete the key session:42 in Redis.",  # a review's: an action asked
+        "Without checking anything, restart the nginx container.",
+        "不用搜了，打开客厅的灯。",
+        "不要查了，直接帮我把 issue #42 关掉。",
+        "Don't search the web for it; my notes have it. What's the wifi password?",  # another source
+        "不要上网查，我的笔记里有，wifi 密码是什么？",
+        "我不想你凭感觉，去查一下 acme/api 有多少个 open 的 PR？",  # the cue negated
+        "From your knowledge of Stripe, create a $5 test product called Coffee.",
     ):
         assert not lt.from_knowledge(text), text
 
@@ -3571,13 +3614,18 @@ def test_a_tool_that_creates_is_not_the_call_for_a_change_to_what_exists() -> No
     for text in (
         "把 acme/widgets 这个仓库从公开改成私有。",
         "Change acme/widgets to private",
-        "please update the repo's topics",
+        "Rename the repo to gadgets",
     ):
         assert lt.opposed(create, request(messages=_asking(text)).messages), text
     for text in (
         "Create a private repo named widgets",
         "把仓库改成私有的，再新建一个公开的",
         "Make a repo called widgets",
+        "Change of plans: put a dentist appointment on my calendar",  # a review's: no command to change
+        "Edit: forgot to say, make it private",
+        "在 Todoist 加个任务：修改简历。",  # the task's text
+        "我修改了 README，帮我提交一个 PR",
+        "please update the repo's topics",  # update: a new post as often ("Update #eng: …")
     ):
         assert not lt.opposed(create, request(messages=_asking(text)).messages), text
     update = defs({**tool("create_or_update_file", "path"), "description": "Create or update a file"})[0]
