@@ -3632,14 +3632,16 @@ def test_a_tool_that_creates_is_not_the_call_for_a_change_to_what_exists() -> No
     assert not lt.opposed(update, request(messages=_asking("Change the README title")).messages)  # it updates too
 
 
-def test_a_pick_whose_choice_the_request_spells_does_not_give_way_to_a_nearer_tool() -> None:
+def _petstore() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Swagger Petstore's two look-ups: by a status of three choices, by tags."""
     status = {**tool("findPetsByStatus", "status"), "description": "Finds pets by status"}
-    status["parameters"]["properties"]["status"] = {
-        "type": "string",
-        "description": "Status",
-        "enum": ["available", "pending", "sold"],
-    }
-    tags = {**tool("findPetsByTags", "tags"), "description": "Finds pets by tags"}
+    choices = {"type": "string", "description": "Status", "enum": ["available", "pending", "sold"]}
+    status["parameters"]["properties"]["status"] = choices
+    return status, {**tool("findPetsByTags", "tags"), "description": "Finds pets by tags"}
+
+
+def test_a_pick_whose_choice_the_request_spells_does_not_give_way_to_a_nearer_tool() -> None:
+    status, tags = _petstore()
     by_status, by_tags = defs(status, tags)
     sold = "list all pets in the petstore that have been sold"
     assert lt.spells_its_choice(by_status, sold) and not lt.spells_its_choice(by_tags, sold)
@@ -3650,13 +3652,7 @@ def test_a_pick_whose_choice_the_request_spells_does_not_give_way_to_a_nearer_to
 async def test_the_adapter_keeps_an_unsure_pick_whose_choice_the_request_spells() -> None:
     """ "…that have been sold": the model's unsure ``findPetsByStatus`` had given way to the embedder's nearer
     ``findPetsByTags`` (``tags: ["sold"]``; a blind set)."""
-    status = {**tool("findPetsByStatus", "status"), "description": "Finds pets by status"}
-    status["parameters"]["properties"]["status"] = {
-        "type": "string",
-        "description": "Status",
-        "enum": ["available", "pending", "sold"],
-    }
-    tags = {**tool("findPetsByTags", "tags"), "description": "Finds pets by tags"}
+    status, tags = _petstore()
     ask = [{"role": "user", "content": "list all pets in the petstore that have been sold", "timestamp": 1}]
     unsure = math.log(lt.NEARER_P) - 0.5
     runtime = ScriptedRuntime(['findPetsByStatus"'], ['{"status": "sold"}'], score=unsure)
