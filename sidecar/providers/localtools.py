@@ -363,10 +363,12 @@ def asks_how_to(text: str) -> bool:
 _ASKED_OF = re.compile(
     r"^\W*(?:can|could|would|will|shall|may|might|should|why don'?t|how about|please)\b|\bplease\b"
     r"|\b(?:can|could|would|will) (?:you|u|we)\b|\bi(?:'d| would) like\b|\bi (?:really )?(?:want|need)\b|\bwanna\b"
+    r"|\b(?:is there a way|is it possible|are you able|do you mind|would you mind|do you think you could|any chance)\b"
     r"|帮|请|把|给我|麻烦|替我",
     re.IGNORECASE,
 )
-"""A question that asks for something to be done ("Can you merge it?", "Could you…", "I'd like…?", "帮我…吗？")."""
+"""A question that asks for something to be done ("Can you merge it?", "Could you…", "I'd like…?", "Is there a way
+to unstage everything?", "Do you mind…?", "帮我…吗？")."""
 
 
 _MUTATING_VERBS = frozenset(

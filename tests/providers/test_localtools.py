@@ -3547,6 +3547,9 @@ def test_a_question_that_asks_for_no_action_is_not_a_tools_that_changes_things()
         "merge pr 5?",  # its own verb
         "Is PR 5 merged yet?",  # its verb's word, whatever it asks: let be
         "Can you merge PR 5?",
+        "Is there a way to get PR 5 into main?",  # a request asked as a question
+        "Is it possible to land PR 5 today?",
+        "Do you mind landing PR 5?",
         "What's in PR 5? I'd like it in main.",
         "Which PRs are open? Merge the green ones.",  # a command after the question
         "帮我合并 PR 5 好吗？",
