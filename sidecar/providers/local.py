@@ -75,8 +75,8 @@ TOOL_USE_MEASURED: dict[str, Any] = {
 default where it is installed), last on 2026-12-06 at 24f15d9 (23:08–23:59, load 1.9–5: an agent run and the test
 suite beside it; durations in the argument's unit, signed coordinates, amounts in cents, named values of a union,
 nested objects' empty values, "answer from what you know", a thing's number nobody gave): single 25/30 + MCP 27/30 —
-one MCP case fewer —, the other counts as below. Before, at 7b9c50f, again at feb871e (15:28–16:03, load 3.8: the opposite
-tool not called, a currency's code, a command's own verb — the same counts), at 2c234b4 (20:25–21:13, load 3.4:
+one MCP case fewer —, the other counts as below. Before, at 7b9c50f, again at feb871e (15:28–16:03, load 3.8: the
+opposite tool not called, a currency's code, a command's own verb — the same counts), at 2c234b4 (20:25–21:13, load 3.4:
 agent runs beside it; a statement for the tool that executes it, a point asked for or given as an address, an
 un-verb's opposite, a Chinese request off a tool's topic, the same place at both ends — the same counts) and at
 b953673 (17:45–18:24, load 3.4: a date, a code, an id or a shape nobody gave made up, a language kept as named — the
@@ -640,8 +640,8 @@ class LocalAdapter(BaseAdapter):
         if done and not unfinished and not localtools.confident(step.get("score")):
             return False
         tool = by_name[choice]
-        if first and not on_a_file and localtools.asks_not_does(tool, asked):  # "prs open on acme/api?" offered a
-            others = [t for t in tools if not localtools.asks_not_does(t, asked)]  # merge: decided again without it
+        if first and not on_a_file and localtools.asks_not_does(tool, asked):  # "Which PRs are open on acme/api?"
+            others = [t for t in tools if not localtools.asks_not_does(t, asked)]  # offered a merge: decided again
             return bool(others) and await self._tool_step(request, others, asm, steps, in_order=False)
         if first and localtools.asks_its_inputs(tool, request.messages):  # the coordinates asked for, as its input:
             others = [t for t in tools if t.name != choice]  # decided again among the others
