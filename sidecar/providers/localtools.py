@@ -394,11 +394,10 @@ def asks_not_does(tool: MetonaToolDef, text: str) -> bool:
     written alike —, and the made-up number refuses the call: :func:`_untold_id`); "Which PRs are open on acme/api?"
     is decided again without it. Of the 281 tuning cases whose right call changes things (BFCL and the MCP set,
     2026-12-06) none is such a question; 4 requests where no offered tool fits are ("What time is it?" beside
-    ``update_repository``). Only a
-    question that opens as one (:data:`_INTERROGATIVE`: what, which, is, how many; 哪, 什么, 多少 — not a Chinese
-    request form, 能…吗, 帮…) and a verb that changes whatever the arguments (:data:`_MUTATING_VERBS`): a review
-    (2026-12-06) found terse commands ("Refund charge ch_123?", "关一下客厅的灯？") and ``add`` for "What's 1234 plus
-    5678?"."""
+    ``update_repository``). Only a question that opens as one (:data:`_INTERROGATIVE`: what, which, is, how many;
+    哪, 什么, 多少 — not a Chinese request form, 能…吗, 帮…; not a request asked as a question, "Is there a way
+    to…?") and a verb that changes whatever the arguments (:data:`_MUTATING_VERBS`): a review (2026-12-06) found
+    terse commands ("Refund charge ch_123?", "关一下客厅的灯？") and ``add`` for "What's 1234 plus 5678?"."""
     asked = text.strip()
     verbs = [w[:4] for w in _tool_words(tool.name) if w in _MUTATING_VERBS]
     if not verbs or not asked.endswith(("?", "？")) or _ASKED_OF.search(asked) or not _INTERROGATIVE.search(asked):
@@ -593,10 +592,10 @@ _SPEAKS_OF_NEW = re.compile(r"\b(?:new|create|add|make)\b|新建|创建|新增|�
 
 
 def _creates_for_a_change(tool: MetonaToolDef, asked: str) -> bool:
-    """The request asks to change something that exists ("Change…", "Update…", 改成, 修改, 换成) and speaks of nothing
-    new, and the tool's name creates (``create_repository``, ``add_item``) and does not update: "把 acme/widgets 这个
-    仓库从公开改成私有。" offered GitHub's tools went to ``create_repository`` (a blind set of other people's tools,
-    2026-12-06). None of the 42 tuning cases whose right call creates asks so. Only a command that opens so (not
+    """The request commands a change to something that exists ("Change…", "Rename…", 把…改成, 将…换成) and speaks of
+    nothing new, and the tool's name creates (``create_repository``, ``insert_row``) and does not update: "把
+    acme/widgets 这个仓库从公开改成私有。" offered GitHub's tools went to ``create_repository`` (a blind set of other
+    people's tools, 2026-12-06). None of the 42 tuning cases whose right call creates asks so. Only a command that opens so (not
     "Change of plans:", "Edit:", "Update #eng: …", nor 修改 as a task's text: "在 Todoist 加个任务：修改简历"), and a
     tool that creates and does nothing else by its name (not ``add_comment``, ``post_message``): a review
     (2026-12-06) found those."""
