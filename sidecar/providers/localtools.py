@@ -592,13 +592,13 @@ _SPEAKS_OF_NEW = re.compile(r"\b(?:new|create|add|make)\b|新建|创建|新增|�
 
 
 def _creates_for_a_change(tool: MetonaToolDef, asked: str) -> bool:
-    """The request commands a change to something that exists ("Change…", "Rename…", 把…改成, 将…换成) and speaks of
-    nothing new, and the tool's name creates (``create_repository``, ``insert_row``) and does not update: "把
-    acme/widgets 这个仓库从公开改成私有。" offered GitHub's tools went to ``create_repository`` (a blind set of other
-    people's tools, 2026-12-06). None of the 42 tuning cases whose right call creates asks so. Only a command that opens so (not
-    "Change of plans:", "Edit:", "Update #eng: …", nor 修改 as a task's text: "在 Todoist 加个任务：修改简历"), and a
-    tool that creates and does nothing else by its name (not ``add_comment``, ``post_message``): a review
-    (2026-12-06) found those."""
+    """The request commands a change to something that exists ("Change…", "Rename…", 把…改成, 将…换成)
+    and speaks of nothing new, and the tool's name creates (``create_repository``, ``insert_row``) and does not
+    update: "把 acme/widgets 这个仓库从公开改成私有。" offered GitHub's tools went to ``create_repository``
+    (a blind set of other people's tools, 2026-12-06). None of the 42 tuning cases whose right call creates
+    asks so. Only a command that opens so (not "Change of plans:", "Edit:", "Update #eng: …", nor 修改 as a
+    task's text: "在 Todoist 加个任务：修改简历"), and a tool that creates and does nothing else by its name
+    (not ``add_comment``, ``post_message``): a review (2026-12-06) found those."""
     words = set(_tool_words(tool.name))
     if not words & _CREATE_VERBS or words & _UPDATE_VERBS:
         return False
