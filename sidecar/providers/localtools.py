@@ -2975,9 +2975,11 @@ def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: 
     """``args`` with a number of a unit of time that the request ``text`` states in another unit written in that
     unit's terms: "Store session:8841 = active in redis; it should expire after 2 hours." offered the Redis server's
     ``set(expireSeconds)`` → ``expireSeconds: 2`` (a blind set of other people's tools, 2026-12-06): ``7200``.
-    Only for a top-level number whose name or description gives its unit (:func:`_argument_unit`), and a number the
-    request states with one unit only and nowhere without it; a result that is not whole stays as written for an
-    integer."""
+    Only for a number of ``args`` (a nested object's through :func:`within`) whose name or its description's first
+    clause gives its unit (:func:`_argument_unit`; not a rate, ``hours_per_day``), not a clock's field where the
+    request states a time of day ("at 5:45 … for 45 seconds" → ``minute: 45`` stays), and a number the request
+    states with one unit only and nowhere without it; a result that is not whole stays as written for an
+    integer (a review, 2026-12-06, found the rate, the clock and another clause's unit converted)."""
     stated: dict[float, set[float]] = {}
     for m in _STATED_DURATION.finditer(text):
         stated.setdefault(float(m.group(1)), set()).add(float(_DURATION_UNITS[m.group(2).lower()]))
@@ -3323,8 +3325,10 @@ def spells_its_choice(tool: MetonaToolDef, text: str) -> bool:
     letters or more, not a yes or a no): a value only that tool takes. "list all pets in the petstore that have been
     sold" — the model named ``findPetsByStatus`` (status: available, pending, sold) unsure, and the embedder's nearer
     ``findPetsByTags`` was called with ``tags: ["sold"]`` (a blind set of other people's tools, 2026-12-06): a pick
-    that the request names a choice of does not give way to a nearer tool that it does not (:func:`nearer`). Of the
-    16 recorded swaps to a nearer tool on the tuning half none is such a pick."""
+    that the request names a choice of does not give way to a nearer tool whose choices it does not spell and whose
+    words it does not name (:func:`nearer`, :func:`named_by`: a review found "Turn on kitchen light" keeping
+    ``set_theme`` for its "light" against ``turn_on_light``). Of the 16 recorded swaps to a nearer tool on the
+    tuning half none is such a pick."""
     declared = tool.parameters.model_dump(mode="json", exclude_none=True)
     asked = text.lower()
     return any(
