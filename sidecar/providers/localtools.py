@@ -364,11 +364,11 @@ _ASKED_OF = re.compile(
     r"^\W*(?:can|could|would|will|shall|may|might|should|why don'?t|how about|please)\b|\bplease\b"
     r"|\b(?:can|could|would|will) (?:you|u|we)\b|\bi(?:'d| would) like\b|\bi (?:really )?(?:want|need)\b|\bwanna\b"
     r"|\b(?:is there a way|is it possible|are you able|do you mind|would you mind|do you think you could|any chance)\b"
-    r"|帮|请|把|给我|麻烦|替我",
+    r"|能|可以|帮|请|把|给|麻烦|替|要|让",
     re.IGNORECASE,
 )
 """A question that asks for something to be done ("Can you merge it?", "Could you…", "I'd like…?", "Is there a way
-to unstage everything?", "Do you mind…?", "帮我…吗？")."""
+to unstage everything?", "Do you mind…?"; a Chinese request form: "帮我…吗？", "你能…吗？", "可以…吗？")."""
 
 
 _MUTATING_VERBS = frozenset(
@@ -383,7 +383,6 @@ _INTERROGATIVE = re.compile(
     r"often|big))\b|哪|谁|什么|多少|几[个条项次]|是否|有没有|是不是",
     re.IGNORECASE,
 )
-_ZH_REQUEST = re.compile(r"能|可以|可不可以|帮|请|把|给|麻烦|替|要|让")
 
 
 def asks_not_does(tool: MetonaToolDef, text: str) -> bool:
@@ -402,9 +401,7 @@ def asks_not_does(tool: MetonaToolDef, text: str) -> bool:
     verbs = [w[:4] for w in _tool_words(tool.name) if w in _MUTATING_VERBS]
     if not verbs or not asked.endswith(("?", "？")) or _ASKED_OF.search(asked) or not _INTERROGATIVE.search(asked):
         return False
-    if _CJK.search(asked) and _ZH_REQUEST.search(asked):
-        return False
-    if len(re.findall(r"[.!?;]\s|[。！？；]", asked.rstrip("?？"))) > 0:
+    if re.search(r"[.!?;]\s|[。！？；]", asked.rstrip("?？")):
         return False  # "Which lights are on? Turn them off.", "关掉所有灯。然后告诉我还有哪些开着？"
     return not any(w.startswith(v) for w in re.findall(r"[a-z]+", asked.lower()) for v in verbs)
 
@@ -2851,9 +2848,8 @@ def fractions_of_percentages(args: dict[str, Any], parameters: dict[str, Any], t
         if not _number(value) or spec.get("type") != "number" or spec.get("enum"):
             continue
         if float(value) in percentages and float(value) not in plain and value > 1:
-            if not _SAYS_PERCENT.search(f"{key} {spec.get('description') or ''}") and not _WHOLE_PERCENT.search(
-                str(spec.get("description") or "")
-            ):
+            described = str(spec.get("description") or "")
+            if not _SAYS_PERCENT.search(f"{key} {described}") and not _WHOLE_PERCENT.search(described):
                 out[key] = float(f"{value / 100:.15g}")
     return out
 
