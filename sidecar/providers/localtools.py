@@ -2445,20 +2445,18 @@ def in_minor_units(schema: dict[str, Any], parameters: dict[str, Any], text: str
     return out
 
 
-_NAMED_VALUES = re.compile(r'^\(or ((?:"(?:[^"\\]|\\.)*"(?: or )?)+)\)')
-
-
 def _named_values(spec: Any) -> list[Any]:
-    """The named values a number or a boolean field also takes, as the tool declaration writes them after its
-    description: ``(or "all")`` (:func:`sidecar.agent.tools.registry.param_field`, a union such as Docker's ``tail:
-    int | Literal["all"]``)."""
+    """The named values a number or a boolean field also takes, as the tool registry's hints write them
+    (``(integer, or "all", default 100)``: :func:`sidecar.agent.tools.registry.param_field`, a union such as
+    Docker's ``tail: int | Literal["all"]``)."""
     if not isinstance(spec, dict) or spec.get("type") not in ("number", "integer", "boolean"):
         return []
-    description = str(spec.get("description") or "")
-    for start in [m.start() for m in re.finditer(r"\(or \"", description)]:
-        match = _NAMED_VALUES.match(description[start:])
-        if match:
-            return [json.loads(v) for v in re.findall(r'"(?:[^"\\]|\\.)*"', match.group(1))]
+    for hint in _hint_items(str(spec.get("description") or "")):
+        if hint.startswith("or "):
+            try:
+                return [json.loads(v) for v in hint.removeprefix("or ").split("|")]
+            except ValueError:
+                return []
     return []
 
 

@@ -153,7 +153,7 @@ def test_one_or_many_is_an_array_and_other_unions_stay_text() -> None:
 
 def test_a_value_or_a_named_one_is_the_value_with_its_names_said() -> None:
     """Docker's ``tail: int | Literal["all"]`` had gone to the model as a free string ("Show me the last 50 lines
-    of logs" → ``tail: "errors"``, a blind set of other people's tools): a number now, "all" in its description;
+    of logs" → ``tail: "errors"``, a blind set of other people's tools): a number now, "all" in its hints;
     the server's own schema still judges the call (a plugin's tool validates against it)."""
     schema = {
         "type": "object",
@@ -165,13 +165,15 @@ def test_a_value_or_a_named_one_is_the_value_with_its_names_said() -> None:
             },
             "mode": {"anyOf": [{"type": "string"}, {"enum": ["fast", "full"]}]},
             "both": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "odd": {"anyOf": [{"type": "integer"}, {"const": "a, b"}]},  # a hint's comma: no named value
         },
     }
     fields = convert_schema(schema).model_dump(mode="json", exclude_none=True)["properties"]
     assert fields["tail"]["type"] == "number"
-    assert fields["tail"]["description"].startswith('Number of lines to show from the end (or "all")')
-    assert fields["mode"] == {"type": "string", "description": 'or "fast" or "full"'}
+    assert fields["tail"]["description"] == 'Number of lines to show from the end (integer, or "all", default 100)'
+    assert fields["mode"] == {"type": "string", "description": 'string (or "fast"|"full")'}
     assert fields["both"]["type"] == "string" and "JSON Schema" in fields["both"]["description"]  # two kinds
+    assert fields["odd"]["type"] == "string" and "JSON Schema" in fields["odd"]["description"]
     tail = {"type": "object", "properties": {"tail": fields["tail"]}}  # the decoder: a number stated, or "all"
     assert lt.arguments_schema(tail, numbers=[50])["properties"]["tail"] == {
         "anyOf": [{"type": "number", "enum": [50]}, {"enum": ["all"]}]

@@ -345,13 +345,18 @@ def _unwrap_optional(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, An
             return {**many[0], **{k: v for k, v in rest.items() if k != "default"}}
     literals = [o for o in kept if _values(o)]
     others = [o for o in kept if not _values(o)]
-    if len(others) == 1 and literals and _kind(others[0]) in ("number", "string", "boolean"):
-        # a value or a named one: int | Literal["all"] (a container's log tail) is the value, its names said
-        words = [json.dumps(v, ensure_ascii=False) for o in literals for v in _values(o) or ()]
-        said = str(rest.get("description") or others[0].get("description") or "").strip()
-        also = f"or {' or '.join(words)}"
-        return {**others[0], **rest, "description": f"{said} ({also})" if said else also}
+    named = [v for o in literals for v in _values(o) or ()]
+    if len(others) == 1 and named and _kind(others[0]) in ("number", "string", "boolean"):
+        # a value or a named one: int | Literal["all"] (a container's log tail) is the value, its names a hint
+        if any(re.search(r"[,|()]", json.dumps(v, ensure_ascii=False)) for v in named):
+            raise ValueError("a named value that a hint cannot carry")
+        return {**others[0], **rest, _NAMED: named}
     raise ValueError("a union of different types is not expressible")
+
+
+_NAMED = "x-named-values"
+"""The key :func:`_unwrap_optional` keeps a union's named values under (``int | Literal["all"]``), for
+:func:`_hints` to write as ``or "all"``."""
 
 
 def _bare(node: dict[str, Any]) -> dict[str, Any]:
@@ -456,14 +461,16 @@ is bounded far beyond anything written by hand, and the hint would be noise)."""
 
 
 def _hints(node: dict[str, Any], kind: str) -> list[str]:
-    """What the IR field cannot carry but the model should know: integer-ness, bounds, a string's or an array's
-    most length, nested keys, default."""
+    """What the IR field cannot carry but the model should know: integer-ness, a number's choices, a union's named
+    values, bounds, a string's or an array's most length, nested keys, default."""
     hints: list[str] = []
     if node.get("type") == "integer":
         hints.append("integer")
     values = _values(node)
     if kind == "number" and values and _kind_of(values) == "number":
         hints.append("one of " + "|".join(str(v) for v in values))
+    if node.get(_NAMED):  # the named values of a union with the field's type: or "all"
+        hints.append("or " + "|".join(json.dumps(v, ensure_ascii=False) for v in node[_NAMED]))
     if "minimum" in node and "maximum" in node:
         hints.append(f"{node['minimum']}-{node['maximum']}")
     else:
