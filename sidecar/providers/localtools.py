@@ -2914,10 +2914,10 @@ def signed_coordinates(args: dict[str, Any], parameters: dict[str, Any], text: s
         about = f"{spec.get('description') or ''} {spec.get('title') or ''}".lower()
         if _coordinate_key(key.rstrip("0123456789_")) or "latitude" in about or "longitude" in about:
             out[key] = signed(value)  # coord1, coord2
-        elif isinstance(value, (dict, list)):
-            out[key] = (
-                signed(value) if isinstance(value, dict) else [signed(v) if isinstance(v, dict) else v for v in value]
-            )
+        elif isinstance(value, dict):  # an object's coordinate keys
+            out[key] = signed(value)
+        elif isinstance(value, list):  # a list's objects' coordinate keys, not its own numbers
+            out[key] = [signed(v) if isinstance(v, dict) else v for v in value]
     return out
 
 
