@@ -443,6 +443,8 @@ class LocalAdapter(BaseAdapter):
         asked = localtools.question(request.messages)
         if in_order and not calls and localtools.from_knowledge(asked):
             return False  # "不要去 Linear 里查，凭经验说说：…": answered, as asked
+        if in_order and not calls and localtools.none_does_it(tools, asked):
+            return False  # "Cancel my Netflix subscription" offered a billing portal and a customer list: answered
         part = localtools.before_saving(asked) if in_order and not calls else None
         if part is not None and await self._tool_step(_asking(request, part), tools, asm, steps, in_order=False):
             return True

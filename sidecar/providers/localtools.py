@@ -460,6 +460,104 @@ def from_knowledge(text: str) -> bool:
     return told is not None and not _LOOKUP.search(asked[: told.start()] + " " + asked[told.end() :])
 
 
+_DELETE = "delet remov trash drop purg destroy eras unlink discard rm del 删 移除"
+_BOOK = "book reserv order schedul appoint event meet calendar 订 预约"
+_BUY = "buy purchas order checkout cart trade 买 购 下单"
+_SEND = "send post messag email mail repl notif remind forward share text sms chat pay transfer 发"
+_DOERS = {
+    "cancel": "cancel abort revok void terminat stop " + _DELETE + " 取消 退",
+    "refund": "refund revers cancel return 退",
+    "delete": _DELETE,
+    "remove": _DELETE,
+    "transfer": "transfer send pay move 转",
+    "share": "share permission access invit send collaborat 分享 共享",
+    "book": _BOOK,
+    "reserve": _BOOK,
+    "buy": _BUY,
+    "purchase": _BUY,
+    "order": _BUY + " " + _BOOK,
+    "send": _SEND,
+    "email": "email mail send messag 邮件 发",
+    "text": "text sms messag send 短信 发",
+    "pay": "pay paid payment charg transfer send settl 付 支付",
+    "unsubscribe": "unsubscrib subscript cancel 退订 取消",
+    "invite": "invit attendee member share add 邀请",
+    "merge": "merg 合并",
+    "approve": "approv review accept 批准 审批",
+    "reject": "reject declin deny respon review 拒绝",
+    "decline": "declin reject deny respon 拒绝",
+    "block": "block ban mute 屏蔽 拉黑",
+    "ban": "ban block kick 封禁",
+    "publish": "publish releas deploy post 发布",
+    "restart": "restart reboot start stop 重启",
+    "install": "install add 安装",
+}
+"""What a request commands by its first verb ("Cancel my Netflix subscription", "Delete the message I posted",
+"Transfer ownership of our repo…") and the words a tool that does it speaks with — in its name or its description
+(English word starts, or Chinese characters): a tool that cancels may delete; one that books may reserve or
+schedule; one that sends may post, reply, notify, pay. Only verbs whose doing no other tool can stand in for: not
+"rename", "move", "archive", "upload", "set", "add" (a file's tools write a renamed copy, an archive is moved, a
+setting is updated)."""
+_ZH_DOERS = {
+    "退": "refund", "取消": "cancel", "删": "delete", "转让": "transfer", "转给": "transfer", "分享": "share",
+    "共享": "share", "订": "book", "预订": "book", "预定": "book", "购买": "buy", "买": "buy", "下单": "order",
+    "发给": "send", "发送": "send", "付款": "pay", "支付": "pay", "邀请": "invite", "合并": "merge", "拉黑": "block",
+}
+"""A Chinese request's verbs, each read as the English verb of :data:`_DOERS` it commands."""
+_COMMAND_LEAD = (
+    r"^\W*(?:(?:hey|hi|ok(?:ay)?|please|pls|kindly|just|(?:can|could|would|will) (?:you|u)|go ahead and|help me"
+    r"|i(?:'d| would)? (?:like|want|need) (?:you )?to)[,\s]+)*"
+)
+_FIRST_COMMAND = re.compile(
+    _COMMAND_LEAD + r"(" + "|".join(_DOERS) + r")\b(?!\s*(?:of|for|is|was|:)(?:\W|$))"
+    r"(?:(?<=send|mail|text|hare)(?!\s+(?:me|us|what|how|why|your|some|any|a few)\b)|(?<!send|mail|text|hare))",
+    re.I,
+)
+_ZH_COMMAND = re.compile(
+    r"^\W*(?:请|麻烦|能不能|可以|你)?(?:帮我|帮忙|给我|替我)?(?:(?:把|将)[^，。,.；;？?！!]{1,30}?)?(?:给)?"
+    r"(" + "|".join(sorted(_ZH_DOERS, key=len, reverse=True)) + r")(?![的单我])"
+)
+_EDITS = frozenset("write edit update modify replace set patch put save".split())
+"""Verbs of a tool's name that change a thing's content: a part of it deleted or removed is an edit."""
+
+
+def none_does_it(tools: Sequence[MetonaToolDef], text: str) -> bool:
+    """The request ``text`` opens with a command (:data:`_FIRST_COMMAND`, :data:`_ZH_COMMAND`: "Cancel my Netflix
+    subscription", "Please delete the customer cus_…", "帮我把…那张票退掉") that no offered tool does — none speaks of
+    it in its name or its description (:data:`_DOERS`) — so no call is made and the answer says what can and cannot
+    be done. Offered a payment plugin's ``create_billing_portal_session`` and ``list_customers``, "Cancel my Netflix
+    subscription" was served by one of them; offered 12306's ticket search, "帮我把昨天在12306上买的那张 G105 的票退掉"
+    searched tickets for ``date: "昨天"``; "Transfer ownership of our repo…" forked it (a blind set of other people's
+    tools, 2026-12-06: 4 of its 12 wrong calls where none fits). Of the 1797 tuning cases (BFCL and the MCP sets)
+    the rule reaches 19 requests, each one where no offered tool fits, and none whose right call is a tool.
+    A deletion or a removal offered a tool that edits (:data:`_EDITS`) is not judged ("Remove the duplicate lines
+    from list.txt" is a write), nor a request that speaks of what an offered tool does, by a word its name's verb
+    or its description's first word begins (:func:`_doings`): "I would like to order a burger with the following
+    modification…" offered ``change_food`` ("Modifies the food item…"); a past "…I posted" is not such a word."""
+    asked = text.strip()
+    command = _FIRST_COMMAND.match(asked)
+    verb = command.group(1).lower() if command else None
+    if verb is None and (zh := _ZH_COMMAND.match(asked)) is not None:
+        verb = _ZH_DOERS[zh.group(1)]
+    if verb is None or not tools:
+        return False
+    if verb in ("delete", "remove") and any(set(_tool_words(t.name)) & _EDITS for t in tools):
+        return False
+    said = " ".join(f"{' '.join(_tool_words(t.name))} {t.description or ''}" for t in tools).lower()
+    words = _DOERS[verb].split()
+    if any((w in said) if _CJK.match(w) else re.search(rf"\b{w}", said) for w in words):
+        return False
+    doings = {v[:5] for t in tools for v in _doings(t)}
+    return not any(w[:5] in doings and not w.endswith("ed") for w in re.findall(r"[a-z]{4,}", asked.lower()))
+
+
+def _doings(tool: MetonaToolDef) -> list[str]:
+    """What a tool says it does: the verbs of its name that change things (:data:`_CHANGE_VERBS`) and its
+    description's first word ("Modifies the food item…")."""
+    first = _WORD.findall(tool.description or "")[:1]
+    return [*(w for w in _tool_words(tool.name) if w in _CHANGE_VERBS), *(w.lower() for w in first if len(w) >= 4)]
+
+
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
 
 

@@ -4101,3 +4101,39 @@ def test_a_second_reviews_right_calls_are_left_alone() -> None:
     assert not opposed(tool("unlock_screen"), "Lock screen won't go away after the update")
     assert not opposed({**tool("pkg"), "description": "Uninstall or install a package."}, "Install numpy")
     assert opposed({**tool("unfollow_user"), "description": "Unfollow a user you follow."}, "Follow @ana please")
+
+
+def test_a_command_no_offered_tool_does_calls_nothing() -> None:
+    """A request that opens by commanding what no offered tool does, by its name or its description ("Cancel my
+    Netflix subscription" offered a billing portal and a customer list, "帮我把…那张票退掉" offered a ticket search:
+    a blind set of other people's tools), is answered: :func:`localtools.none_does_it`. A tool that does it under
+    another word (cancel → delete, book → schedule an event, send → compose an email), "send me" (show me), a
+    noun (订单), a relative clause (买的), a request speaking of what a tool does ("…with the following
+    modification" offered ``change_food``) and a removal offered a tool that edits are not judged."""
+    billing = [_named("create_billing_portal_session", "Creates a billing portal session."),
+               _named("list_customers", "Lists customers.")]  # fmt: skip
+    tickets = [_named("get_tickets", "查询12306余票信息。"), _named("get_station_code_of_citys", "查询城市的车站代码。")]
+    calendar = [_named("create_event", "Create a calendar event."), _named("delete_event", "Delete an event.")]
+    files = [_named("read_file", "Read a file."), _named("write_file", "Write a file.")]
+    shop = [_named("search_products", "Search the catalog."), _named("get_order", "Get an order's status.")]
+    assert lt.none_does_it(billing, "Cancel my Netflix subscription, I'm not using it anymore.")
+    assert lt.none_does_it(billing, "Please delete the customer cus_NffrFeUfNV2Hib, it was a test record.")
+    assert lt.none_does_it(tickets, "帮我把昨天在12306上买的那张 G105 的票退掉。")
+    assert lt.none_does_it(tickets, "帮我订一张下周五从上海飞成都的机票")
+    assert lt.none_does_it(shop, "帮我把昨天买的那个订单退掉"), "买的 is a relative clause, 订单 a noun: 退"
+    assert lt.none_does_it(files, "Can you book me a table for two at 7?")
+    assert lt.none_does_it(files, "Send the summary to Ann")
+    assert not lt.none_does_it(calendar, "Cancel my 3pm meeting"), "a cancellation is a deletion"
+    assert not lt.none_does_it(calendar, "Book a meeting with Ann tomorrow at 3"), "booked as an event"
+    assert not lt.none_does_it([_named("gmail_compose", "Compose and send an email.")], "Email Bob the report")
+    assert not lt.none_does_it([_named("book_train", "预订火车票。")], "帮我订一张明天北京到上海的火车票")
+    assert not lt.none_does_it(files, "Please send me the contents of notes.txt"), "send me: show me"
+    assert not lt.none_does_it(files, "Can you share what's in todo.md?")
+    assert not lt.none_does_it(files, "Delete the line 'foo' from notes.txt"), "a removal offered a write: an edit"
+    assert not lt.none_does_it(files, "删除 notes.txt 里的第一行")
+    assert not lt.none_does_it(shop, "What is the status of order 123?"), "no command"
+    food = [_named("change_food", "Modifies the food item based on the customer's request.")]
+    assert not lt.none_does_it(food, "I would like to order a burger with the following modification: no onions")
+    slack = [_named("slack_post_message", "Post a new message to a Slack channel."),
+             _named("slack_add_reaction", "Add a reaction emoji to a message.")]  # fmt: skip
+    assert lt.none_does_it(slack, "Delete the message I posted in #general this morning."), "a past 'posted'"
