@@ -444,7 +444,7 @@ class LocalAdapter(BaseAdapter):
         if in_order and not calls and localtools.from_knowledge(asked):
             return False  # "不要去 Linear 里查，凭经验说说：…": answered, as asked
         if in_order and not calls and localtools.none_does_it(tools, asked):
-            return False  # "Cancel my Netflix subscription" offered a billing portal and a customer list: answered
+            return False  # "帮我把…那张票退掉" offered a ticket search only: answered, nothing searched
         part = localtools.before_saving(asked) if in_order and not calls else None
         if part is not None and await self._tool_step(_asking(request, part), tools, asm, steps, in_order=False):
             return True
@@ -755,6 +755,9 @@ class LocalAdapter(BaseAdapter):
                 return False  # a formula for what remains, of numbers neither that part nor the results hold
         if text_key is not None:
             args = {**args, text_key: text}
+        if in_order and first and len(tools) > 1 and localtools.left_unsaid(tool, args, asked):
+            others = [t for t in tools if t.name != choice]  # "v1.30.0" that list_releases cannot hold: decided again
+            return await self._tool_step(request, others, asm, steps, in_order=False)
         if localtools.repeated(choice, args, request.messages):
             return False
         await asm.tool_call(name=choice, args=args)

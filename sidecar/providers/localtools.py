@@ -460,102 +460,118 @@ def from_knowledge(text: str) -> bool:
     return told is not None and not _LOOKUP.search(asked[: told.start()] + " " + asked[told.end() :])
 
 
-_DELETE = "delet remov trash drop purg destroy eras unlink discard rm del 删 移除"
-_BOOK = "book reserv order schedul appoint event meet calendar 订 预约"
+_DELETE = "delet remov trash drop purg destroy eras unlink discard cancel rm del 删 移除 取消"
+_BOOK = "book reserv schedul appoint event meet calendar hold request 订 预约 预定"
 _BUY = "buy purchas order checkout cart trade 买 购 下单"
-_SEND = "send post messag email mail repl notif remind forward share text sms chat pay transfer 发"
+_SEND = "send post messag email mail repl notif remind forward share text sms chat pay transfer 发送 发给 发布"
 _DOERS = {
-    "cancel": "cancel abort revok void terminat stop " + _DELETE + " 取消 退",
+    "cancel": "cancel abort revok void terminat stop disabl " + _DELETE + " 退",
     "refund": "refund revers cancel return 退",
     "delete": _DELETE,
     "remove": _DELETE,
-    "transfer": "transfer send pay move 转",
-    "share": "share permission access invit send collaborat 分享 共享",
-    "book": _BOOK,
+    "transfer": "transfer send pay move 转账 转让 转给",
+    "share": "share permission access invit send collaborat grant role post 分享 共享",
+    "book": _BOOK + " " + _BUY,
     "reserve": _BOOK,
-    "buy": _BUY,
+    "buy": _BUY + " " + _BOOK,
     "purchase": _BUY,
-    "order": _BUY + " " + _BOOK,
     "send": _SEND,
-    "email": "email mail send messag 邮件 发",
-    "text": "text sms messag send 短信 发",
-    "pay": "pay paid payment charg transfer send settl 付 支付",
+    "email": "email mail send messag 邮件 发送",
+    "pay": "pay paid payment charg transfer send settl top 付 支付",
     "unsubscribe": "unsubscrib subscript cancel 退订 取消",
     "invite": "invit attendee member share add 邀请",
-    "merge": "merg 合并",
+    "merge": "merg combin join 合并",
     "approve": "approv review accept 批准 审批",
     "reject": "reject declin deny respon review 拒绝",
-    "decline": "declin reject deny respon 拒绝",
-    "block": "block ban mute 屏蔽 拉黑",
-    "ban": "ban block kick 封禁",
+    "decline": "declin reject deny respon review 拒绝",
     "publish": "publish releas deploy post 发布",
-    "restart": "restart reboot start stop 重启",
-    "install": "install add 安装",
 }
 """What a request commands by its first verb ("Cancel my Netflix subscription", "Delete the message I posted",
-"Transfer ownership of our repo…") and the words a tool that does it speaks with — in its name or its description
-(English word starts, or Chinese characters): a tool that cancels may delete; one that books may reserve or
-schedule; one that sends may post, reply, notify, pay. Only verbs whose doing no other tool can stand in for: not
-"rename", "move", "archive", "upload", "set", "add" (a file's tools write a renamed copy, an archive is moved, a
-setting is updated)."""
+"Transfer ownership of our repo…") and the words a tool that does it may speak with, in its name or its description
+(English word starts — a stem of four letters or fewer a whole word —, or Chinese words): a tool that cancels may
+delete; one that books may reserve, schedule or hold; one that sends may post, reply, notify, pay. Only verbs whose
+doing no tool that reads can stand in for: not "rename", "move", "archive", "upload", "set", "add", nor "order" (the
+files ordered by size)."""
 _ZH_DOERS = {
-    "退": "refund", "取消": "cancel", "删": "delete", "转让": "transfer", "转给": "transfer", "分享": "share",
-    "共享": "share", "订": "book", "预订": "book", "预定": "book", "购买": "buy", "买": "buy", "下单": "order",
-    "发给": "send", "发送": "send", "付款": "pay", "支付": "pay", "邀请": "invite", "合并": "merge", "拉黑": "block",
-}
+    "退掉": "refund", "退了": "refund", "退款": "refund", "退票": "refund", "退": "refund", "取消": "cancel",
+    "删": "delete", "转让": "transfer", "转给": "transfer", "转账": "transfer", "分享": "share", "共享": "share",
+    "订": "book", "预订": "book", "预定": "book", "预约": "book", "购买": "buy", "买": "buy", "下单": "buy",
+    "发给": "send", "发送": "send", "付款": "pay", "支付": "pay", "邀请": "invite", "合并": "merge",
+}  # fmt: skip
 """A Chinese request's verbs, each read as the English verb of :data:`_DOERS` it commands."""
 _COMMAND_LEAD = (
     r"^\W*(?:(?:hey|hi|ok(?:ay)?|please|pls|kindly|just|(?:can|could|would|will) (?:you|u)|go ahead and|help me"
     r"|i(?:'d| would)? (?:like|want|need) (?:you )?to)[,\s]+)*"
 )
 _FIRST_COMMAND = re.compile(
-    _COMMAND_LEAD + r"(" + "|".join(_DOERS) + r")\b(?!\s*(?:of|for|is|was|:)(?:\W|$))"
-    r"(?:(?<=send|mail|text|hare)(?!\s+(?:me|us|what|how|why|your|some|any|a few)\b)|(?<!send|mail|text|hare))",
+    _COMMAND_LEAD + r"(" + "|".join(_DOERS) + r")\b(?!\s*(?:of|is|was|:)(?:\W|$))"
+    r"(?:(?<=send|mail|hare)(?!\s+(?:me|us|what|how|why|your|some|any|a few|over)\b)|(?<!send|mail|hare))",
     re.I,
 )
+_ZH_VERB = r"(" + "|".join(sorted(_ZH_DOERS, key=len, reverse=True)) + r")(?![的单出订阅正我])"
 _ZH_COMMAND = re.compile(
-    r"^\W*(?:请|麻烦|能不能|可以|你)?(?:帮我|帮忙|给我|替我)?(?:(?:把|将)[^，。,.；;？?！!]{1,30}?)?(?:给)?"
-    r"(" + "|".join(sorted(_ZH_DOERS, key=len, reverse=True)) + r")(?![的单我])"
+    r"^\W*(?:你好|您好)?[，,\s]*(?:请你?|麻烦你?|能不能|可以|你)?(?:帮我|帮忙|给我|替我)?(?:我想|我要)?"
+    r"(?:" + _ZH_VERB + r"|(?:把|将)[^，。,.；;？?！!]{1,30}?(?:给)?" + _ZH_VERB + r"(?=[了掉吧。！!，,；;]|一下|给|$))"
 )
-_EDITS = frozenset("write edit update modify replace set patch put save".split())
-"""Verbs of a tool's name that change a thing's content: a part of it deleted or removed is an edit."""
+_ASKS_THE_DEED = re.compile(
+    r"^\W*(?:(?:hey|hi|ok(?:ay)?|please|pls|kindly)[,\s]+)*(?:can|could|would|will) (?:you|u)\b"
+    r"|^\W*(?:你好|您好)?[，,\s]*(?:请|麻烦|帮|能|可以)",
+    re.I,
+)
+"""A question that asks for a deed ("Can you book…?", "能帮我把票退了吗？")."""
+_A_NOUN = re.compile(
+    r"\s+(?:history|status|price|prices|policy|policies|address|details|fees?|limits?|records?|logs?|receipts?"
+    r"|confirmation|number|ids?|dates?|options?|settings?|rules?|deadline|window)\b",
+    re.I,
+)
+"""The verb is a noun's first word ("Transfer history for March", "Order status"): no command."""
+_TO_SOMEONE = re.compile(r"\b(?:to|with)\s+(?!(?:me|us|myself)\b)\w|(?<!\w)[@#]\w|\S@\S", re.I)
+"""Whom a sending or a sharing goes to: without one, "send" and "share" ask to be shown."""
+_READ_VERBS = frozenset(
+    "get list search find fetch read query retrieve describe show lookup look check view count browse inspect "
+    "info status stats".split()
+)
+"""Verbs of a tool's name that read ("get_tickets", "search_products", ``Trains_1_FindTrains``)."""
 
 
 def none_does_it(tools: Sequence[MetonaToolDef], text: str) -> bool:
-    """The request ``text`` opens with a command (:data:`_FIRST_COMMAND`, :data:`_ZH_COMMAND`: "Cancel my Netflix
-    subscription", "Please delete the customer cus_…", "帮我把…那张票退掉") that no offered tool does — none speaks of
-    it in its name or its description (:data:`_DOERS`) — so no call is made and the answer says what can and cannot
-    be done. Offered a payment plugin's ``create_billing_portal_session`` and ``list_customers``, "Cancel my Netflix
-    subscription" was served by one of them; offered 12306's ticket search, "帮我把昨天在12306上买的那张 G105 的票退掉"
-    searched tickets for ``date: "昨天"``; "Transfer ownership of our repo…" forked it (a blind set of other people's
-    tools, 2026-12-06: 4 of its 12 wrong calls where none fits). Of the 1797 tuning cases (BFCL and the MCP sets)
-    the rule reaches 19 requests, each one where no offered tool fits, and none whose right call is a tool.
-    A deletion or a removal offered a tool that edits (:data:`_EDITS`) is not judged ("Remove the duplicate lines
-    from list.txt" is a write), nor a request that speaks of what an offered tool does, by a word its name's verb
-    or its description's first word begins (:func:`_doings`): "I would like to order a burger with the following
-    modification…" offered ``change_food`` ("Modifies the food item…"); a past "…I posted" is not such a word."""
+    """The request ``text`` opens with a command (:data:`_FIRST_COMMAND`, :data:`_ZH_COMMAND`: "Delete the customer
+    cus_…", "帮我把…那张票退掉", "帮我订一张…机票") and every offered tool only reads — its name holds a verb of
+    :data:`_READ_VERBS` and none that changes things (:data:`_CHANGE_VERBS`) — and none speaks of doing it in its
+    name or its description (:data:`_DOERS`), so no call is made and the answer says what can and cannot be done.
+    Offered 12306's ticket search, "帮我把昨天在12306上买的那张 G105 的票退掉" searched tickets for ``date:
+    "昨天"`` and "帮我订一张下周五从上海飞成都的机票" searched trains (a blind set of other people's tools,
+    2026-12-06). A review over 362 hand-written requests (2026-12-07) found a first version, which asked only that no
+    tool speak of it, refusing right calls by tools that do it under other words ("Book an Uber" →
+    ``uber_request_ride``, "Restart nginx" → ``ssh_exec``, "Share the deck as an editor" → ``drive_grant_role``):
+    a tool that may act is not judged. Nor is a question ("Share price of Apple today?", "退款到账了吗？") unless it
+    asks for the deed ("Can you book…?", 帮我…吗), "send me" or a sending to nobody (show me: "Share tomorrow's
+    agenda"), a noun ("Transfer history for March", 订单, 订阅, 退出) or a clause's own noun before 把's verb
+    ("把已取消订单列出来")."""
     asked = text.strip()
+    if asked.rstrip("?？").endswith(("?", "？", "吗")) or asked.endswith(("?", "？")):
+        if not _ASKS_THE_DEED.match(asked):
+            return False
     command = _FIRST_COMMAND.match(asked)
     verb = command.group(1).lower() if command else None
     if verb is None and (zh := _ZH_COMMAND.match(asked)) is not None:
-        verb = _ZH_DOERS[zh.group(1)]
-    if verb is None or not tools:
+        verb = _ZH_DOERS[zh.group(1) or zh.group(2)]
+    if verb is None or not tools or (command and _A_NOUN.match(asked, command.end())):
         return False
-    if verb in ("delete", "remove") and any(set(_tool_words(t.name)) & _EDITS for t in tools):
-        return False
+    if verb in ("send", "share") and not _TO_SOMEONE.search(asked):
+        return False  # "Send the contents of todo.md", "Share tomorrow's agenda": show me
+    for t in tools:
+        words = set(_tool_words(t.name))
+        if not words & _READ_VERBS or words & _CHANGE_VERBS:
+            return False
     said = " ".join(f"{' '.join(_tool_words(t.name))} {t.description or ''}" for t in tools).lower()
-    words = _DOERS[verb].split()
-    if any((w in said) if _CJK.match(w) else re.search(rf"\b{w}", said) for w in words):
-        return False
-    doings = {v[:5] for t in tools for v in _doings(t)}
-    return not any(w[:5] in doings and not w.endswith("ed") for w in re.findall(r"[a-z]{4,}", asked.lower()))
-
-
-def _doings(tool: MetonaToolDef) -> list[str]:
-    """What a tool says it does: the verbs of its name that change things (:data:`_CHANGE_VERBS`) and its
-    description's first word ("Modifies the food item…")."""
-    first = _WORD.findall(tool.description or "")[:1]
-    return [*(w for w in _tool_words(tool.name) if w in _CHANGE_VERBS), *(w.lower() for w in first if len(w) >= 4)]
+    for w in _DOERS[verb].split():
+        if _CJK.match(w):
+            if w in said:
+                return False
+        elif re.search(rf"\b{w}(?:s|ed|ing)?\b" if len(w) <= 4 else rf"\b{w}", said):
+            return False
+    return True
 
 
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
@@ -4308,6 +4324,34 @@ def _unnamed_file(value: Any, said: set[str], written: str) -> bool:
         return True
     squeezed = _squeezed(stem)
     return bool(_EXTENSION.search(name)) and bool(squeezed) and squeezed not in _squeezed(written)
+
+
+_SALIENT = re.compile(
+    r"(?<![\w.])(?:v\d+(?:\.\d+)+|\d+(?:\.\d+){2,}|\d{6,}(?:\.\d+)?|[A-Za-z_-]*\d[A-Za-z0-9_-]*[A-Za-z][A-Za-z0-9_-]*"
+    r"|[A-Za-z][A-Za-z_-]*\d[A-Za-z0-9_-]*)(?![\w])|\"([^\"]{3,})\"|“([^”]{3,})”"
+)
+"""What a request states that only a call can carry: an id or a code with digits (``cus_NffrFeUfNV2Hib``,
+``5qk2m8vtd1b3``), a version (``v1.30.0``), a long number (a timestamp), a quoted text."""
+_NO_ID = re.compile(r"\d+(?:st|nd|rd|th|[a-z]{1,3})|(?:19|20)\d\d\.\d{1,2}\.\d{1,2}|[A-Za-z0-9]{1,4}", re.I)
+"""Not such a thing: an ordinal, a quantity with its unit (``298K``, ``440Hz``), a dotted date, a short code
+(``CO2``)."""
+_NEXT_STEP = re.compile(r"\b(?:then|after that|afterwards|and also|next)\b|然后|之后|接着|再|并且|[;；]", re.I)
+
+
+def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str) -> list[str]:
+    """What the request ``text`` states that only a call can carry (:data:`_SALIENT`) and the call's arguments
+    ``args`` hold nowhere: offered GitHub's release tools, "kubernetes/kubernetes 的 v1.30.0 这个 release 具体写了些
+    什么？" went to ``list_releases`` (no tag); "Leave a comment on the Notion page … saying \"Looks good to me, ship
+    it\"" to ``retrieve-a-comment``; a Slack message's timestamp to ``post_message`` for a reaction; "Decline the
+    invite … and tell them \"I have a conflict that day\"" to ``delete-event`` (a blind set of other people's tools,
+    2026-12-06: 4 of its 9 wrong picks of a neighbour). Of 315 recorded right picks of the tuning sets' several-tool
+    cases (BFCL, the MCP sets) none leaves such a thing unsaid. Not for a request of several steps (:data:`_NEXT_STEP`:
+    the thing may be the next call's) nor a tool on a file (a name written there may be the next file's)."""
+    if _NEXT_STEP.search(text) or takes_a_file(tool):
+        return []
+    held = json.dumps(args, ensure_ascii=False).lower()
+    said = [m.group(1) or m.group(2) or m.group() for m in _SALIENT.finditer(text)]
+    return [t for t in said if not _NO_ID.fullmatch(t) and t.lower() not in held]
 
 
 def made_up(

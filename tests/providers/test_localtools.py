@@ -4104,36 +4104,57 @@ def test_a_second_reviews_right_calls_are_left_alone() -> None:
 
 
 def test_a_command_no_offered_tool_does_calls_nothing() -> None:
-    """A request that opens by commanding what no offered tool does, by its name or its description ("Cancel my
-    Netflix subscription" offered a billing portal and a customer list, "帮我把…那张票退掉" offered a ticket search:
-    a blind set of other people's tools), is answered: :func:`localtools.none_does_it`. A tool that does it under
-    another word (cancel → delete, book → schedule an event, send → compose an email), "send me" (show me), a
-    noun (订单), a relative clause (买的), a request speaking of what a tool does ("…with the following
-    modification" offered ``change_food``) and a removal offered a tool that edits are not judged."""
-    billing = [_named("create_billing_portal_session", "Creates a billing portal session."),
-               _named("list_customers", "Lists customers.")]  # fmt: skip
-    tickets = [_named("get_tickets", "查询12306余票信息。"), _named("get_station_code_of_citys", "查询城市的车站代码。")]
-    calendar = [_named("create_event", "Create a calendar event."), _named("delete_event", "Delete an event.")]
-    files = [_named("read_file", "Read a file."), _named("write_file", "Write a file.")]
+    """A request that opens by commanding a deed where every offered tool only reads and none speaks of doing it
+    ("帮我把…那张票退掉" offered 12306's ticket search: a blind set of other people's tools) is answered:
+    :func:`localtools.none_does_it`. A tool that may act (a review: "Book an Uber" → ``uber_request_ride``), one
+    that speaks of the deed under another word (cancel → delete, book → reserve), "send me" or a sending to nobody
+    (show me), a noun (订单, "Transfer history"), a relative clause (买的), a question that asks for no deed and a
+    noun inside 把's clause are not judged."""
+    tickets = [
+        _named("get_tickets", "查询12306余票信息。"),
+        _named("get_station_code_of_citys", "查询城市的车站代码。"),
+    ]
     shop = [_named("search_products", "Search the catalog."), _named("get_order", "Get an order's status.")]
-    assert lt.none_does_it(billing, "Cancel my Netflix subscription, I'm not using it anymore.")
-    assert lt.none_does_it(billing, "Please delete the customer cus_NffrFeUfNV2Hib, it was a test record.")
+    weather = [_named("get_current_weather", "Get the current weather in a location.")]
     assert lt.none_does_it(tickets, "帮我把昨天在12306上买的那张 G105 的票退掉。")
     assert lt.none_does_it(tickets, "帮我订一张下周五从上海飞成都的机票")
     assert lt.none_does_it(shop, "帮我把昨天买的那个订单退掉"), "买的 is a relative clause, 订单 a noun: 退"
-    assert lt.none_does_it(files, "Can you book me a table for two at 7?")
-    assert lt.none_does_it(files, "Send the summary to Ann")
-    assert not lt.none_does_it(calendar, "Cancel my 3pm meeting"), "a cancellation is a deletion"
-    assert not lt.none_does_it(calendar, "Book a meeting with Ann tomorrow at 3"), "booked as an event"
-    assert not lt.none_does_it([_named("gmail_compose", "Compose and send an email.")], "Email Bob the report")
-    assert not lt.none_does_it([_named("book_train", "预订火车票。")], "帮我订一张明天北京到上海的火车票")
-    assert not lt.none_does_it(files, "Please send me the contents of notes.txt"), "send me: show me"
-    assert not lt.none_does_it(files, "Can you share what's in todo.md?")
-    assert not lt.none_does_it(files, "Delete the line 'foo' from notes.txt"), "a removal offered a write: an edit"
-    assert not lt.none_does_it(files, "删除 notes.txt 里的第一行")
+    assert lt.none_does_it(shop, "Cancel order 123")
+    assert lt.none_does_it(weather, "Can you send to Mom an Email saying we should go out on Friday?")
+    assert lt.none_does_it(weather, "Please book me a table for two at 7")
+    assert not lt.none_does_it([*shop, _named("cancel_order", "Cancel an order.")], "Cancel order 123"), "it acts"
+    assert not lt.none_does_it([_named("uber_request_ride", "Request a ride.")], "Book an Uber to JFK at 6am")
+    assert not lt.none_does_it([_named("find_trains", "Find trains; reserve seats.")], "Book a train to Boston")
+    assert not lt.none_does_it(
+        [*shop, _named("list_orders", "List orders; a cancelled one is deleted.")], "Cancel order 9"
+    )
+    assert not lt.none_does_it([_named("read_file", "Read a file.")], "Please send me the contents of notes.txt")
+    assert not lt.none_does_it([_named("read_file", "Read a file.")], "Send the contents of todo.md.")
+    assert not lt.none_does_it([_named("get_transfers", "List transfers.")], "Transfer history for March, please.")
     assert not lt.none_does_it(shop, "What is the status of order 123?"), "no command"
-    food = [_named("change_food", "Modifies the food item based on the customer's request.")]
-    assert not lt.none_does_it(food, "I would like to order a burger with the following modification: no onions")
-    slack = [_named("slack_post_message", "Post a new message to a Slack channel."),
-             _named("slack_add_reaction", "Add a reaction emoji to a message.")]  # fmt: skip
-    assert lt.none_does_it(slack, "Delete the message I posted in #general this morning."), "a past 'posted'"
+    assert not lt.none_does_it(shop, "退款到账了吗？"), "a question asking no deed"
+    assert not lt.none_does_it(shop, "帮我把已取消订单列出来"), "取消 inside the clause's noun"
+    assert not lt.none_does_it(tickets, "帮我查一下明天北京到上海的票"), "no such verb"
+
+
+def test_what_only_a_call_can_carry_left_out_of_it_is_named() -> None:
+    """An id, a version, a timestamp or a quoted text the request states and the picked call holds nowhere
+    ("…的 v1.30.0 这个 release…" → ``list_releases`` with no tag) sends the decision back to the other tools:
+    :func:`localtools.left_unsaid`. Ordinals, quantities with units, dotted dates and short codes are no such
+    thing; nor is anything in a request of several steps, or beside a tool on a file."""
+    releases = _named("list_releases", "List releases.")
+    asked = "kubernetes/kubernetes 的 v1.30.0 这个 release 具体写了些什么？"
+    assert lt.left_unsaid(releases, {"owner": "kubernetes", "repo": "kubernetes"}, asked) == ["v1.30.0"]
+    assert lt.left_unsaid(releases, {"owner": "kubernetes", "repo": "kubernetes", "tag": "V1.30.0"}, asked) == []
+    said = 'Leave a comment on page 59833787-2cf9 saying "Looks good to me, ship it".'
+    assert lt.left_unsaid(releases, {"block_id": "59833787-2cf9"}, said) == ["Looks good to me, ship it"]
+    react = "给频道 C0ABCDEF12 里时间戳为 1699999999.000200 的那条消息加个 thumbsup 表情"
+    assert lt.left_unsaid(releases, {"channel_id": "C0ABCDEF12", "text": "👍"}, react) == ["1699999999.000200"]
+    plain = "Weather on the 5th in Paris at 298K, 440Hz, 2023.10.1, CO2 and 49.99 dollars"
+    assert lt.left_unsaid(releases, {"city": "Paris"}, plain) == []
+    steps = 'Get issue ABC-123, then comment "done" on it'
+    assert lt.left_unsaid(releases, {"issue": "ABC-123"}, steps) == [], "the next step's"
+    (reader,) = defs(tool("read_file", "path"))
+    copy = "Copy notes-2024a.txt to draft-2025b.txt"
+    assert lt.left_unsaid(reader, {"path": "notes-2024a.txt"}, copy) == [], "a tool on a file"
+    assert lt.left_unsaid(releases, {"path": "notes-2024a.txt"}, copy) == ["draft-2025b"]
