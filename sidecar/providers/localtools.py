@@ -4346,8 +4346,9 @@ def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str) -> list[st
     invite … and tell them \"I have a conflict that day\"" to ``delete-event`` (a blind set of other people's tools,
     2026-12-06: 4 of its 9 wrong picks of a neighbour). Of 315 recorded right picks of the tuning sets' several-tool
     cases (BFCL, the MCP sets) none leaves such a thing unsaid. Not for a request of several steps (:data:`_NEXT_STEP`:
-    the thing may be the next call's) nor a tool on a file (a name written there may be the next file's)."""
-    if _NEXT_STEP.search(text) or takes_a_file(tool):
+    the thing may be the next call's) nor a tool on a file or a folder (a ``path``: a name may be the next file's, a
+    quoted text the one a listing is kept for before a search)."""
+    if _NEXT_STEP.search(text) or _path_argument(tool) is not None:
         return []
     held = json.dumps(args, ensure_ascii=False).lower()
     said = [m.group(1) or m.group(2) or m.group() for m in _SALIENT.finditer(text)]
