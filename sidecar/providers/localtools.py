@@ -410,12 +410,14 @@ _KNOWLEDGE_CUE = re.compile(
     r"\bfrom what you (?:already )?know\b|\bfrom your (?:own )?(?:knowledge|experience)\b|\boff the top of your head\b"
     r"|\bbased (?:purely |only |just |solely )?on (?:the name|your (?:own )?(?:knowledge|experience|training))\b"
     r"|\bwhat would you guess\b|\b(?:just|only) (?:guess|tell me what you (?:know|think))\b"
-    r"|\bwithout (?:looking (?:it |anything )?up|searching|checking|using (?:any |the )?tools?)\b"
+    r"|\bwithout (?:looking (?:it |anything )?up|searching|checking|running (?:it|anything|any \w+)"
+    r"|using (?:any |the )?tools?)\b"
+    r"|\bfrom (?:your )?memory\s*[:：,，]|\b(?:answer|tell me|say|guess|recall)\b[^.?!]{0,20}\bfrom (?:your )?memory\b"
     r"|凭(?:经验|常识|你的知识|印象|感觉|你自己的)|按常识|根据常识|靠常识|你自己(?:知道|了解)的",
     re.IGNORECASE,
 )
 """Words that ask for the answer from what the model knows ("from what you know", "based purely on the name, what
-would you guess", "without looking it up", 凭经验说说, 按常识)."""
+would you guess", "without looking it up", "without running anything, from memory", 凭经验说说, 按常识)."""
 _NEGATED_LOOKUP = re.compile(
     r"\b(?:don'?t|do not|no need to|never mind|stop)\s+(?:\w+\s+){0,2}?(?:search\w*|look\w* (?:it |this |that "
     r"|anything )?up|check\w*|query\w*|call (?:any |the )?(?:tools?|functions?|apis?)|use (?:any |the )?tools?|"
@@ -451,8 +453,8 @@ def from_knowledge(text: str) -> bool:
     a review (2026-12-06) found "No need to check the cache, just delete the key…", "不用搜了，打开客厅的灯" and
     "Don't search the web; my notes have it. What's the wifi password?" read so."""
     asked = text.strip()
-    if not asked.endswith(("?", "？")) or _ACTION_ASKED.search(asked):
-        return False
+    if not asked.endswith(("?", "？")) or _ACTION_ASKED.search(_NEGATED_LOOKUP.sub(" ", asked)):
+        return False  # "不用帮我查，…": the 帮我 of what is not to be done asks nothing
     cue = _KNOWLEDGE_CUE.search(asked)
     if cue is not None:
         return not _NOT_BY.search(asked[: cue.start()])
@@ -572,6 +574,35 @@ def none_does_it(tools: Sequence[MetonaToolDef], text: str) -> bool:
         elif re.search(rf"\b{w}(?:s|ed|ing)?\b" if len(w) <= 4 else rf"\b{w}", said):
             return False
     return True
+
+
+_REWORDING = re.compile(
+    r"^\W*(?:(?:please|pls|kindly|can you|could you|would you|help me|i need you to)\s+)*"
+    r"(?:translate|proofread|paraphrase|rephrase|reword|polish)\b"
+    r"|^\W*(?:请你?|麻烦你?|你|帮我|帮忙|能不能|可以)*(?:把[^，。,.；;？?！!]{0,30}?)?(?:翻译|翻成|译成|译为|润色|改写|校对|校正)",
+    re.IGNORECASE,
+)
+_GIVEN_TEXT = re.compile(r"[:：]\s*\S|[“「『\"][^”」』\"]{2,}[”」』\"]|(?<!\w)'[^']{2,}'")
+"""The text to reword, in the request itself: after a colon, or quoted."""
+_FILE_NAMED = re.compile(r"\.\w{1,5}\b|[/\\]")
+"""A file's name or a path in the request: the text to reword may be there, read first."""
+_REWORDS = re.compile(r"translat|proofread|paraphras|rephras|reword|polish|grammar|翻译|译|润色|改写|校对", re.I)
+
+
+def rewords_it_itself(tools: Sequence[MetonaToolDef], text: str) -> bool:
+    """The request opens by asking for a text to be translated, proofread or reworded ("帮我把这段英文邮件翻成中文，
+    语气正式一点：'Dear all, …'", "Translate this into English: …") and no offered tool speaks of doing so (its name
+    or its description: :data:`_REWORDS`): the model writes it, as the answer. Only for a text the request itself
+    holds (after a colon, or quoted: :data:`_GIVEN_TEXT`), no file's name or path (whose text is read first), no
+    step after it and no saving (:data:`_NEXT_STEP`, :data:`_SAVE_WORDS`). Offered a mail server's
+    ``send_email``, that request sent the translation to ``["all"]``; offered bilibili's video tools, "帮我把这段B站
+    视频简介翻译成英文：…" fetched a made-up video (a blind set of other people's tools, 2026-12-07)."""
+    asked = text.strip()
+    if not _REWORDING.search(asked) or not _GIVEN_TEXT.search(asked) or _FILE_NAMED.search(asked):
+        return False
+    if _NEXT_STEP.search(asked) or _SAVE_WORDS.search(asked) or _WRITE_WORDS.search(asked):
+        return False  # a step after it, or a saving: the tools may be for that
+    return not any(_REWORDS.search(f"{' '.join(_tool_words(t.name))} {t.description or ''}") for t in tools)
 
 
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
@@ -3388,12 +3419,17 @@ def unasked(
     12-06 a tool that needed permission kept every choice — the bench's functions, as an untrusted plugin's tools
     (held out: real users' 18/30 with the rule on them, 17/30 without); judged by the name since, on 560 recorded
     calls of the tuning half (single, multiple, real users', parallel) 8 mended (``_class: "Value"``,
-    ``genre: "Offbeat"`` for "a movie in Mountain View"), none broken once ``txt`` was read as "text"."""
+    ``genre: "Offbeat"`` for "a movie in Mountain View"), none broken once ``txt`` was read as "text". A free
+    string of a Chinese request that the argument's description offers as a choice (:func:`_offered`) is an
+    enum's choice too: "按发布时间排" had its ``order: "date"`` ("such as relevance or date") dropped, "放在最上面"
+    its ``pos: "top"`` (a blind set of other people's tools, 2026-12-07); so is a language's code whose language the
+    request names ("grab the spanish transcript" → ``language: "es"``, the same set)."""
     said = _said_words(messages)
     told = _said_text(messages)  # an id an earlier turn's lookup gave is told
     written = told.lower()
     required = set(parameters.get("required") or ())
-    choices = not changes and not _CJK.search(question(messages))
+    chinese = bool(_CJK.search(question(messages)))
+    choices = not changes and not chinese
     out = {}
     for key, value in args.items():
         if key not in required and _placeholder(value, written):
@@ -3409,10 +3445,23 @@ def unasked(
                 judged = not _DATE_OR_TIME.search(value)
                 if not judged and not _TIME_SPOKEN_OF.search(told):
                     continue  # a date or a time where nothing spoke of one: "the current temperature" is now
+                if judged and chinese and _offered(value, str(_spec(parameters, key).get("description") or "")):
+                    judged = False  # "按发布时间排" → order: "date" of "such as relevance or date": a choice
+                if judged and str(_LANGUAGES.get(value.strip().lower(), "")).lower() in said - {""}:
+                    judged = False  # "the spanish transcript" → language: "es"
             if judged and _unsaid(value, said):
                 continue
         out[key] = value
     return out
+
+
+def _offered(value: str, description: str) -> bool:
+    """``value`` is a choice the argument's description offers, as a word of its own or quoted ("Sort order for
+    results, such as relevance or date", 'Accepts "top", "bottom", or a positive number', "use `7d`")."""
+    value = value.strip()
+    if not 2 <= len(value) <= 24 or not re.fullmatch(r"\w+", value):
+        return False
+    return re.search(rf"(?<![\w./-]){re.escape(value)}(?![\w/-])", description, re.IGNORECASE) is not None
 
 
 SAID_CHOICE_CHARS = 4
@@ -4335,7 +4384,7 @@ _SALIENT = re.compile(
 _NO_ID = re.compile(r"\d+(?:st|nd|rd|th|[a-z]{1,3})|(?:19|20)\d\d\.\d{1,2}\.\d{1,2}|[A-Za-z0-9]{1,4}", re.I)
 """Not such a thing: an ordinal, a quantity with its unit (``298K``, ``440Hz``), a dotted date, a short code
 (``CO2``)."""
-_NEXT_STEP = re.compile(r"\b(?:then|after that|afterwards|and also|next)\b|然后|之后|接着|再|并且|[;；]", re.I)
+_NEXT_STEP = re.compile(r"\b(?:then|after that|afterwards|and also)\b|然后|之后|接着|再|并且|[;；]", re.I)
 
 
 def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str) -> list[str]:

@@ -4158,3 +4158,56 @@ def test_what_only_a_call_can_carry_left_out_of_it_is_named() -> None:
     copy = "Copy notes-2024a.txt to draft-2025b.txt"
     assert lt.left_unsaid(reader, {"path": "notes-2024a.txt"}, copy) == [], "a tool on a file"
     assert lt.left_unsaid(releases, {"path": "notes-2024a.txt"}, copy) == ["draft-2025b"]
+
+
+def test_a_text_to_translate_or_reword_is_written_by_the_model_itself() -> None:
+    """A request that holds a text and asks for it translated, proofread or reworded, offered no tool that does
+    so, is answered: :func:`localtools.rewords_it_itself` ("帮我把这段英文邮件翻成中文…：'Dear all, …'" had sent
+    the translation with ``send_email``). Not without the text in the request, with a file named, a step after it
+    or a saving, nor beside a tool that translates."""
+    mail = [_named("send_email", "Send an email."), _named("draft_email", "Draft an email.")]
+    assert lt.rewords_it_itself(
+        mail, "帮我把这段英文邮件翻成中文，语气正式一点：'Dear all, the launch moved to next Monday.'"
+    )
+    assert lt.rewords_it_itself(mail, "Translate 'good morning' into Japanese.")
+    assert lt.rewords_it_itself(mail, "帮我把这段话润色一下：“这个项目我们搞了挺久了。”")
+    assert not lt.rewords_it_itself(mail, "Translate my last email into French"), "no text given"
+    assert not lt.rewords_it_itself(mail, "把 notes.md 翻译成英文：第一段"), "a file named"
+    assert not lt.rewords_it_itself(mail, "Translate 'hi' into French, then email it to ann@example.com")
+    assert not lt.rewords_it_itself(mail, "把“你好”翻译成英文，保存到文件里")
+    assert not lt.rewords_it_itself([_named("translate_text", "Translate a text.")], "Translate 'hi' into French")
+
+
+def test_from_memory_and_a_negated_ask_read_as_answer_from_knowledge() -> None:
+    """ "Without running anything, from memory: what's the JQL…?" and "不用帮我查，你就凭印象大概说说…？" ask for
+    the answer from what the model knows (the 帮我 of a look-up told not to be made asks nothing); "Search my
+    memory for…" and a negated look-up beside a command do not."""
+    assert lt.from_knowledge("Without running anything, from memory: what's the JQL for issues updated this week?")
+    assert lt.from_knowledge("不用帮我查，你就凭印象大概说说，从北京开车到天津一般要多久？")
+    assert not lt.from_knowledge("Search my memory for the wifi password?")
+    assert not lt.from_knowledge("Can you get Alice's observations from memory?")
+    assert not lt.from_knowledge("不用帮我查了，直接把灯关了？")
+    assert not lt.from_knowledge("不用搜了，帮我打开客厅的灯？")
+
+
+def test_a_described_choice_of_a_chinese_request_and_a_named_language_code_are_kept() -> None:
+    """A free string of a Chinese request that the argument's description offers as a choice ("按发布时间排" →
+    ``order: "date"`` of "such as relevance or date") is kept as an enum's choice is, and a language's code whose
+    language the request names ("the spanish transcript" → ``language: "es"``); an English request's unsaid choice
+    still goes, and so does a code of a language nobody named."""
+    params = {
+        "type": "object",
+        "properties": {
+            "videoId": {"type": "string"},
+            "language": {"type": "string", "description": "Language code for the transcript"},
+            "order": {"type": "string", "description": "Sort order for results, such as relevance or date"},
+        },
+        "required": ["videoId"],
+    }
+    english = request(messages=_asking("grab the spanish transcript of video kJQP7kiw5Fk")).messages
+    called = {"videoId": "kJQP7kiw5Fk", "language": "es", "order": "date"}
+    assert lt.unasked(called, params, english) == {"videoId": "kJQP7kiw5Fk", "language": "es"}
+    chinese = request(messages=_asking("在 YouTube 上搜一下 Rust 教程视频，按发布时间排")).messages
+    assert lt.unasked(called, params, chinese) == {"videoId": "kJQP7kiw5Fk", "order": "date"}
+    other = request(messages=_asking("grab the transcript of video kJQP7kiw5Fk")).messages
+    assert lt.unasked(called, params, other) == {"videoId": "kJQP7kiw5Fk"}
