@@ -197,3 +197,35 @@ def test_a_private_import_from_another_package_is_found(tmp_path: Path) -> None:
         ("sidecar.b.y", "sidecar.a.x", "_helper"),
         ("sidecar.b.z", "sidecar.a._impl", None),
     ]
+
+
+def _module_bindings(tree: ast.Module) -> list[tuple[str, int]]:
+    """The names a module binds at its top level: assigned constants, functions and classes, each with its line."""
+    out: list[tuple[str, int]] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            out += [(t.id, node.lineno) for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            out.append((node.target.id, node.lineno))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append((node.name, node.lineno))
+    return out
+
+
+def test_no_module_binds_a_top_level_name_twice() -> None:
+    """A second ``_QUOTED`` or ``_choices`` in a module of hundreds of rules silently replaces the first for every
+    caller (twice in issue 32's sessions: a file-name reader and a number's choices broke); ruff's F811 does not see
+    a constant rebound. A name bound under ``if TYPE_CHECKING`` or in a ``try`` is not counted."""
+    twice = []
+    for path in sorted(ROOT.rglob("*.py")):
+        seen: dict[str, int] = {}
+        for name, line in _module_bindings(ast.parse(path.read_text(encoding="utf-8"))):
+            if name in seen and name != "__all__":
+                twice.append(f"{path.relative_to(ROOT.parent)}:{line} {name} (first at {seen[name]})")
+            seen.setdefault(name, line)
+    assert not twice, "\n".join(twice)
+
+
+def test_a_name_bound_twice_is_found() -> None:
+    tree = ast.parse("_QUOTED = 1\ndef f(): pass\n_QUOTED = 2\n")
+    assert [n for n, _ in _module_bindings(tree)].count("_QUOTED") == 2

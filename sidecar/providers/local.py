@@ -759,7 +759,7 @@ class LocalAdapter(BaseAdapter):
                 return False  # a formula for what remains, of numbers neither that part nor the results hold
         if text_key is not None:
             args = {**args, text_key: text}
-        if in_order and first and len(tools) > 1 and localtools.left_unsaid(tool, args, asked):
+        if in_order and first and len(tools) > 1 and localtools.left_unsaid(tool, args, asked, tools):
             others = [t for t in tools if t.name != choice]  # "v1.30.0" that list_releases cannot hold: decided again
             return await self._tool_step(request, others, asm, steps, in_order=False)
         if localtools.repeated(choice, args, request.messages):

@@ -410,9 +410,9 @@ _KNOWLEDGE_CUE = re.compile(
     r"\bfrom what you (?:already )?know\b|\bfrom your (?:own )?(?:knowledge|experience)\b|\boff the top of your head\b"
     r"|\bbased (?:purely |only |just |solely )?on (?:the name|your (?:own )?(?:knowledge|experience|training))\b"
     r"|\bwhat would you guess\b|\b(?:just|only) (?:guess|tell me what you (?:know|think))\b"
-    r"|\bwithout (?:looking (?:it |anything )?up|searching|checking|running (?:it|anything|any \w+)"
-    r"|using (?:any |the )?tools?)\b"
-    r"|\bfrom (?:your )?memory\s*[:：,，]|\b(?:answer|tell me|say|guess|recall)\b[^.?!]{0,20}\bfrom (?:your )?memory\b"
+    r"|\bwithout (?:looking (?:it |anything )?up|searching|checking|running (?:it|anything)|using (?:any |the )?tools?)"
+    r"(?=\s*(?:anything|online|the web|[,.?!:，]))"
+    r"|\bfrom (?:your )?memory\s*[:：]|\b(?:answer|tell me|say|guess|recall)\b[^.?!]{0,20}\bfrom (?:your )?memory\b"
     r"|凭(?:经验|常识|你的知识|印象|感觉|你自己的)|按常识|根据常识|靠常识|你自己(?:知道|了解)的",
     re.IGNORECASE,
 )
@@ -433,7 +433,7 @@ _LOOKUP = re.compile(r"\b(?:search|look up|check|find|query|fetch|get|list|show)
 _ACTION_ASKED = re.compile(
     r"\b(?:just|instead)\s+(?!(?:tell|say|guess|answer|explain)\b)[a-z]+\b|直接|帮我|帮忙|把|请|给我(?!说|讲)|替我"
     r"|\b(?:my|our|the) (?:notes?|files?|docs?|documents?|database|db|calendar|inbox|todoist|repos?|plugin)\b"
-    r"|\buse (?:the|my|your|a) \w+|笔记|我的文件|数据库|插件|日历|收件箱",
+    r"|\buse (?:the|my|your|a) \w+|笔记|我的文件|数据库|插件|日历|收件箱|能(?:不能)?(?:找到|看一下|查一下|列出|打开)",
     re.IGNORECASE,
 )
 """What makes a request told not to look things up still one for a tool: an action asked ("…, just delete the key",
@@ -441,6 +441,14 @@ _ACTION_ASKED = re.compile(
 _NOT_BY = re.compile(
     r"(?:不想|不要|别|不是|not|don'?t want)\W*(?:\w+\W+){0,2}$|(?:不想|不要|别|不是)[^，。,.]{0,4}$", re.I
 )
+
+
+_ONLY_A_TOOL_KNOWS = re.compile(
+    r"\b(?:weather|right now|currently|today|tonight|tomorrow|yesterday|latest|online|my|our)\b"
+    r"|天气|现在|今天|明天|昨天|最新|到哪|我的|我们的|(?<=[a-z])\.(?:sh|py|js|ts|md|txt|json|ya?ml|csv)\b",
+    re.IGNORECASE,
+)
+"""What no model knows: the present, the user's own things, a file's text."""
 
 
 def from_knowledge(text: str) -> bool:
@@ -451,13 +459,20 @@ def from_knowledge(text: str) -> bool:
     tuning cases' requests (BFCL and the MCP set) reads so. Only a question (it ends in a question mark) that asks
     for no action and names no other source (:data:`_ACTION_ASKED`), and a cue not itself negated ("我不想你凭感觉"):
     a review (2026-12-06) found "No need to check the cache, just delete the key…", "不用搜了，打开客厅的灯" and
-    "Don't search the web; my notes have it. What's the wifi password?" read so."""
+    "Don't search the web; my notes have it. What's the wifi password?" read so. Nor a question of what no model
+    knows (:data:`_ONLY_A_TOOL_KNOWS`: the weather, now, "my…", a file's text) or one that holds an id ("No need to
+    search, the ticket is ENG-42 — what's its status?"), nor "without searching the whole drive" (a limit, not a
+    ban): a second review (2026-12-07, 56 hand-written requests) found those."""
     asked = text.strip()
     if not asked.endswith(("?", "？")) or _ACTION_ASKED.search(_NEGATED_LOOKUP.sub(" ", asked)):
         return False  # "不用帮我查，…": the 帮我 of what is not to be done asks nothing
+    if _ONLY_A_TOOL_KNOWS.search(asked) or any(not _NO_ID.fullmatch(m.group()) for m in _SALIENT.finditer(asked)):
+        return False  # "Don't check Slack, what's the weather in Berlin right now?", "…the ticket is ENG-42…"
     cue = _KNOWLEDGE_CUE.search(asked)
-    if cue is not None:
-        return not _NOT_BY.search(asked[: cue.start()])
+    if cue is not None:  # not negated in its own clause ("我不想你凭感觉"; "先别碰邮箱了，按常识说说" is not)
+        if asked[cue.start() - 1 : cue.start()] == "我" or asked[cue.end() : cue.end() + 1] == "我":
+            return False  # "我凭印象记得…", "凭经验我觉得…": the user's own memory
+        return not _NOT_BY.search(re.split(r"[，。,.;；!?！？]", asked[: cue.start()])[-1])
     told = _NEGATED_LOOKUP.search(asked)
     return told is not None and not _LOOKUP.search(asked[: told.start()] + " " + asked[told.end() :])
 
@@ -586,22 +601,43 @@ _GIVEN_TEXT = re.compile(r"[:：]\s*\S|[“「『\"][^”」』\"]{2,}[”」』
 """The text to reword, in the request itself: after a colon, or quoted."""
 _FILE_NAMED = re.compile(r"\.\w{1,5}\b|[/\\]")
 """A file's name or a path in the request: the text to reword may be there, read first."""
-_REWORDS = re.compile(r"translat|proofread|paraphras|rephras|reword|polish|grammar|翻译|译|润色|改写|校对", re.I)
+_QUOTED_TEXT = re.compile(r"[“「『\"][^”」』\"]{2,}[”」』\"]|(?<!\w)'[^']{2,}'")
+_DELIVERED = re.compile(
+    r"\band\s+(?:then\s+)?(?:send|post|tweet|email|reply|add|forward|share|publish|comment|save|put)\b"
+    r"|\S@\S|发给|发到|发送|回复给|通知|加到|记在|贴到|并(?:回复|发)|发出",
+    re.IGNORECASE,
+)
+"""The reworded text is to go somewhere: sent, posted, replied, filed."""
+_REFERENCE = re.compile(r"^\W*(?:the one|that one|[A-Z][A-Z0-9]+-\d+\W*$)|那封|那条|那个|的那", re.IGNORECASE)
+"""What follows the colon points at where the text is ("…: PROJ-311", "…：主题是“…”的那封"), not the text."""
+_REWORDS = re.compile(
+    r"translat|proofread|paraphras|rephras|reword|polish|grammar|spell|style|clarity|\btone\b|another language"
+    r"|between languages|翻译|译|润色|改写|校对|错别字|语病|语法|语种",
+    re.I,
+)
 
 
 def rewords_it_itself(tools: Sequence[MetonaToolDef], text: str) -> bool:
     """The request opens by asking for a text to be translated, proofread or reworded ("帮我把这段英文邮件翻成中文，
     语气正式一点：'Dear all, …'", "Translate this into English: …") and no offered tool speaks of doing so (its name
     or its description: :data:`_REWORDS`): the model writes it, as the answer. Only for a text the request itself
-    holds (after a colon, or quoted: :data:`_GIVEN_TEXT`), no file's name or path (whose text is read first), no
-    step after it and no saving (:data:`_NEXT_STEP`, :data:`_SAVE_WORDS`). Offered a mail server's
-    ``send_email``, that request sent the translation to ``["all"]``; offered bilibili's video tools, "帮我把这段B站
-    视频简介翻译成英文：…" fetched a made-up video (a blind set of other people's tools, 2026-12-07)."""
+    holds (after a colon, or quoted: :data:`_GIVEN_TEXT`), and where the words around it name no file (whose text is
+    read first), no step after it, no saving and nowhere for it to go (:data:`_NEXT_STEP`, :data:`_SAVE_WORDS`,
+    :data:`_DELIVERED`: "把这段话翻译成英文发给 Tom：…"), and what follows the colon is no pointer at the text
+    (:data:`_REFERENCE`) — narrowed on a review over 60 hand-written requests (2026-12-07), which found the first
+    version firing on texts to be posted and on tools that check "spelling, punctuation and style". Offered a mail
+    server's ``send_email``, that request sent the translation to ``["all"]``; offered bilibili's video tools,
+    "帮我把这段B站视频简介翻译成英文：…" fetched a made-up video (a blind set of other people's tools, 2026-12-07)."""
     asked = text.strip()
-    if not _REWORDING.search(asked) or not _GIVEN_TEXT.search(asked) or _FILE_NAMED.search(asked):
+    given = _GIVEN_TEXT.search(asked)
+    if not _REWORDING.search(asked) or given is None:
         return False
-    if _NEXT_STEP.search(asked) or _SAVE_WORDS.search(asked) or _WRITE_WORDS.search(asked):
-        return False  # a step after it, or a saving: the tools may be for that
+    quotes = list(_QUOTED_TEXT.finditer(asked))
+    asks = asked[: given.start()] + (asked[quotes[-1].end() :] if quotes else "")  # the words around the text
+    if _FILE_NAMED.search(asks) or _NEXT_STEP.search(asks) or _SAVE_WORDS.search(asks) or _WRITE_WORDS.search(asks):
+        return False  # a file's text, a step after it or a saving: the tools may be for that
+    if _DELIVERED.search(asks) or _REFERENCE.search(re.sub(r"^\W+", "", asked[given.start() :])):
+        return False  # "…and post it in #support: '…'", "翻译一下这封邮件：主题是…的那封"
     return not any(_REWORDS.search(f"{' '.join(_tool_words(t.name))} {t.description or ''}") for t in tools)
 
 
@@ -3420,10 +3456,12 @@ def unasked(
     (held out: real users' 18/30 with the rule on them, 17/30 without); judged by the name since, on 560 recorded
     calls of the tuning half (single, multiple, real users', parallel) 8 mended (``_class: "Value"``,
     ``genre: "Offbeat"`` for "a movie in Mountain View"), none broken once ``txt`` was read as "text". A free
-    string of a Chinese request that the argument's description offers as a choice (:func:`_offered`) is an
-    enum's choice too: "按发布时间排" had its ``order: "date"`` ("such as relevance or date") dropped, "放在最上面"
-    its ``pos: "top"`` (a blind set of other people's tools, 2026-12-07); so is a language's code whose language the
-    request names ("grab the spanish transcript" → ``language: "es"``, the same set)."""
+    string of a Chinese request that speaks of a choice (:data:`_CHOOSES`: 按, 排, 只看, 放在) and that the argument's
+    description offers as one (:func:`_offered`) is an enum's choice too: "按发布时间排" had its ``order: "date"``
+    ("such as relevance or date") dropped, "放在最上面" its ``pos: "top"`` (a blind set of other people's tools,
+    2026-12-07); so is a language's code whose language the request names as one (:func:`_names_the_language`:
+    "grab the spanish transcript" → ``language: "es"``, the same set; not "Italian restaurants"). A review
+    (2026-12-07) found both first versions keeping what nobody asked."""
     said = _said_words(messages)
     told = _said_text(messages)  # an id an earlier turn's lookup gave is told
     written = told.lower()
@@ -3445,14 +3483,29 @@ def unasked(
                 judged = not _DATE_OR_TIME.search(value)
                 if not judged and not _TIME_SPOKEN_OF.search(told):
                     continue  # a date or a time where nothing spoke of one: "the current temperature" is now
-                if judged and chinese and _offered(value, str(_spec(parameters, key).get("description") or "")):
+                offered = _offered(value, str(_spec(parameters, key).get("description") or ""))
+                if judged and chinese and offered and _CHOOSES.search(question(messages)):
                     judged = False  # "按发布时间排" → order: "date" of "such as relevance or date": a choice
-                if judged and str(_LANGUAGES.get(value.strip().lower(), "")).lower() in said - {""}:
+                if judged and _names_the_language(value, question(messages)):
                     judged = False  # "the spanish transcript" → language: "es"
             if judged and _unsaid(value, said):
                 continue
         out[key] = value
     return out
+
+
+_CHOOSES = re.compile(r"按|排|只看|只要|只列|最|改成|改为|设为|设成|放在|换成|选")
+"""A Chinese request that speaks of a choice (按…排, 只看, 放在最上面): not "查一下北京明天天气" for ``units``."""
+_AS_A_LANGUAGE = r"(?:transcripts?|subtitles?|captions?|translation|version|audio|dub\w*|voice)"
+
+
+def _names_the_language(code: str, text: str) -> bool:
+    """``code`` (``es``, ``pt-BR``) is of a language the request names as one ("the spanish transcript", "into
+    Spanish"; not "Italian restaurants", "the Japanese yen")."""
+    name = _LANGUAGES.get(re.split(r"[-_]", code.strip().lower())[0])
+    if name is None:
+        return False
+    return bool(re.search(rf"\b(?:in|into|to|from)\s+{name}\b|\b{name}\s+{_AS_A_LANGUAGE}\b", text, re.I))
 
 
 def _offered(value: str, description: str) -> bool:
@@ -4385,23 +4438,93 @@ _NO_ID = re.compile(r"\d+(?:st|nd|rd|th|[a-z]{1,3})|(?:19|20)\d\d\.\d{1,2}\.\d{1
 """Not such a thing: an ordinal, a quantity with its unit (``298K``, ``440Hz``), a dotted date, a short code
 (``CO2``)."""
 _NEXT_STEP = re.compile(r"\b(?:then|after that|afterwards|and also)\b|然后|之后|接着|再|并且|[;；]", re.I)
+_STEP_AFTER = re.compile(
+    r"\band\s+(?:\w+\s+)?(?:refund|forward|send|link|tag|merge|close|reply|post|assign|comment|add|move|delete|notify"
+    r"|share|email|tweet|update|create|open|approve)\b|[，,]\s*(?:把|如果|转发|发给|并|就)|转发给|发给",
+    re.I,
+)
+"""A second deed joined by "and" or a Chinese comma ("Look up order ORD-88123 and refund charge ch_1", "查一下订单
+ORD-88123，把扣款 ch_1 退了"): what it names may be the next call's."""
+_CARRIERS = (
+    (re.compile(r"v\d+(?:\.\d+)+|\d+(?:\.\d+){2,}"), frozenset("tag version release ref".split())),
+    (re.compile(r"\d{6,}(?:\.\d+)?"), frozenset("ts timestamp time".split())),
+    (re.compile(r".*"), frozenset("id ids key number sha ref code slug".split())),
+)
+"""What argument may carry a version, a long number (a timestamp) or an id, by its name's words."""
+_TEXT_CARRIERS = frozenset("text body content comment message note description summary title reply".split())
+"""What argument may carry a quoted text, by its name's words (``rich_text``, ``comment``, ``body``)."""
 
 
-def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str) -> list[str]:
-    """What the request ``text`` states that only a call can carry (:data:`_SALIENT`) and the call's arguments
-    ``args`` hold nowhere: offered GitHub's release tools, "kubernetes/kubernetes 的 v1.30.0 这个 release 具体写了些
-    什么？" went to ``list_releases`` (no tag); "Leave a comment on the Notion page … saying \"Looks good to me, ship
-    it\"" to ``retrieve-a-comment``; a Slack message's timestamp to ``post_message`` for a reaction; "Decline the
-    invite … and tell them \"I have a conflict that day\"" to ``delete-event`` (a blind set of other people's tools,
-    2026-12-06: 4 of its 9 wrong picks of a neighbour). Of 315 recorded right picks of the tuning sets' several-tool
-    cases (BFCL, the MCP sets) none leaves such a thing unsaid. Not for a request of several steps (:data:`_NEXT_STEP`:
-    the thing may be the next call's) nor a tool on a file or a folder (a ``path``: a name may be the next file's, a
-    quoted text the one a listing is kept for before a search)."""
-    if _NEXT_STEP.search(text) or _path_argument(tool) is not None:
+def _argument_words(tool: MetonaToolDef) -> set[str]:
+    """The words of a tool's argument names, its nested objects' (one level) too (``params.receive_id``)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    names: list[str] = []
+    for key, spec in (schema.get("properties") or {}).items():
+        names.append(key)
+        if isinstance(spec, dict):
+            names += list((spec.get("properties") or (spec.get("items") or {}).get("properties") or {}).keys())
+    return {w for n in names for w in _name_words(str(n))}
+
+
+def _alnum(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+def _holds(token: str, args: dict[str, Any]) -> bool:
+    """The call holds ``token`` however written: its letters and digits alone, without a leading v
+    (``v2.3.0`` as ``2.3.0``), or a run of six digits or more of it (a permalink's ``p1699999999000200``)."""
+    held = _alnum(json.dumps(args, ensure_ascii=False))
+    bare = _alnum(token)
+    return bare in held or bare.lstrip("v") in held or any(run in held for run in re.findall(r"\d{6,}", bare))
+
+
+def _composes(args: dict[str, Any]) -> bool:
+    """The call writes a text of its own: a string value of two words or more, or of four Chinese characters."""
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    return any(re.search(r"\S+\s+\S+|[\u3400-\u9fff]{4,}", s) for s in strings(args))
+
+
+def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str, tools: Sequence[MetonaToolDef]) -> list[str]:
+    """What the request ``text`` states that only a call can carry (:data:`_SALIENT`: a version, a long number, an
+    id, a quoted text), that the picked ``tool``'s call ``args`` hold nowhere (:func:`_holds`) and that the tool has
+    no argument for while another offered tool has (:data:`_CARRIERS`, :data:`_TEXT_CARRIERS`, by the arguments'
+    names): offered GitHub's release tools, "kubernetes/kubernetes 的 v1.30.0 这个 release 具体写了些什么？" went to
+    ``list_releases`` (no tag; ``get_release_by_tag`` takes one); "Leave a comment on the Notion page … saying
+    \"Looks good to me, ship it\"" to ``retrieve-a-comment``; a Slack message's timestamp to ``post_message`` for a
+    reaction; "Decline the invite … and tell them \"I have a conflict that day\"" to ``delete-event`` (a blind set
+    of other people's tools, 2026-12-06: 4 of its 9 wrong picks of a neighbour). A quoted text counts only where the
+    call writes no text of its own (:func:`_composes`: a quote translated or trimmed is held). A review over 74
+    hand-written requests (2026-12-07) found a first version discarding right picks for an id written in another
+    form, a version without its v, an id that had nothing to do with the call, and a second step's id; of 315
+    recorded right picks of the tuning sets' several-tool cases (BFCL, the MCP sets) none leaves such a thing
+    unsaid. Not for a request of several steps (:data:`_NEXT_STEP`, :data:`_STEP_AFTER`) nor a tool on a file or a
+    folder (a ``path``: a name may be the next file's, a quoted text the one a listing is kept for)."""
+    if _NEXT_STEP.search(text) or _STEP_AFTER.search(text) or _path_argument(tool) is not None:
         return []
-    held = json.dumps(args, ensure_ascii=False).lower()
-    said = [m.group(1) or m.group(2) or m.group() for m in _SALIENT.finditer(text)]
-    return [t for t in said if not _NO_ID.fullmatch(t) and t.lower() not in held]
+    mine = _argument_words(tool)
+    theirs = [_argument_words(t) for t in tools if t.name != tool.name]
+    out = []
+    for m in _SALIENT.finditer(text):
+        quoted = m.group(1) or m.group(2)
+        token = quoted or m.group()
+        if quoted:
+            if _composes(args) or quoted.lower() in json.dumps(args, ensure_ascii=False).lower():
+                continue
+            carriers = _TEXT_CARRIERS
+        else:
+            if _NO_ID.fullmatch(token) or _holds(token, args):
+                continue
+            carriers = next(words for kind, words in _CARRIERS if kind.fullmatch(token))
+        if not mine & carriers and any(words & carriers for words in theirs):
+            out.append(token)
+    return out
 
 
 def made_up(

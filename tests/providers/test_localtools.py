@@ -4138,26 +4138,52 @@ def test_a_command_no_offered_tool_does_calls_nothing() -> None:
 
 
 def test_what_only_a_call_can_carry_left_out_of_it_is_named() -> None:
-    """An id, a version, a timestamp or a quoted text the request states and the picked call holds nowhere
-    ("…的 v1.30.0 这个 release…" → ``list_releases`` with no tag) sends the decision back to the other tools:
-    :func:`localtools.left_unsaid`. Ordinals, quantities with units, dotted dates and short codes are no such
-    thing; nor is anything in a request of several steps, or beside a tool on a file."""
-    releases = _named("list_releases", "List releases.")
+    """An id, a version, a timestamp or a quoted text the request states, that the picked call holds nowhere and
+    has no argument for while another offered tool has ("…的 v1.30.0 这个 release…" → ``list_releases``, beside
+    ``get_release_by_tag``), sends the decision back to the other tools: :func:`localtools.left_unsaid`. Held in
+    another form (a version without its v, a permalink's digits), a quote the call rewrote, ordinals, quantities,
+    dotted dates, a request of several steps, a tool on a file, or no other tool to carry it: nothing."""
+
+    def made(name: str, *props: str) -> MetonaToolDef:
+        (one,) = defs(tool(name, props[0]))
+        schema = {
+            "type": "object",
+            "properties": {p: {"type": "string", "description": p} for p in props},
+            "required": [props[0]],
+        }
+        return one.model_copy(update={"parameters": type(one.parameters).model_validate(schema)})
+
+    releases = made("list_releases", "owner", "repo", "page")
+    by_tag = made("get_release_by_tag", "owner", "repo", "tag")
+    both = [releases, by_tag]
     asked = "kubernetes/kubernetes 的 v1.30.0 这个 release 具体写了些什么？"
-    assert lt.left_unsaid(releases, {"owner": "kubernetes", "repo": "kubernetes"}, asked) == ["v1.30.0"]
-    assert lt.left_unsaid(releases, {"owner": "kubernetes", "repo": "kubernetes", "tag": "V1.30.0"}, asked) == []
-    said = 'Leave a comment on page 59833787-2cf9 saying "Looks good to me, ship it".'
-    assert lt.left_unsaid(releases, {"block_id": "59833787-2cf9"}, said) == ["Looks good to me, ship it"]
-    react = "给频道 C0ABCDEF12 里时间戳为 1699999999.000200 的那条消息加个 thumbsup 表情"
-    assert lt.left_unsaid(releases, {"channel_id": "C0ABCDEF12", "text": "👍"}, react) == ["1699999999.000200"]
-    plain = "Weather on the 5th in Paris at 298K, 440Hz, 2023.10.1, CO2 and 49.99 dollars"
-    assert lt.left_unsaid(releases, {"city": "Paris"}, plain) == []
-    steps = 'Get issue ABC-123, then comment "done" on it'
-    assert lt.left_unsaid(releases, {"issue": "ABC-123"}, steps) == [], "the next step's"
-    (reader,) = defs(tool("read_file", "path"))
-    copy = "Copy notes-2024a.txt to draft-2025b.txt"
-    assert lt.left_unsaid(reader, {"path": "notes-2024a.txt"}, copy) == [], "a tool on a file"
-    assert lt.left_unsaid(releases, {"path": "notes-2024a.txt"}, copy) == ["draft-2025b"]
+    assert lt.left_unsaid(releases, {"owner": "kubernetes", "repo": "kubernetes"}, asked, both) == ["v1.30.0"]
+    assert lt.left_unsaid(releases, {"owner": "kubernetes", "repo": "kubernetes"}, asked, [releases]) == []
+    assert lt.left_unsaid(by_tag, {"owner": "k", "repo": "k", "tag": "1.30.0"}, asked, both) == [], "without its v"
+    post = made("slack_post_message", "channel_id", "text")
+    react = made("slack_add_reaction", "channel_id", "timestamp", "reaction")
+    said = "给频道 C0ABCDEF12 里时间戳为 1699999999.000200 的那条消息加个 thumbsup 表情"
+    assert lt.left_unsaid(post, {"channel_id": "C0ABCDEF12", "text": "👍"}, said, [post, react]) == [
+        "1699999999.000200"
+    ]
+    link = "React with eyes to https://acme.slack.com/archives/C0ABCDEF12/p1699999999000200"
+    ts = {"channel_id": "C0ABCDEF12", "timestamp": "1699999999.000200", "reaction": "eyes"}
+    assert lt.left_unsaid(react, ts, link, [post, react]) == [], "a permalink's digits"
+    reader = made("retrieve_a_comment", "block_id")
+    writer = made("create_a_comment", "page_id", "rich_text")
+    leave = 'Leave a comment on page 59833787-2cf9 saying "Looks good to me, ship it".'
+    assert lt.left_unsaid(reader, {"block_id": "59833787-2cf9"}, leave, [reader, writer]) == [
+        "Looks good to me, ship it"
+    ]
+    rewritten = {"page_id": "59833787-2cf9", "rich_text": "LGTM, ship it!"}
+    assert lt.left_unsaid(writer, rewritten, leave, [reader, writer]) == [], "a quote the call rewrote"
+    plain = "Releases of acme/api on the 5th, 298K, 440Hz, 2023.10.1, CO2"
+    assert lt.left_unsaid(releases, {"owner": "acme", "repo": "api"}, plain, both) == []
+    steps = "List the releases of acme/api and tag v2.0.1 as latest"
+    assert lt.left_unsaid(releases, {"owner": "acme", "repo": "api"}, steps, both) == [], "the next step's"
+    (reader_file,) = defs(tool("read_file", "path"))
+    copy = "Copy notes-2024a.txt to draft v2.0.1"
+    assert lt.left_unsaid(reader_file, {"path": "notes-2024a.txt"}, copy, [reader_file, by_tag]) == []
 
 
 def test_a_text_to_translate_or_reword_is_written_by_the_model_itself() -> None:
