@@ -597,11 +597,11 @@ _REWORDING = re.compile(
     r"|^\W*(?:请你?|麻烦你?|你|帮我|帮忙|能不能|可以)*(?:把[^，。,.；;？?！!]{0,30}?)?(?:翻译|翻成|译成|译为|润色|改写|校对|校正)",
     re.IGNORECASE,
 )
-_GIVEN_TEXT = re.compile(r"[:：]\s*\S|[“「『\"][^”」』\"]{2,}[”」』\"]|(?<!\w)'[^']{2,}'")
-"""The text to reword, in the request itself: after a colon, or quoted."""
+_QUOTED_TEXT = re.compile(r"[“「『\"][^”」』\"]{2,}[”」』\"]|(?<!\w)'[^']{2,}'")
+_GIVEN_TEXT = re.compile(r"[:：]\s*\S|" + _QUOTED_TEXT.pattern)
+"""The text to reword, in the request itself: after a colon, or quoted (:data:`_QUOTED_TEXT`)."""
 _FILE_NAMED = re.compile(r"\.\w{1,5}\b|[/\\]")
 """A file's name or a path in the request: the text to reword may be there, read first."""
-_QUOTED_TEXT = re.compile(r"[“「『\"][^”」』\"]{2,}[”」』\"]|(?<!\w)'[^']{2,}'")
 _DELIVERED = re.compile(
     r"\band\s+(?:then\s+)?(?:send|post|tweet|email|reply|add|forward|share|publish|comment|save|put)\b"
     r"|\S@\S|发给|发到|发送|回复给|通知|加到|记在|贴到|并(?:回复|发)|发出",
