@@ -444,9 +444,7 @@ class LocalAdapter(BaseAdapter):
         if in_order and not calls and localtools.from_knowledge(asked):
             return False  # "不要去 Linear 里查，凭经验说说：…": answered, as asked
         if in_order and not calls and localtools.rewords_it_itself(tools, asked):
-            return (
-                False  # "帮我把这段英文邮件翻成中文：…" offered a mail server: the model translates it, as the answer
-            )
+            return False  # "帮我把这段英文邮件翻成中文：…" beside a mail server: the model translates it
         if in_order and not calls and localtools.none_does_it(tools, asked):
             return False  # "帮我把…那张票退掉" offered a ticket search only: answered, nothing searched
         part = localtools.before_saving(asked) if in_order and not calls else None
