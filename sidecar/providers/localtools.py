@@ -551,6 +551,11 @@ _READ_VERBS = frozenset(
 """Verbs of a tool's name that read ("get_tickets", "search_products", ``Trains_1_FindTrains``)."""
 
 
+def _what_it_says(tool: MetonaToolDef) -> str:
+    """A tool's name in words (:func:`_tool_words`) and its description: where it speaks of what it does."""
+    return f"{' '.join(_tool_words(tool.name))} {tool.description or ''}"
+
+
 def none_does_it(tools: Sequence[MetonaToolDef], text: str) -> bool:
     """The request ``text`` opens with a command (:data:`_FIRST_COMMAND`, :data:`_ZH_COMMAND`: "Delete the customer
     cus_…", "帮我把…那张票退掉", "帮我订一张…机票") and every offered tool only reads — its name holds a verb of
@@ -580,7 +585,7 @@ def none_does_it(tools: Sequence[MetonaToolDef], text: str) -> bool:
         words = set(_tool_words(t.name))
         if not words & _READ_VERBS or words & _CHANGE_VERBS:
             return False
-    said = " ".join(f"{' '.join(_tool_words(t.name))} {t.description or ''}" for t in tools).lower()
+    said = " ".join(_what_it_says(t) for t in tools).lower()
     for w in _DOERS[verb].split():
         if _CJK.match(w):
             if w in said:
@@ -637,7 +642,7 @@ def rewords_it_itself(tools: Sequence[MetonaToolDef], text: str) -> bool:
         return False  # a file's text, a step after it or a saving: the tools may be for that
     if _DELIVERED.search(asks) or _REFERENCE.search(re.sub(r"^\W+", "", asked[given.start() :])):
         return False  # "…and post it in #support: '…'", "翻译一下这封邮件：主题是…的那封"
-    return not any(_REWORDS.search(f"{' '.join(_tool_words(t.name))} {t.description or ''}") for t in tools)
+    return not any(_REWORDS.search(_what_it_says(t)) for t in tools)
 
 
 _FOLDER_PATH = re.compile(r"(?<![\w:/\\.])(?:[A-Za-z]:[\\/]|~[\\/]|/)[^\s\"'“”‘’「」，。；、？！?!,;()（）]+")
@@ -3483,8 +3488,8 @@ def unasked(
                 judged = not _DATE_OR_TIME.search(value)
                 if not judged and not _TIME_SPOKEN_OF.search(told):
                     continue  # a date or a time where nothing spoke of one: "the current temperature" is now
-                offered = _offered(value, str(_spec(parameters, key).get("description") or ""))
-                if judged and chinese and offered and _CHOOSES.search(asked):
+                offers = str(_spec(parameters, key).get("description") or "")
+                if judged and chinese and _CHOOSES.search(asked) and _offered(value, offers):
                     judged = False  # "按发布时间排" → order: "date" of "such as relevance or date": a choice
                 if judged and _names_the_language(value, asked):
                     judged = False  # "the spanish transcript" → language: "es"
@@ -4480,15 +4485,7 @@ def _holds(token: str, args: dict[str, Any]) -> bool:
 
 def _composes(args: dict[str, Any]) -> bool:
     """The call writes a text of its own: a string value of two words or more, or of four Chinese characters."""
-
-    def strings(value: Any) -> list[str]:
-        if isinstance(value, dict):
-            return [s for v in value.values() for s in strings(v)]
-        if isinstance(value, list):
-            return [s for v in value for s in strings(v)]
-        return [value] if isinstance(value, str) else []
-
-    return any(re.search(r"\S+\s+\S+|[\u3400-\u9fff]{4,}", s) for s in strings(args))
+    return any(re.search(r"\S+\s+\S+|[\u3400-\u9fff]{4,}", s) for s in _strings_in(args))
 
 
 def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str, tools: Sequence[MetonaToolDef]) -> list[str]:
