@@ -413,7 +413,7 @@ _KNOWLEDGE_CUE = re.compile(
     r"|\bwithout (?:looking (?:it |anything )?up|searching|checking|running (?:it|anything)|using (?:any |the )?tools?)"
     r"(?=\s*(?:anything|online|the web|[,.?!:，]))"
     r"|\bfrom (?:your )?memory\s*[:：]|\b(?:answer|tell me|say|guess|recall)\b[^.?!]{0,20}\bfrom (?:your )?memory\b"
-    r"|凭(?:经验|常识|你的知识|印象|感觉|你自己的)|按常识|根据常识|靠常识|你自己(?:知道|了解)的",
+    r"|凭(?:你的?)?(?:经验|常识|知识|印象|感觉|理解)|凭你自己的|按常识|根据常识|靠常识|你自己(?:知道|了解)的",
     re.IGNORECASE,
 )
 """Words that ask for the answer from what the model knows ("from what you know", "based purely on the name, what
@@ -462,11 +462,13 @@ def from_knowledge(text: str) -> bool:
     "Don't search the web; my notes have it. What's the wifi password?" read so. Nor a question of what no model
     knows (:data:`_ONLY_A_TOOL_KNOWS`: the weather, now, "my…", a file's text) or one that holds an id ("No need to
     search, the ticket is ENG-42 — what's its status?"), nor "without searching the whole drive" (a limit, not a
-    ban): a second review (2026-12-07, 56 hand-written requests) found those."""
+    ban): a second review (2026-12-07, 56 hand-written requests) found those. A quoted word is no id ("what does
+    "idempotent" mean?"); a quoted id still is."""
     asked = text.strip()
     if not asked.endswith(("?", "？")) or _ACTION_ASKED.search(_NEGATED_LOOKUP.sub(" ", asked)):
         return False  # "不用帮我查，…": the 帮我 of what is not to be done asks nothing
-    if _ONLY_A_TOOL_KNOWS.search(asked) or any(not _NO_ID.fullmatch(m.group()) for m in _SALIENT.finditer(asked)):
+    ids = (m.group() for m in _SALIENT.finditer(re.sub(r"[\"“”]", " ", asked)))  # a quoted word is no id
+    if _ONLY_A_TOOL_KNOWS.search(asked) or any(not _NO_ID.fullmatch(found) for found in ids):
         return False  # "Don't check Slack, what's the weather in Berlin right now?", "…the ticket is ENG-42…"
     cue = _KNOWLEDGE_CUE.search(asked)
     if cue is not None:  # not negated in its own clause ("我不想你凭感觉"; "先别碰邮箱了，按常识说说" is not)

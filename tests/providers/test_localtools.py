@@ -4216,6 +4216,15 @@ def test_from_memory_and_a_negated_ask_read_as_answer_from_knowledge() -> None:
     assert not lt.from_knowledge("不用搜了，帮我打开客厅的灯？")
 
 
+def test_a_quoted_word_is_no_id_that_keeps_a_question_from_the_models_knowledge() -> None:
+    """A quoted word asks about the word ("From your knowledge, what does "idempotent" mean?"); an id, quoted or not,
+    still keeps the question for a tool."""
+    assert lt.from_knowledge('From your knowledge, what does "idempotent" mean?')
+    assert lt.from_knowledge("凭你的经验，“幂等”这个词在接口设计里是什么意思？")
+    assert not lt.from_knowledge("From your knowledge, what is the status of ENG-42?")
+    assert not lt.from_knowledge('From your knowledge, what is the status of "ENG-42"?')
+
+
 def test_a_described_choice_of_a_chinese_request_and_a_named_language_code_are_kept() -> None:
     """A free string of a Chinese request that the argument's description offers as a choice ("按发布时间排" →
     ``order: "date"`` of "such as relevance or date") is kept as an enum's choice is, and a language's code whose
