@@ -742,6 +742,14 @@ class LocalAdapter(BaseAdapter):
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"
+            stated = localtools.dropped_statements(declared, args, asked) if first and not (rest or planned) else {}
+            if stated and not (unfinished or localtools.names_its_file(tool) or localtools.takes_a_file(tool)):
+                written.clear()  # a date, a name the call left out: written again with those required, and only what
+                # the request states for them taken
+                asked_again = {**payload, "json_schema": localtools.requiring(schema, list(stated))}
+                steps.append(await self._generate(asked_again, keep, asm))
+                rewritten, _ = localtools.read_arguments("".join(written), steps[-1].get("finish"))
+                args = localtools.with_dropped(args, rewritten, stated)
             statement = localtools.takes_the_statement(tool, args, list(by_name.values()))
             if statement is not None:  # a DELETE written for a tool that runs SELECTs: the tool that runs it
                 tool, choice = statement, statement.name

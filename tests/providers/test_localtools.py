@@ -4246,3 +4246,86 @@ def test_a_described_choice_of_a_chinese_request_and_a_named_language_code_are_k
     assert lt.unasked(called, params, chinese) == {"videoId": "kJQP7kiw5Fk", "order": "date"}
     other = request(messages=_asking("grab the transcript of video kJQP7kiw5Fk")).messages
     assert lt.unasked(called, params, other) == {"videoId": "kJQP7kiw5Fk"}
+
+
+_SHOT = {
+    **tool("browser_take_screenshot", "filename"),
+    "description": "Take a screenshot of the current page.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string", "enum": ["png", "jpeg"], "description": "Image format"},
+            "fullPage": {"type": "boolean", "description": "The full scrollable page"},
+            "filename": {"type": "string", "description": "File name to save the screenshot to."},
+        },
+    },
+}
+_HISTORY = {
+    "type": "object",
+    "properties": {
+        "alarm_name": {"type": "string"},
+        "start_time": {"type": "string", "description": "ISO 8601 start"},
+        "end_time": {"type": "string", "description": "ISO 8601 end"},
+        "time_zone": {"type": "string"},
+        "max_items": {"type": "integer"},
+    },
+    "required": ["alarm_name"],
+}
+
+
+def test_what_the_request_settles_for_an_argument_the_call_left_out_is_found() -> None:
+    """Two dates for the two unfilled date arguments, a file's name for the one file argument, a path for a prefix,
+    a quoted text for the one text argument, a number for the number argument the request names; not a date held in
+    another form, one date for two date arguments, a number that is a date's day, nor any of it where the call holds
+    it already."""
+    asked = "Pull the history for alarm prod-5xx from 2025-06-10 00:00 to June 11, 2025 00:00 UTC"
+    found = lt.dropped_statements(_HISTORY, {"alarm_name": "prod-5xx"}, asked)
+    assert set(found) == {"start_time", "end_time"} and set(found["start_time"]) == {(2025, 6, 10), (2025, 6, 11)}
+    assert lt.dropped_statements(_HISTORY, {"alarm_name": "prod-5xx", "start_time": "2025-06-10T00:00:00Z"},
+                                 asked) == {"end_time": [(2025, 6, 11)]}  # fmt: skip
+    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "History of alarm x since 2025-06-10") == {}
+    held = {"alarm_name": "x", "start_time": "06/10/2025", "end_time": "2025-06-11"}
+    assert lt.dropped_statements(_HISTORY, held, asked) == {}
+    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "alarm x, the last 20 please") == {}  # not named
+    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "alarm x, max 20 items") == {"max_items": [20]}
+    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "alarm x on March 19, 2024, max items") == {}
+    shot: dict[str, Any] = _SHOT["parameters"]
+    said = "把当前这个页面整页截个长图，存成 jpeg，文件名就叫 pricing-page.jpeg"
+    assert lt.dropped_statements(shot, {"type": "jpeg", "fullPage": True}, said) == {"filename": ["pricing-page.jpeg"]}
+    assert lt.dropped_statements(shot, {"type": "jpeg", "filename": "pricing-page.jpeg"}, said) == {}
+    groups = {
+        "type": "object",
+        "properties": {"region": {"type": "string"}, "log_group_name_prefix": {"type": "string"}},
+    }
+    said = "东京区域（ap-northeast-1）里名字以 /aws/lambda/order- 开头的日志组都列一下"
+    assert lt.dropped_statements(groups, {"region": "ap-northeast-1"}, said) == {
+        "log_group_name_prefix": ["/aws/lambda/order-"]
+    }
+    customer = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "note": {"type": "string"}},
+        "required": ["id"],
+    }
+    said = "客户 6789012345 是批发商，备注写「批发客户，月结」"
+    assert lt.dropped_statements(customer, {"id": "6789012345"}, said) == {"note": ["批发客户，月结"]}
+
+
+async def test_an_argument_the_call_left_out_is_written_again_and_only_what_the_request_states_is_taken() -> None:
+    """The first writing left ``filename`` out: the step is run once more with it required, and its value is taken
+    as it holds the name the request gave; a second writing that makes something else up is not taken."""
+    ask = _asking("Full-page jpeg screenshot please, file name pricing-page.jpeg")
+    runtime = ScriptedRuntime(
+        ['browser_take_screenshot"'],
+        ['{"type": "jpeg", "fullPage": true}'],
+        ['{"type": "png", "fullPage": true, "filename": "pricing-page.jpeg"}'],
+    )
+    response, _ = await run(runtime, request(messages=ask, tools=[_SHOT]))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [
+        ("browser_take_screenshot", {"type": "jpeg", "fullPage": True, "filename": "pricing-page.jpeg"})
+    ]
+    assert "filename" in runtime.payloads[-1]["json_schema"]["required"]
+    runtime = ScriptedRuntime(
+        ['browser_take_screenshot"'], ['{"type": "jpeg", "fullPage": true}'], ['{"type": "jpeg", "filename": "a.png"}']
+    )
+    response, _ = await run(runtime, request(messages=ask, tools=[_SHOT]))
+    assert [c.args for c in response.tool_calls or ()] == [{"type": "jpeg", "fullPage": True}]
