@@ -479,6 +479,54 @@ def from_knowledge(text: str) -> bool:
     return told is not None and not _LOOKUP.search(asked[: told.start()] + " " + asked[told.end() :])
 
 
+_SOCIAL = re.compile(
+    r"\b(?:thanks?(?: (?:you|u))?(?: (?:so|very) much| a (?:ton|lot|bunch|million))?|thx|tysm|ty|cheers"
+    r"|much appreciated|appreciate (?:it|that|you|your help)|great job|nice work|well done|good job|awesome|amazing"
+    r"|perfect|brilliant|cool|nice|great|wonderful|lovely|excellent|lol|haha+|hehe|wow|yay|sweet"
+    r"|good (?:morning|afternoon|evening|night)|hi|hello|hey|bye|goodbye|see (?:you|ya)"
+    r"|have a (?:good|nice|great) (?:day|one|night)"
+    r"|for (?:all )?(?:your|the) help|you(?:'re| are) (?:the best|awesome|amazing|a lifesaver))\b"
+    r"|谢谢你?|多谢|感谢|辛苦(?:你)?了|太棒了|真棒|哈哈+|你好|早上好|晚上好|晚安|再见|拜拜|厉害|完美",
+    re.IGNORECASE,
+)
+"""Thanks, praise, a greeting, a goodbye, a laugh (:func:`only_social`); not "ok", "好的", "got it": a yes to what
+the assistant offered to do."""
+_ASKS_SOMETHING = re.compile(
+    r"[?？\d@/\\#:\"“”「」'‘’`]|\b(?:can|could|would|will|please|pls|plz|need|want|let'?s|help|now|then|also|next"
+    r"|again|same|do|make|show|tell|give|send|check|find|get|set|add|remove|delete|create|open|close|run|search"
+    r"|look|list|book|play|turn|switch|start|stop|what|how|why|when|where|which|who|whose|is there|are there|say"
+    r"|reverse|translate|write|repeat|spell|echo|print|convert|count|calculate|explain|summari[sz]e|draft|reply"
+    r"|answer|call|text|email|message|remind|schedule|save|post|share|buy|pay|order|if|but|yet|still|not|no)\b"
+    r"|帮|请|麻烦|能不能|能否|可以|可不可以|要|给我|吗|呢|把|再|还|继续|接着|查|看看|看下|搜|找|打开|关|发|改|删|建|列|问",
+    re.IGNORECASE,
+)
+"""What makes a message more than thanks or a greeting: a question, a request's word, a number, a path, an id, a
+quote ("Thanks! Now do the same for Berlin", "谢谢，再帮我查一下上海")."""
+SOCIAL_WORDS = 6
+"""Most words (a Chinese character counted a half) left beside the thanks or the greeting (:func:`only_social`)."""
+
+
+def only_social(messages: Sequence[MetonaMessage]) -> bool:
+    """``text`` only thanks, praises, greets or says goodbye ("lol that screenshot came out perfect, thanks a ton",
+    "Thanks for your help today!", "谢谢，辛苦了"): no offered tool is for it, whatever words it shares with one
+    (``browser_snapshot`` had been called for the first; a blind set of other people's tools, 2026-12-07). Not a
+    message with a question, a request's word, a number, a path, an id or a quote (:data:`_ASKS_SOMETHING`), a
+    proper name (a capital inside the message: "thanks, Berlin"), nor one of more than :data:`SOCIAL_WORDS` other
+    words; nor a reply to the assistant's question ("Shall I delete it?" — "perfect"), whose yes may be in it."""
+    said = question(messages).strip()
+    before = [m for m in messages[: turn_start(messages) - 1] if m.role == "assistant" and (m.content or "").strip()]
+    if before and re.search(r"[?？]\W*$", before[-1].content or ""):
+        return False
+    rest = _SOCIAL.sub(" ", said)  # what is left beside the thanks ("for your help" said with it)
+    if rest == said or _ASKS_SOMETHING.search(rest):
+        return False
+    if re.search(r"(?<=[\w,;] )[A-Z]", rest):
+        return False  # a proper name: "ok, Paris", "thanks — Berlin"
+    english = re.findall(r"[A-Za-z]+", rest)
+    chinese = re.findall(r"[\u3400-\u9fff]", rest)
+    return len(english) + len(chinese) / 2 <= SOCIAL_WORDS
+
+
 _DELETE = "delet remov trash drop purg destroy eras unlink discard cancel rm del 删 移除 取消"
 _BOOK = "book reserv schedul appoint event meet calendar hold request 订 预约 预定"
 _BUY = "buy purchas order checkout cart trade 买 购 下单"

@@ -884,13 +884,13 @@ async def test_a_tool_without_parameters_is_called_with_no_arguments_generation(
 
 async def test_an_answer_decision_streams_a_plain_answer_without_tools() -> None:
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Bon", "jour."])
-    hello = [{"role": "user", "content": "Hello", "timestamp": 1}]
+    hello = [{"role": "user", "content": "How do you say hello in French", "timestamp": 1}]
     response, events = await run(runtime, request(messages=hello, tools=[CALC]))
     assert [e.type.value for e in events] == ["text_delta", "text_delta", "usage", "done"]
     assert response.content == "Bonjour." and response.tool_calls is None
     _decision, _second_look, answer = runtime.payloads
     assert "tools" not in answer and "regex" not in answer and "json_schema" not in answer and "prefix" not in answer
-    assert answer["messages"][-1] == {"role": "user", "content": "Hello"}
+    assert answer["messages"][-1] == {"role": "user", "content": "How do you say hello in French"}
 
 
 async def test_after_a_result_the_decision_sees_what_was_done_and_may_chain_another_tool() -> None:
@@ -4329,3 +4329,42 @@ async def test_an_argument_the_call_left_out_is_written_again_and_only_what_the_
     )
     response, _ = await run(runtime, request(messages=ask, tools=[_SHOT]))
     assert [c.args for c in response.tool_calls or ()] == [{"type": "jpeg", "fullPage": True}]
+
+
+def test_thanks_and_greetings_alone_call_nothing() -> None:
+    """Thanks, praise or a greeting alone is answered; not with a request, a question, a name, a number, nor a
+    reply to the assistant's own question, nor a bare "ok" (a yes to what it offered)."""
+    for text in (
+        "lol that screenshot came out perfect, thanks a ton",
+        "Thanks for your help today!",
+        "hi there",
+        "好的，知道了，谢谢你！今天就先这样。",
+        "谢谢，辛苦了",
+    ):
+        assert lt.only_social(request(messages=_asking(text)).messages), text
+    for text in (
+        "Thanks! Now do the same for Berlin",
+        "thanks, what's the weather in Paris?",
+        "Great, thanks. The file is at /tmp/x.md",
+        "thanks, Berlin",
+        "Reverse say hi",
+        "谢谢，再帮我查一下上海",
+        "ok",
+        "好的",
+        "Thanks, but the date is wrong",
+    ):
+        assert not lt.only_social(request(messages=_asking(text)).messages), text
+    turns = [
+        {"role": "user", "content": "Clean up the old branches", "timestamp": 1},
+        {"role": "assistant", "content": "Shall I delete the 3 merged branches?", "timestamp": 2},
+        {"role": "user", "content": "perfect, thanks", "timestamp": 3},
+    ]
+    assert not lt.only_social(request(messages=turns).messages)
+
+
+async def test_a_thank_you_is_answered_without_a_call() -> None:
+    shot = {**tool("browser_snapshot", "ref"), "description": "Capture an accessibility snapshot of the page"}
+    runtime = ScriptedRuntime(["You're welcome!"])
+    ask = _asking("lol that screenshot came out perfect, thanks a ton")
+    response, _ = await run(runtime, request(messages=ask, tools=[shot]))
+    assert not response.tool_calls and response.content == "You're welcome!"
