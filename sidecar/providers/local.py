@@ -443,6 +443,8 @@ class LocalAdapter(BaseAdapter):
         asked = localtools.question(request.messages)
         if in_order and not calls and localtools.from_knowledge(asked):
             return False  # "不要去 Linear 里查，凭经验说说：…": answered, as asked
+        if in_order and not calls and localtools.another_service(tools, asked):
+            return False  # "在钉钉的群里@所有人…" offered Feishu's tools: none is for DingTalk, answered
         if in_order and not calls and localtools.only_social(request.messages):
             return False  # "lol that screenshot came out perfect, thanks a ton": answered, nothing called
         if in_order and not calls and localtools.rewords_it_itself(tools, asked):

@@ -527,6 +527,160 @@ def only_social(messages: Sequence[MetonaMessage]) -> bool:
     return len(english) + len(chinese) / 2 <= SOCIAL_WORDS
 
 
+_SERVICES = {
+    "gmail": "gmail",
+    "outlook": "outlook",
+    "hotmail": "outlook",
+    "yahoo mail": "yahoo",
+    "protonmail": "proton",
+    "qq邮箱": "qqmail",
+    "163邮箱": "163mail",
+    "icloud": "icloud",
+    "Slack": "slack",
+    "discord": "discord",
+    "microsoft teams": "teams",
+    "MS Teams": "teams",
+    "feishu": "feishu",
+    "Lark": "feishu",
+    "飞书": "feishu",
+    "dingtalk": "dingtalk",
+    "钉钉": "dingtalk",
+    "wechat": "wechat",
+    "微信": "wechat",
+    "企业微信": "wecom",
+    "wecom": "wecom",
+    "telegram": "telegram",
+    "whatsapp": "whatsapp",
+    "Notion": "notion",
+    "confluence": "confluence",
+    "obsidian": "obsidian",
+    "evernote": "evernote",
+    "印象笔记": "evernote",
+    "onenote": "onenote",
+    "语雀": "yuque",
+    "yuque": "yuque",
+    "google docs": "gdocs",
+    "腾讯文档": "tencentdocs",
+    "石墨文档": "shimo",
+    "jira": "jira",
+    "Linear": "linear",
+    "asana": "asana",
+    "trello": "trello",
+    "todoist": "todoist",
+    "clickup": "clickup",
+    "ticktick": "ticktick",
+    "滴答清单": "ticktick",
+    "github": "github",
+    "gitlab": "gitlab",
+    "bitbucket": "bitbucket",
+    "gitee": "gitee",
+    "码云": "gitee",
+    "aws": "aws",
+    "route 53": "aws",
+    "amazon web services": "aws",
+    "azure": "azure",
+    "google cloud": "gcp",
+    "gcp": "gcp",
+    "阿里云": "aliyun",
+    "aliyun": "aliyun",
+    "alibaba cloud": "aliyun",
+    "腾讯云": "tencentcloud",
+    "华为云": "huaweicloud",
+    "cloudflare": "cloudflare",
+    "heroku": "heroku",
+    "netlify": "netlify",
+    "vercel": "vercel",
+    "digitalocean": "digitalocean",
+    "supabase": "supabase",
+    "firebase": "firebase",
+    "stripe": "stripe",
+    "paypal": "paypal",
+    "支付宝": "alipay",
+    "alipay": "alipay",
+    "微信支付": "wechatpay",
+    "wechat pay": "wechatpay",
+    "google maps": "googlemaps",
+    "高德": "amap",
+    "amap": "amap",
+    "百度地图": "baidumaps",
+    "baidu maps": "baidumaps",
+    "apple maps": "applemaps",
+    "mapbox": "mapbox",
+    "腾讯地图": "tencentmaps",
+    "spotify": "spotify",
+    "apple music": "applemusic",
+    "网易云音乐": "neteasemusic",
+    "qq音乐": "qqmusic",
+    "youtube": "youtube",
+    "bilibili": "bilibili",
+    "b站": "bilibili",
+    "哔哩哔哩": "bilibili",
+    "抖音": "douyin",
+    "tiktok": "douyin",
+    "netflix": "netflix",
+    "小红书": "xiaohongshu",
+    "xiaohongshu": "xiaohongshu",
+    "google calendar": "gcal",
+    "dropbox": "dropbox",
+    "google drive": "gdrive",
+    "onedrive": "onedrive",
+    "百度网盘": "baidupan",
+    "shopify": "shopify",
+    "淘宝": "taobao",
+    "京东": "jd",
+    "hubspot": "hubspot",
+    "salesforce": "salesforce",
+    "zendesk": "zendesk",
+    "grafana": "grafana",
+    "datadog": "datadog",
+    "Sentry": "sentry",
+    "pagerduty": "pagerduty",
+    "airtable": "airtable",
+    "figma": "figma",
+    "12306": "12306",
+}
+"""Apps and services a request may name, by the names users write (飞书 and Lark one service, Route 53 AWS's):
+a request for one of them is not served by another's tools (:func:`another_service`). Not search engines ("google
+it" asks for any search) nor databases (a dialect, not a service); a name that is an English word too (Slack,
+Linear, Notion, Lark, Sentry) only capitalised, "teams" and "square" not at all."""
+
+
+def _service_pattern(name: str, cased: bool = True) -> str:
+    word = name[0].isupper() and name[1:].islower()
+    spelled = rf"(?-i:{re.escape(name)})" if cased and word else re.escape(name)
+    if not name.isascii():
+        return spelled
+    return rf"(?<![A-Za-z0-9@.]){spelled}(?![A-Za-z0-9]|\.[a-z])"  # not bob@outlook.com, not github.com/…
+
+
+_SERVICE_NAMES = re.compile("|".join(map(_service_pattern, sorted(_SERVICES, key=len, reverse=True))), re.I)
+_TOOL_SERVICE_NAMES = re.compile(
+    "|".join(_service_pattern(name, cased=False) for name in sorted(_SERVICES, key=len, reverse=True)), re.I
+)
+"""A tool's own words name its service in any case (``slack_post_message``)."""
+_SERVICE_OF = {k.lower(): v for k, v in _SERVICES.items()}
+
+
+def _services(text: str, names: re.Pattern[str] = _SERVICE_NAMES) -> set[str]:
+    """The services of :data:`_SERVICES` ``text`` names (not in a mail or a web address: ``bob@outlook.com``)."""
+    return {_SERVICE_OF[m.group().lower()] for m in names.finditer(text)}
+
+
+def another_service(tools: Sequence[MetonaToolDef], text: str) -> bool:
+    """The request names an app or a service (:data:`_SERVICES`) that no offered tool speaks of, and names none the
+    offered tools speak of, while they speak of another: "在钉钉的群里@所有人…" offered Feishu's messaging tools
+    had listed Feishu's chats, "看看我 Outlook 日历里明天下午有没有会" offered Gmail's went to ``read_email``,
+    "Show me the DNS records in my AWS Route 53 hosted zone" offered Cloudflare Radar's looked up a domain's rank (a
+    blind set of other people's tools, 2026-12-07). None of its tools is for that service; it is answered."""
+    asked = _services(text)
+    if not asked:
+        return False
+    theirs = set().union(
+        *(_services(f"{' '.join(_tool_words(t.name))} {t.description}", _TOOL_SERVICE_NAMES) for t in tools)
+    )
+    return bool(theirs) and not asked & theirs
+
+
 _DELETE = "delet remov trash drop purg destroy eras unlink discard cancel rm del 删 移除 取消"
 _BOOK = "book reserv schedul appoint event meet calendar hold request 订 预约 预定"
 _BUY = "buy purchas order checkout cart trade 买 购 下单"

@@ -4368,3 +4368,27 @@ async def test_a_thank_you_is_answered_without_a_call() -> None:
     ask = _asking("lol that screenshot came out perfect, thanks a ton")
     response, _ = await run(runtime, request(messages=ask, tools=[shot]))
     assert not response.tool_calls and response.content == "You're welcome!"
+
+
+def test_a_request_for_another_service_than_the_tools_speak_of_calls_nothing() -> None:
+    """钉钉 beside Feishu's tools, Outlook beside Gmail's: none is for the service named; a request that names the
+    tools' own service too, a service named in a mail address, a word that is also a name ("some slack"), or tools
+    that name no service are not read so."""
+    feishu = [_named("im_v1_message_create", "发送消息。飞书/Lark 即时通讯。"), _named("im_v1_chat_list", "获取群列表")]
+    gmail = [_named("search_emails", "Searches for emails using Gmail search syntax"), _named("read_email", "Read")]
+    assert lt.another_service(feishu, "在钉钉的“产品研发部”群里@所有人，说今晚8点发版")
+    assert lt.another_service(gmail, "看看我 Outlook 日历里明天下午有没有会")
+    assert not lt.another_service(feishu, "在飞书群里@所有人，说今晚8点发版")
+    assert not lt.another_service(gmail, "Find the Outlook invite Bob forwarded to my Gmail")
+    assert not lt.another_service(gmail, "Find the mail from bob@outlook.com")
+    assert not lt.another_service(gmail, "cut me some slack and find Bob's last email")
+    assert not lt.another_service([_named("send_message", "Send a chat message")], "Post it in Slack")
+    slack = [_named("slack_post_message", "Post a new message to a channel")]
+    assert lt.another_service(slack, "Send a Discord DM to Ann") and not lt.another_service(slack, "Post in Slack")
+
+
+async def test_a_request_for_another_service_is_answered_without_a_call() -> None:
+    search = {**tool("search_emails", "query"), "description": "Searches for emails using Gmail search syntax"}
+    runtime = ScriptedRuntime(["I can only reach Gmail, not your Outlook calendar."])
+    response, _ = await run(runtime, request(messages=_asking("看看我 Outlook 日历里明天下午有没有会"), tools=[search]))
+    assert not response.tool_calls and response.content.startswith("I can only reach Gmail")
