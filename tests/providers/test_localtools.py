@@ -4352,6 +4352,14 @@ def test_thanks_and_greetings_alone_call_nothing() -> None:
         "ok",
         "好的",
         "Thanks, but the date is wrong",
+        "perfect, mark it done",  # a review's (2026-12-07): a request beside the praise
+        "hi, weather in berlin",
+        "Weather in Nice",
+        "hello world in python",
+        "nice, tokyo too",
+        "cool and tomorrow",
+        "谢谢，那明天的天气",
+        "你好，几点了",
     ):
         assert not lt.only_social(request(messages=_asking(text)).messages), text
     turns = [
@@ -4359,6 +4367,8 @@ def test_thanks_and_greetings_alone_call_nothing() -> None:
         {"role": "assistant", "content": "Shall I delete the 3 merged branches?", "timestamp": 2},
         {"role": "user", "content": "perfect, thanks", "timestamp": 3},
     ]
+    assert not lt.only_social(request(messages=turns).messages)
+    turns[1]["content"] = "Want me to also email the team? I can draft it now."
     assert not lt.only_social(request(messages=turns).messages)
 
 
