@@ -4394,7 +4394,18 @@ def test_a_request_for_another_service_than_the_tools_speak_of_calls_nothing() -
     assert not lt.another_service(gmail, "cut me some slack and find Bob's last email")
     assert not lt.another_service([_named("send_message", "Send a chat message")], "Post it in Slack")
     slack = [_named("slack_post_message", "Post a new message to a channel")]
-    assert lt.another_service(slack, "Send a Discord DM to Ann") and not lt.another_service(slack, "Post in Slack")
+    assert lt.another_service(slack, "DM Ann on Discord") and not lt.another_service(slack, "Post in Slack")
+    for text in (  # a review's (2026-12-07): a service as the topic, ruled out, in a relative clause, of the user's
+        "Search my inbox for the Stripe receipt",
+        "Not on Slack — email it to the team instead",
+        "File a bug: users can't log in with their Gmail account",
+        "Play some lofi, I'm working on my GitHub PRs",
+        "Add STRIPE_SECRET_KEY and AWS_REGION to the env vars",
+        "Linear algebra homework due Friday, add it to my calendar",
+    ):
+        assert not lt.another_service(gmail, text), text
+    microsoft = [_named("list_mail", "List messages in a Microsoft 365 mailbox")]
+    assert not lt.another_service(microsoft, "Check my Outlook inbox for the invoice")
 
 
 async def test_a_request_for_another_service_is_answered_without_a_call() -> None:
