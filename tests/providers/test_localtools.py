@@ -4274,25 +4274,35 @@ _HISTORY = {
 
 
 def test_what_the_request_settles_for_an_argument_the_call_left_out_is_found() -> None:
-    """Two dates for the two unfilled date arguments, a file's name for the one file argument, a path for a prefix,
-    a quoted text for the one text argument, a number for the number argument the request names; not a date held in
-    another form, one date for two date arguments, a number that is a date's day, nor any of it where the call holds
-    it already."""
+    """A date after "from" for the argument that starts a span and one after "to" for the one that ends it, a file's
+    name after "named" for the output file argument, a path things start with for a prefix, a quoted text after
+    "备注写" for the text argument, a number next to a word of its argument's name; not a date that is what the
+    request is about, one held in another form, an input file, a quoted name, a number beside a word that merely
+    begins with the argument's, nor anything the call holds already."""
     asked = "Pull the history for alarm prod-5xx from 2025-06-10 00:00 to June 11, 2025 00:00 UTC"
     found = lt.dropped_statements(_HISTORY, {"alarm_name": "prod-5xx"}, asked)
-    assert set(found) == {"start_time", "end_time"} and set(found["start_time"]) == {(2025, 6, 10), (2025, 6, 11)}
+    assert found == {"start_time": [(2025, 6, 10)], "end_time": [(2025, 6, 11)]}
     assert lt.dropped_statements(_HISTORY, {"alarm_name": "prod-5xx", "start_time": "2025-06-10T00:00:00Z"},
                                  asked) == {"end_time": [(2025, 6, 11)]}  # fmt: skip
-    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "History of alarm x since 2025-06-10") == {}
+    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "History of alarm x since 2025-06-10") == {
+        "start_time": [(2025, 6, 10)]
+    }
     held = {"alarm_name": "x", "start_time": "06/10/2025", "end_time": "2025-06-11"}
     assert lt.dropped_statements(_HISTORY, held, asked) == {}
-    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "alarm x, the last 20 please") == {}  # not named
+    for text in (  # a review's (2026-12-07)
+        "History of alarm x, where Bob said the deadline is 2025-06-30",
+        "alarm x, the last 20 please",
+        "alarm x for the 27 countries",
+        "alarm x on March 19, 2024, max items",
+        "History of alarm x; Decision 2, 2024 applies",
+    ):
+        assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, text) == {}, text
     assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "alarm x, max 20 items") == {"max_items": [20]}
-    assert lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "alarm x on March 19, 2024, max items") == {}
     shot: dict[str, Any] = _SHOT["parameters"]
     said = "把当前这个页面整页截个长图，存成 jpeg，文件名就叫 pricing-page.jpeg"
     assert lt.dropped_statements(shot, {"type": "jpeg", "fullPage": True}, said) == {"filename": ["pricing-page.jpeg"]}
     assert lt.dropped_statements(shot, {"type": "jpeg", "filename": "pricing-page.jpeg"}, said) == {}
+    assert lt.dropped_statements(shot, {"type": "png"}, "a screenshot like logo.png but blue") == {}
     groups = {
         "type": "object",
         "properties": {"region": {"type": "string"}, "log_group_name_prefix": {"type": "string"}},
@@ -4308,6 +4318,11 @@ def test_what_the_request_settles_for_an_argument_the_call_left_out_is_found() -
     }
     said = "客户 6789012345 是批发商，备注写「批发客户，月结」"
     assert lt.dropped_statements(customer, {"id": "6789012345"}, said) == {"note": ["批发客户，月结"]}
+    assert lt.dropped_statements(customer, {"id": "T-12"}, 'Mark "Fix login bug" (T-12) as done') == {}
+    roe = {"type": "object", "properties": {"net_income": {"type": "number"}, "dividends_paid": {"type": "number"}}}
+    said = "ROE for net income $2,000,000, equity $10,000,000 and dividends paid of $200,000"
+    assert lt.dropped_statements(roe, {"net_income": 2000000}, said) == {"dividends_paid": [200000]}
+    assert lt.with_dropped({"a": 1}, {"a": 2, "start_time": "2025-06-11"}, {"start_time": [(2025, 6, 10)]}) == {"a": 1}
 
 
 async def test_an_argument_the_call_left_out_is_written_again_and_only_what_the_request_states_is_taken() -> None:
