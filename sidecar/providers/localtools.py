@@ -431,7 +431,7 @@ _LOOKUP = re.compile(r"\b(?:search|look up|check|find|query|fetch|get|list|show)
 
 
 _ACTION_ASKED = re.compile(
-    r"\b(?:just|instead)\s+(?!(?:tell|say|guess|answer|explain)\b)[a-z]+\b|直接|帮我|帮忙|把|请|给我(?!说|讲)|替我"
+    r"\b(?:just|instead)\s+(?!(?:tell|say|guess|answer|explain|from)\b)[a-z]+\b|直接|帮我|帮忙|把|请|给我(?!说|讲)|替我"
     r"|\b(?:my|our|the) (?:notes?|files?|docs?|documents?|database|db|calendar|inbox|todoist|repos?|plugin)\b"
     r"|\buse (?:the|my|your|a) \w+|笔记|我的文件|数据库|插件|日历|收件箱|能(?:不能)?(?:找到|看一下|查一下|列出|打开)",
     re.IGNORECASE,
@@ -578,6 +578,7 @@ _TOOL_SERVICE_NAMES = re.compile("|".join(_service_pattern(n, cased=False) for n
 """A tool's name names its service in any case (``slack_post_message``); its description as a request does."""
 _AT_THE_SERVICE = re.compile(
     r"\b(?:in|on|into|onto|via|using|through)\s+(?:(?:my|our|the|your)\s+)?(?:[#@][\w-]+\s+)?$"
+    r"|\b(?:search|check|look through|browse)\s+(?:my|our)\s+$"
     r"|(?:在|用|到|去)\s*(?:我的?|我们的?)?\s*$"
 )
 """What before a service's name makes it where the request is to be done ("in our #design Slack channel", "在钉钉的
@@ -4612,10 +4613,12 @@ _STEP_AFTER = re.compile(
 ORD-88123，把扣款 ch_1 退了"): what it names may be the next call's."""
 _CARRIERS = (
     (re.compile(r"v\d+(?:\.\d+)+|\d+(?:\.\d+){2,}"), frozenset("tag version release ref".split())),
-    (re.compile(r"\d{6,}(?:\.\d+)?"), frozenset("ts timestamp time".split())),
+    (re.compile(r"\d{6,}\.\d+"), frozenset("ts timestamp time".split())),
+    (re.compile(r"\d{6,}"), frozenset("ts timestamp time id ids".split())),
     (re.compile(r".*"), frozenset("id ids key number sha ref code slug".split())),
 )
-"""What argument may carry a version, a long number (a timestamp) or an id, by its name's words."""
+"""What argument may carry a version, a long number (a timestamp or an id: "视频任务 106916112212032") or an id, by
+its name's words."""
 _TEXT_CARRIERS = frozenset("text body content comment message note description summary title reply".split())
 """What argument may carry a quoted text, by its name's words (``rich_text``, ``comment``, ``body``)."""
 
@@ -4648,6 +4651,16 @@ def _composes(args: dict[str, Any]) -> bool:
     return any(re.search(r"\S+\s+\S+|[\u3400-\u9fff]{4,}", s) for s in _strings_in(args))
 
 
+def _not_as_a_number(args: dict[str, Any], carriers: frozenset[str]) -> dict[str, Any]:
+    """``args`` without the numbers written for an argument no id is carried by (``duration: 106916112212032``
+    for "视频任务 106916112212032 生成好了没？" — a task's id put where a length goes is not held)."""
+    return {
+        k: v
+        for k, v in args.items()
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and not set(_name_words(k)) & carriers)
+    }
+
+
 def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str, tools: Sequence[MetonaToolDef]) -> list[str]:
     """What the request ``text`` states that only a call can carry (:data:`_SALIENT`: a version, a long number, an
     id, a quoted text), that the picked ``tool``'s call ``args`` hold nowhere (:func:`_holds`) and that the tool has
@@ -4676,9 +4689,9 @@ def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str, tools: Seq
                 continue
             carriers = _TEXT_CARRIERS
         else:
-            if _NO_ID.fullmatch(token) or _holds(token, args):
-                continue
             carriers = next(words for kind, words in _CARRIERS if kind.fullmatch(token))
+            if _NO_ID.fullmatch(token) or _holds(token, _not_as_a_number(args, carriers)):
+                continue
         if not mine & carriers and any(words & carriers for words in theirs):
             out.append(token)
     return out

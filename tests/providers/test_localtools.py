@@ -4419,6 +4419,7 @@ def test_a_request_for_another_service_than_the_tools_speak_of_calls_nothing() -
         "Linear algebra homework due Friday, add it to my calendar",
     ):
         assert not lt.another_service(gmail, text), text
+    assert lt.another_service(gmail, "search my Outlook for the lease agreement")
     microsoft = [_named("list_mail", "List messages in a Microsoft 365 mailbox")]
     assert not lt.another_service(microsoft, "Check my Outlook inbox for the invoice")
 
@@ -4428,3 +4429,23 @@ async def test_a_request_for_another_service_is_answered_without_a_call() -> Non
     runtime = ScriptedRuntime(["I can only reach Gmail, not your Outlook calendar."])
     response, _ = await run(runtime, request(messages=_asking("看看我 Outlook 日历里明天下午有没有会"), tools=[search]))
     assert not response.tool_calls and response.content.startswith("I can only reach Gmail")
+
+
+def test_a_long_number_written_where_a_length_goes_is_not_held() -> None:
+    """ "视频任务 106916112212032 生成好了没？" picked a video generator that wrote the task's id as its ``duration``:
+    the id is unsaid there, and the tool that takes a task's id is offered; a Slack timestamp still asks for a
+    ``ts``, and a number held by an id argument is held."""
+    generate = _named("generate_video", "Generate a video from a prompt")
+    generate.parameters.properties["duration"] = generate.parameters.properties.pop("id")
+    query = _named("query_video_generation", "Query a video generation task")
+    query.parameters.properties["task_id"] = query.parameters.properties.pop("id")
+    asked = "视频任务 106916112212032 生成好了没？"
+    tools = [generate, query]
+    assert lt.left_unsaid(generate, {"duration": 106916112212032}, asked, tools) == ["106916112212032"]
+    assert lt.left_unsaid(query, {"task_id": "106916112212032"}, asked, tools) == []
+
+
+def test_just_from_what_you_know_is_no_action_asked() -> None:
+    asked = "don't search for this, just from what you already know: who founded Exa, and was it renamed?"
+    assert lt.from_knowledge(asked)
+    assert not lt.from_knowledge("don't search the web, just check my notes: what's the wifi password?")
