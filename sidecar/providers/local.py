@@ -769,8 +769,9 @@ class LocalAdapter(BaseAdapter):
                 return False  # a formula for what remains, of numbers neither that part nor the results hold
         if text_key is not None:
             args = {**args, text_key: text}
-        if in_order and first and len(tools) > 1 and localtools.left_unsaid(tool, args, asked, tools):
-            others = [t for t in tools if t.name != choice]  # "v1.30.0" that list_releases cannot hold: decided again
+        unsaid = localtools.left_unsaid(tool, args, asked, tools) if in_order and first and len(tools) > 1 else []
+        if unsaid:  # "v1.30.0" that list_releases cannot hold: decided again among the tools that can
+            others = localtools.carrying(unsaid, [t for t in tools if t.name != choice])
             return await self._tool_step(request, others, asm, steps, in_order=False)
         if localtools.repeated(choice, args, request.messages):
             return False

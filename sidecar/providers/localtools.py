@@ -4859,6 +4859,22 @@ def with_dropped(args: dict[str, Any], again: dict[str, Any] | None, stated: dic
     return out
 
 
+def carrying(tokens: Sequence[str], tools: Sequence[MetonaToolDef]) -> list[MetonaToolDef]:
+    """Those of ``tools`` with an argument that may carry each of ``tokens`` (:func:`left_unsaid`'s: an id, a
+    version, a timestamp, a quoted text; by the arguments' names), or all of them when none has: "视频任务
+    106916112212032 生成好了没？" sent back from a video generator had gone to ``play_audio`` (its file path) when
+    ``query_video_generation`` takes a ``task_id`` (a blind set of other people's tools, 2026-12-07)."""
+
+    def kinds(token: str) -> frozenset[str]:
+        found = _SALIENT.fullmatch(token)
+        if found is None or found.lastindex:  # a quoted text's words
+            return _TEXT_CARRIERS
+        return next(words for kind, words in _CARRIERS if kind.fullmatch(token))
+
+    fitting = [t for t in tools if all(_argument_words(t) & kinds(token) for token in tokens)]
+    return fitting or list(tools)
+
+
 def made_up(
     args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage], described: str = ""
 ) -> list[str]:

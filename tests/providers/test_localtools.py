@@ -4449,3 +4449,15 @@ def test_just_from_what_you_know_is_no_action_asked() -> None:
     asked = "don't search for this, just from what you already know: who founded Exa, and was it renamed?"
     assert lt.from_knowledge(asked)
     assert not lt.from_knowledge("don't search the web, just check my notes: what's the wifi password?")
+
+
+def test_a_call_sent_back_for_what_it_left_unsaid_goes_to_the_tools_that_can_carry_it() -> None:
+    play = _named("play_audio", "Play an audio file")
+    play.parameters.properties["input_file_path"] = play.parameters.properties.pop("id")
+    query = _named("query_video_generation", "Query a video generation task")
+    query.parameters.properties["task_id"] = query.parameters.properties.pop("id")
+    assert [t.name for t in lt.carrying(["106916112212032"], [play, query])] == ["query_video_generation"]
+    assert [t.name for t in lt.carrying(["106916112212032"], [play])] == ["play_audio"]  # none can: all stay
+    comment = _named("create_comment", "Comment on a page")
+    comment.parameters.properties["rich_text"] = comment.parameters.properties.pop("id")
+    assert [t.name for t in lt.carrying(["Looks good to me"], [comment, play])] == ["create_comment"]
