@@ -360,6 +360,33 @@ def asks_how_to(text: str) -> bool:
     return _HOW_TO_DO.search(text.strip()) is not None
 
 
+_HOW_TO_SET = re.compile(
+    r"\bhow (?:do|can|could|should|would) (?:i|we|you|one) (?:\w+ )?(?:write|set up|setup|configure|turn on|turn off"
+    r"|enable|disable|install|uninstall|set|change the setting|tag|format)\b|\bhow to (?:write|set up|configure|turn on"
+    r"|turn off|enable|disable|install|set)\b"
+    r"|(?:怎么|如何|怎样|咋)(?:样)?(?:才能)?(?:给|把|在|用)?[^，。？?]{0,12}?(?:写|设置|设成|设为|配置|开启|关闭|开|装|安装)",
+    re.IGNORECASE,
+)
+
+
+_DOCUMENTS = re.compile(
+    r"\b(?:docs?|documentation|guides?|manuals?|tutorials?|how-?tos?|help|knowledge|faq)\b|文档|帮助|教程|指南|手册|知识",
+    re.I,
+)
+
+
+def asks_how_to_set(tools: Sequence[MetonaToolDef], text: str) -> bool:
+    """``text`` asks how to write, set up or switch on something ("how do i turn on the vacation auto-responder in
+    gmail on my phone?", "Dataview 插件怎么写查询…给个示例就行", "高德地图 App 里怎么把公司地址设成常用地址？"):
+    explained, not looked up — offered only tools that read, the request had gone to one of them with its words as
+    a query (a blind set of other people's tools, 2026-12-07: 5 of its no-call requests). Not "how can i cook
+    steak" nor "how to use the charts feature" (a recipe or a manual a tool may hold: BFCL's real users'), nor where
+    an offered tool changes things (:func:`asks_how_to` keeps those) or reads documentation (:data:`_DOCUMENTS`)."""
+    if _HOW_TO_SET.search(text) is None:
+        return False
+    return not any(changes_things(t) or _DOCUMENTS.search(_what_it_says(t)) for t in tools)
+
+
 _ASKED_OF = re.compile(
     r"^\W*(?:can|could|would|will|shall|may|might|should|why don'?t|how about|please)\b|\bplease\b"
     r"|\b(?:can|could|would|will) (?:you|u|we)\b|\bi(?:'d| would) like\b|\bi (?:really )?(?:want|need)\b|\bwanna\b"

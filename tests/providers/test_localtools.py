@@ -4461,3 +4461,16 @@ def test_a_call_sent_back_for_what_it_left_unsaid_goes_to_the_tools_that_can_car
     comment = _named("create_comment", "Comment on a page")
     comment.parameters.properties["rich_text"] = comment.parameters.properties.pop("id")
     assert [t.name for t in lt.carrying(["Looks good to me"], [comment, play])] == ["create_comment"]
+
+
+def test_how_to_set_something_up_beside_tools_that_read_is_explained() -> None:
+    """ "how do I write a PromQL query…", "…怎么写查询…给个示例就行" offered only tools that read: explained; not
+    where a tool changes things or reads documentation, nor "how can i cook steak" (a recipe a tool may hold)."""
+    search = [_named("search_dashboards", "Search Grafana dashboards"), _named("get_dashboard", "Get a dashboard")]
+    assert lt.asks_how_to_set(search, "how do I write a PromQL query for p95 latency from a histogram metric?")
+    assert lt.asks_how_to_set(search, "Obsidian 的 Dataview 插件怎么写查询，才能列出本周新建的笔记？给个示例就行")
+    assert lt.asks_how_to_set(search, "高德地图 App 里怎么把公司地址设成常用地址？")
+    assert not lt.asks_how_to_set(search, "how can i cook steak Indian style??")
+    assert not lt.asks_how_to_set(search, "Show me the latency dashboard")
+    assert not lt.asks_how_to_set([*search, _named("update_dashboard", "Update a dashboard")], "how do I set a panel?")
+    assert not lt.asks_how_to_set([_named("search_docs", "Search the Grafana documentation")], "how do I set alerts?")
