@@ -387,6 +387,33 @@ def asks_how_to_set(tools: Sequence[MetonaToolDef], text: str) -> bool:
     return not any(changes_things(t) or _DOCUMENTS.search(_what_it_says(t)) for t in tools)
 
 
+_DELETE_ASKED = re.compile(
+    r"^\W*(?:(?:please|pls|ok|okay|just|go ahead and|can you|could you)\W+)*(?:delete|remove|destroy|erase|purge"
+    r"|terminate|uninstall|wipe|nuke)\b"  # not "release notes", "drop me a line"
+    r"|(?:把|将)[^，。,.!?？！]{0,30}?(?:删掉|删除|删了|销毁|释放|卸载|注销)|(?:帮我|请|直接|给我)[^，。,.!?？！]{0,8}?"
+    r"(?:删掉|删除|删了|销毁|释放|卸载|注销)|(?:删掉|删除|销毁|释放掉|释放|卸载)(?:吧|了|掉|它)?\W*$",
+    re.IGNORECASE,
+)
+_DELETES = re.compile(
+    r"delet|remov|destroy|drop|eras|purg|releas|terminat|uninstall|trash|discard|archiv|clean|prune|wipe|\brm\b"
+    r"|\bdown\b|exec|\brun\b|shell|command|\bsql\b|script|bash|terminal|\bssh\b|删|销毁|释放|卸载|清理|注销|执行|命令",
+    re.IGNORECASE,
+)
+"""What a tool that deletes may say (delete, remove, destroy, archive, 删, 销毁), or one that runs whatever it is
+given (exec, a shell, a command, SQL)."""
+
+
+def none_deletes(tools: Sequence[MetonaToolDef], text: str) -> bool:
+    """The request commands a delete ("Delete contact 12345 from HubSpot, it's a duplicate.", "legacy-portal 这个
+    app 不要了，帮我直接删掉吧", "i-bp1abc123 这台ECS用不到了，帮我释放掉") and no offered tool deletes or runs a
+    command (:data:`_DELETES`, by its name and description): nothing is called — offered list, create, rename,
+    update or reboot tools, those requests had gone to ``create_app``, ``batch-update`` with a made-up status,
+    ``RebootInstances`` (a blind set of other people's tools, 2026-12-07)."""
+    if not _DELETE_ASKED.search(text.strip()) or re.search(r"先|然后|之后|接着|\bthen\b|\bafter\b", text, re.I):
+        return False  # a delete after another step: "先建一个 app，然后把旧的删掉"
+    return not any(_DELETES.search(f"{' '.join(_tool_words(t.name))} {t.description}") for t in tools)
+
+
 _ASKED_OF = re.compile(
     r"^\W*(?:can|could|would|will|shall|may|might|should|why don'?t|how about|please)\b|\bplease\b"
     r"|\b(?:can|could|would|will) (?:you|u|we)\b|\bi(?:'d| would) like\b|\bi (?:really )?(?:want|need)\b|\bwanna\b"

@@ -4474,3 +4474,19 @@ def test_how_to_set_something_up_beside_tools_that_read_is_explained() -> None:
     assert not lt.asks_how_to_set(search, "Show me the latency dashboard")
     assert not lt.asks_how_to_set([*search, _named("update_dashboard", "Update a dashboard")], "how do I set a panel?")
     assert not lt.asks_how_to_set([_named("search_docs", "Search the Grafana documentation")], "how do I set alerts?")
+
+
+def test_a_delete_no_offered_tool_does_calls_nothing() -> None:
+    """ "Delete contact 12345…" offered list, read and update tools, "…帮我直接删掉吧" offered create and rename:
+    nothing is called; not where a tool deletes, archives or runs a command, nor "Release notes for v2"."""
+    crm = [_named("list_objects", "List objects"), _named("batch_update_objects", "Update objects in batch")]
+    assert lt.none_deletes(crm, "Delete contact 12345 from HubSpot, it's a duplicate.")
+    apps = [_named("create_app", "Create a new app"), _named("rename_app", "Rename an app")]
+    assert lt.none_deletes(apps, "legacy-portal 这个 app 不要了，帮我直接删掉吧")
+    assert lt.none_deletes(apps, "i-bp1abc123 这台ECS用不到了，帮我释放掉，别再扣费了")
+    assert not lt.none_deletes([*apps, _named("destroy_app", "Destroy an app")], "Delete the legacy-portal app")
+    assert not lt.none_deletes([_named("archive_card", "Archive a card")], "Remove the card 'Old ideas'")
+    assert not lt.none_deletes([_named("ssh_exec", "Run a shell command on a host")], "delete /tmp/cache on web-1")
+    assert not lt.none_deletes(apps, "Release notes for v2 please")
+    assert not lt.none_deletes(apps, "Create an app, then delete the old one")
+    assert not lt.none_deletes(apps, "先建一个新 app，然后把旧的删掉")
