@@ -414,6 +414,28 @@ def none_deletes(tools: Sequence[MetonaToolDef], text: str) -> bool:
     return not any(_DELETES.search(f"{' '.join(_tool_words(t.name))} {t.description}") for t in tools)
 
 
+_WRITE_ASKED = re.compile(
+    r"^\W*(?:(?:can|could|would) you\s+|please\s+|pls\s+|help me\s+)*(?:write|draft|compose)\b(?! (?:to|into|in) )"
+    r"|^\W*(?:请|麻烦)?(?:你)?(?:帮我|给我)?(?:写|起草|拟)(?:一)?(?:段|封|篇|份|个|条|下)",
+    re.IGNORECASE,
+)
+_WRITES_TO = frozenset(
+    "text body content message comment note description summary title reply prompt code script query sql markdown "
+    "html subject caption post tweet status".split()
+)
+"""Arguments (by their names' words) a text the model writes may go to."""
+
+
+def writes_it_itself(tools: Sequence[MetonaToolDef], text: str) -> bool:
+    """The request asks for a text to be written ("can you draft a short slack msg telling the team…", "帮我写封邮件通
+    知客户：…") and no offered tool takes a text (:data:`_WRITES_TO`, by its arguments' names): the model writes
+    it — offered Heroku's ``create_app``, the first had created an app (a blind set of other people's tools,
+    2026-12-07)."""
+    if not _WRITE_ASKED.search(text.strip()):
+        return False
+    return not any(_argument_words(t) & _WRITES_TO for t in tools)
+
+
 _ASKED_OF = re.compile(
     r"^\W*(?:can|could|would|will|shall|may|might|should|why don'?t|how about|please)\b|\bplease\b"
     r"|\b(?:can|could|would|will) (?:you|u|we)\b|\bi(?:'d| would) like\b|\bi (?:really )?(?:want|need)\b|\bwanna\b"

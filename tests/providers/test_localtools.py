@@ -3079,7 +3079,7 @@ async def test_a_fact_asked_without_tools_is_answered_by_the_larger_model(
     assert [p.get("slot") for p in runtime.payloads] == [None, None, slot]
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Leaves fall."], score=-0.05)
     await run(runtime, request(messages=_asking("Write a haiku about autumn."), tools=[CALC, TIME]))
-    assert [p.get("slot") for p in runtime.payloads] == [None, None, None]
+    assert [p.get("slot") for p in runtime.payloads] == [None]  # no tool takes a text: written, nothing decided
 
 
 async def test_a_file_due_after_a_result_is_offered_the_tools_its_clause_asks_for() -> None:
@@ -4490,3 +4490,13 @@ def test_a_delete_no_offered_tool_does_calls_nothing() -> None:
     assert not lt.none_deletes(apps, "Release notes for v2 please")
     assert not lt.none_deletes(apps, "Create an app, then delete the old one")
     assert not lt.none_deletes(apps, "先建一个新 app，然后把旧的删掉")
+
+
+def test_a_text_to_write_where_no_tool_takes_a_text_is_written_by_the_model() -> None:
+    apps = [_named("create_app", "Create a new app"), _named("list_apps", "List apps")]
+    assert lt.writes_it_itself(apps, "can you draft a short slack msg telling the team our app moves next monday?")
+    assert lt.writes_it_itself(apps, "帮我写封邮件通知客户：官网下周迁到新域名")
+    mail = {**tool("send_email", "body"), "description": "Send an email"}
+    assert not lt.writes_it_itself(defs(mail), "帮我写封邮件通知客户：官网下周迁到新域名")  # a tool takes the text
+    assert not lt.writes_it_itself(apps, "Create an app called drafts")
+    assert not lt.writes_it_itself(apps, "write to the log that the app moved")
