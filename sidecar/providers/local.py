@@ -443,12 +443,8 @@ class LocalAdapter(BaseAdapter):
         asked = localtools.question(request.messages)
         if in_order and not calls and localtools.from_knowledge(asked):
             return False  # "不要去 Linear 里查，凭经验说说：…": answered, as asked
-        if in_order and not calls and localtools.writes_it_itself(tools, asked):
-            return False  # "draft a short slack msg…" offered Heroku's tools: the model writes it
         if in_order and not calls and localtools.none_deletes(tools, asked):
             return False  # "Delete contact 12345…" offered list, read and update tools: answered, nothing changed
-        if in_order and not calls and localtools.asks_how_to_set(tools, asked):
-            return False  # "Dataview 插件怎么写查询…给个示例就行" beside tools that read: explained
         if in_order and not calls and localtools.another_service(tools, asked):
             return False  # "在钉钉的群里@所有人…" offered Feishu's tools: none is for DingTalk, answered
         if in_order and not calls and localtools.only_social(request.messages):

@@ -360,80 +360,66 @@ def asks_how_to(text: str) -> bool:
     return _HOW_TO_DO.search(text.strip()) is not None
 
 
-_HOW_TO_SET = re.compile(
-    r"\bhow (?:do|can|could|should|would) (?:i|we|you|one) (?:\w+ )?(?:write|set up|setup|configure|turn on|turn off"
-    r"|enable|disable|install|uninstall|set|change the setting|tag|format)\b|\bhow to (?:write|set up|configure|turn on"
-    r"|turn off|enable|disable|install|set)\b"
-    r"|(?:怎么|如何|怎样|咋)(?:样)?(?:才能)?(?:给|把|在|用)?[^，。？?]{0,12}?(?:写|设置|设成|设为|配置|开启|关闭|开|装|安装)",
-    re.IGNORECASE,
-)
-
-
-_DOCUMENTS = re.compile(
-    r"\b(?:docs?|documentation|guides?|manuals?|tutorials?|how-?tos?|help|knowledge|faq)\b|文档|帮助|教程|指南|手册|知识",
-    re.I,
-)
-
-
-def asks_how_to_set(tools: Sequence[MetonaToolDef], text: str) -> bool:
-    """``text`` asks how to write, set up or switch on something ("how do i turn on the vacation auto-responder in
-    gmail on my phone?", "Dataview 插件怎么写查询…给个示例就行", "高德地图 App 里怎么把公司地址设成常用地址？"):
-    explained, not looked up — offered only tools that read, the request had gone to one of them with its words as
-    a query (a blind set of other people's tools, 2026-12-07: 5 of its no-call requests). Not "how can i cook
-    steak" nor "how to use the charts feature" (a recipe or a manual a tool may hold: BFCL's real users'), nor where
-    an offered tool changes things (:func:`asks_how_to` keeps those) or reads documentation (:data:`_DOCUMENTS`)."""
-    if _HOW_TO_SET.search(text) is None:
-        return False
-    return not any(changes_things(t) or _DOCUMENTS.search(_what_it_says(t)) for t in tools)
-
-
 _DELETE_ASKED = re.compile(
     r"^\W*(?:(?:please|pls|ok|okay|just|go ahead and|can you|could you)\W+)*(?:delete|remove|destroy|erase|purge"
-    r"|terminate|uninstall|wipe|nuke)\b"  # not "release notes", "drop me a line"
-    r"|(?:把|将)[^，。,.!?？！]{0,30}?(?:删掉|删除|删了|销毁|释放|卸载|注销)|(?:帮我|请|直接|给我)[^，。,.!?？！]{0,8}?"
-    r"(?:删掉|删除|删了|销毁|释放|卸载|注销)|(?:删掉|删除|销毁|释放掉|释放|卸载)(?:吧|了|掉|它)?\W*$",
+    r"|terminate|uninstall|wipe|nuke)\s+(?!(?:is|was|button|option|icon|key|menu|does|doesn'?t|isn'?t)\b)\w"
+    r"|(?:把|将)[^，。,.!?？！]{0,30}?(?:删掉|删除|删了|销毁)|(?:帮我|请|直接|给我)[^，。,.!?？！的]{0,8}?(?:删掉|删除|销毁)"
+    r"|(?:删掉|删除|销毁|删了)(?:吧|了|掉|它)?\W*$|(?:实例|ECS|服务器|机器|云盘|磁盘|弹性 ?IP|ip)[^。]{0,16}释放",
     re.IGNORECASE,
 )
+"""A command to delete: an English request that opens with the verb ("Delete contact 12345…"; not "Delete is
+greyed out…", "Remove button does nothing"), a Chinese 把…删掉, 帮我…删除, …销毁, an instance 释放 (not 释放内存, a
+port; not 卸载 a disk nor 注销 a login)."""
+_NOT_A_DELETE = re.compile(
+    r"删除的|删掉的|删了的|谁删|被删|已删|删除了|恢复|找回|回收站|(?:^|[，,。])\s*先|首先|然后|之后|接着|\bthen\b|\bafter\b"
+    r"|\bwhy\b|为什么|怎么",
+    re.IGNORECASE,
+)
+"""What makes a delete's words something else: what was deleted (删除的, 谁删除了, 恢复), a delete after another
+step (先…然后), a question why."""
 _DELETES = re.compile(
-    r"delet|remov|destroy|drop|eras|purg|releas|terminat|uninstall|trash|discard|archiv|clean|prune|wipe|\brm\b"
-    r"|\bdown\b|exec|\brun\b|shell|command|\bsql\b|script|bash|terminal|\bssh\b|删|销毁|释放|卸载|清理|注销|执行|命令",
+    r"\b(?:delet|remov|destroy|drop|eras|purg|terminat|uninstall|trash|discard|archiv|clean|prune|wipe|rm|revok|kick"
+    r"|unassign|clear|cancel|detach|unlink|kill|unfollow|expir|deactivat|invalidat|close|closed|reset|unsubscrib|ban"
+    r"|evict|down|exec|run|shell|command|cmd|sql|statement|script|bash|terminal|ssh|http|graphql|api|request|kubectl"
+    r"|docker|git|winget|brew|apt|query|raw)"
+    r"|删|销毁|释放|卸载|清理|清空|注销|撤回|吊销|移出|取消|执行|命令",
     re.IGNORECASE,
 )
-"""What a tool that deletes may say (delete, remove, destroy, archive, 删, 销毁), or one that runs whatever it is
-given (exec, a shell, a command, SQL)."""
+"""What a tool that deletes may say, in its name, its description or its arguments' names and choices (delete,
+remove, revoke, kick, clear, cancel, archive, ``trashed``, ``closed``, 删, 撤回, 移出), or one that runs whatever it
+is given (exec, a shell, a command, SQL, an HTTP or GraphQL request, kubectl): words start there."""
+
+
+def _all_it_says(tool: MetonaToolDef) -> str:
+    """A tool's name words, its description, and its arguments' names and choices, however deep."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    parts = [" ".join(_tool_words(tool.name)), tool.description]
+
+    def walk(spec: Any, key: str) -> None:
+        if not isinstance(spec, dict):
+            return
+        parts.append(" ".join(_name_words(key)))
+        parts.extend(str(v) for v in spec.get("enum") or ())
+        walk(spec.get("items"), key)
+        for k, v in (spec.get("properties") or {}).items():
+            walk(v, k)
+
+    walk(schema, "")
+    return " ".join(parts)
 
 
 def none_deletes(tools: Sequence[MetonaToolDef], text: str) -> bool:
-    """The request commands a delete ("Delete contact 12345 from HubSpot, it's a duplicate.", "legacy-portal 这个
-    app 不要了，帮我直接删掉吧", "i-bp1abc123 这台ECS用不到了，帮我释放掉") and no offered tool deletes or runs a
-    command (:data:`_DELETES`, by its name and description): nothing is called — offered list, create, rename,
-    update or reboot tools, those requests had gone to ``create_app``, ``batch-update`` with a made-up status,
-    ``RebootInstances`` (a blind set of other people's tools, 2026-12-07)."""
-    if not _DELETE_ASKED.search(text.strip()) or re.search(r"先|然后|之后|接着|\bthen\b|\bafter\b", text, re.I):
-        return False  # a delete after another step: "先建一个 app，然后把旧的删掉"
-    return not any(_DELETES.search(f"{' '.join(_tool_words(t.name))} {t.description}") for t in tools)
-
-
-_WRITE_ASKED = re.compile(
-    r"^\W*(?:(?:can|could|would) you\s+|please\s+|pls\s+|help me\s+)*(?:write|draft|compose)\b(?! (?:to|into|in) )"
-    r"|^\W*(?:请|麻烦)?(?:你)?(?:帮我|给我)?(?:写|起草|拟)(?:一)?(?:段|封|篇|份|个|条|下)",
-    re.IGNORECASE,
-)
-_WRITES_TO = frozenset(
-    "text body content message comment note description summary title reply prompt code script query sql markdown "
-    "html subject caption post tweet status".split()
-)
-"""Arguments (by their names' words) a text the model writes may go to."""
-
-
-def writes_it_itself(tools: Sequence[MetonaToolDef], text: str) -> bool:
-    """The request asks for a text to be written ("can you draft a short slack msg telling the team…", "帮我写封邮件通
-    知客户：…") and no offered tool takes a text (:data:`_WRITES_TO`, by its arguments' names): the model writes
-    it — offered Heroku's ``create_app``, the first had created an app (a blind set of other people's tools,
-    2026-12-07)."""
-    if not _WRITE_ASKED.search(text.strip()):
+    """The request commands a delete (:data:`_DELETE_ASKED`: "Delete contact 12345 from HubSpot, it's a duplicate.",
+    "legacy-portal 这个 app 不要了，帮我直接删掉吧", "i-bp1abc123 这台ECS用不到了，帮我释放掉") and no offered tool
+    deletes or runs a command (:data:`_DELETES`, by :func:`_all_it_says`): nothing is called — offered list, create,
+    rename, update or reboot tools, those requests had gone to ``create_app``, ``batch-update`` with a made-up
+    status, ``RebootInstances`` (a blind set of other people's tools, 2026-12-07). A review (2026-12-07, 126
+    hand-written requests) found a first version missing tools that delete under other words (revoke, kick, clear,
+    cancel, an ``archived`` flag) or run anything (an HTTP request, kubectl), and reading "帮我恢复刚才删掉的…",
+    "帮我释放一下内存", "Delete is greyed out…, why?" as deletes."""
+    if not _DELETE_ASKED.search(text.strip()) or _NOT_A_DELETE.search(text):
         return False
-    return not any(_argument_words(t) & _WRITES_TO for t in tools)
+    return not any(_DELETES.search(_all_it_says(t)) for t in tools)
 
 
 _ASKED_OF = re.compile(

@@ -3079,7 +3079,7 @@ async def test_a_fact_asked_without_tools_is_answered_by_the_larger_model(
     assert [p.get("slot") for p in runtime.payloads] == [None, None, slot]
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Leaves fall."], score=-0.05)
     await run(runtime, request(messages=_asking("Write a haiku about autumn."), tools=[CALC, TIME]))
-    assert [p.get("slot") for p in runtime.payloads] == [None]  # no tool takes a text: written, nothing decided
+    assert [p.get("slot") for p in runtime.payloads] == [None, None, None]
 
 
 async def test_a_file_due_after_a_result_is_offered_the_tools_its_clause_asks_for() -> None:
@@ -4463,19 +4463,6 @@ def test_a_call_sent_back_for_what_it_left_unsaid_goes_to_the_tools_that_can_car
     assert [t.name for t in lt.carrying(["Looks good to me"], [comment, play])] == ["create_comment"]
 
 
-def test_how_to_set_something_up_beside_tools_that_read_is_explained() -> None:
-    """ "how do I write a PromQL query…", "…怎么写查询…给个示例就行" offered only tools that read: explained; not
-    where a tool changes things or reads documentation, nor "how can i cook steak" (a recipe a tool may hold)."""
-    search = [_named("search_dashboards", "Search Grafana dashboards"), _named("get_dashboard", "Get a dashboard")]
-    assert lt.asks_how_to_set(search, "how do I write a PromQL query for p95 latency from a histogram metric?")
-    assert lt.asks_how_to_set(search, "Obsidian 的 Dataview 插件怎么写查询，才能列出本周新建的笔记？给个示例就行")
-    assert lt.asks_how_to_set(search, "高德地图 App 里怎么把公司地址设成常用地址？")
-    assert not lt.asks_how_to_set(search, "how can i cook steak Indian style??")
-    assert not lt.asks_how_to_set(search, "Show me the latency dashboard")
-    assert not lt.asks_how_to_set([*search, _named("update_dashboard", "Update a dashboard")], "how do I set a panel?")
-    assert not lt.asks_how_to_set([_named("search_docs", "Search the Grafana documentation")], "how do I set alerts?")
-
-
 def test_a_delete_no_offered_tool_does_calls_nothing() -> None:
     """ "Delete contact 12345…" offered list, read and update tools, "…帮我直接删掉吧" offered create and rename:
     nothing is called; not where a tool deletes, archives or runs a command, nor "Release notes for v2"."""
@@ -4490,13 +4477,10 @@ def test_a_delete_no_offered_tool_does_calls_nothing() -> None:
     assert not lt.none_deletes(apps, "Release notes for v2 please")
     assert not lt.none_deletes(apps, "Create an app, then delete the old one")
     assert not lt.none_deletes(apps, "先建一个新 app，然后把旧的删掉")
-
-
-def test_a_text_to_write_where_no_tool_takes_a_text_is_written_by_the_model() -> None:
-    apps = [_named("create_app", "Create a new app"), _named("list_apps", "List apps")]
-    assert lt.writes_it_itself(apps, "can you draft a short slack msg telling the team our app moves next monday?")
-    assert lt.writes_it_itself(apps, "帮我写封邮件通知客户：官网下周迁到新域名")
-    mail = {**tool("send_email", "body"), "description": "Send an email"}
-    assert not lt.writes_it_itself(defs(mail), "帮我写封邮件通知客户：官网下周迁到新域名")  # a tool takes the text
-    assert not lt.writes_it_itself(apps, "Create an app called drafts")
-    assert not lt.writes_it_itself(apps, "write to the log that the app moved")
+    for text in ("帮我恢复刚才删掉的 report.docx", "帮我释放一下内存", "Delete is greyed out on budget.xlsx, why?"):
+        assert not lt.none_deletes(apps, text), text  # a review's (2026-12-07): no delete commanded
+    revoke = {**tool("revoke_api_key", "key_id"), "description": "Revoke an API key"}
+    assert not lt.none_deletes(defs(revoke), "Delete my API key ak_live_9f3")  # a tool that deletes by another word
+    kick = {**tool("conversations_kick", "user"), "description": "Remove a user from a channel"}
+    flag = {**tool("update_page", "archived"), "description": "Update a page's properties"}
+    assert not lt.none_deletes(defs(flag), "Delete the Notion page Q3 plan") and not lt.none_deletes(defs(kick), "删")
