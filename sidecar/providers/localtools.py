@@ -391,9 +391,9 @@ is given (exec, a shell, a command, SQL, an HTTP or GraphQL request, kubectl): w
 
 
 def _all_it_says(tool: MetonaToolDef) -> str:
-    """A tool's name words, its description, and its arguments' names and choices, however deep."""
+    """What a tool says of itself (:func:`_what_it_says`) and its arguments' names and choices, however deep."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
-    parts = [" ".join(_tool_words(tool.name)), tool.description]
+    parts = [_what_it_says(tool)]
 
     def walk(spec: Any, key: str) -> None:
         if not isinstance(spec, dict):
