@@ -4859,14 +4859,17 @@ def dropped_statements(parameters: dict[str, Any], args: dict[str, Any], text: s
     held = _days_in(args)
     dated = {k for k, v in unfilled.items() if str(v.get("format", "")).startswith("date")}
     dates = {k for k, w in strings.items() if (k in dated or w & _A_DATE_WORD) and not w & _NOT_A_DATE}
-    for start, *day in _calendar_days(text):
-        if tuple(day) in held:
+    readings: dict[int, list[tuple[int, int, int]]] = {}
+    for start, *day in _calendar_days(text):  # both readings of 04/05/2025 at one place
+        readings.setdefault(start, []).append((day[0], day[1], day[2]))
+    for start, days in readings.items():
+        if held & set(days):
             continue
         before = text[max(0, start - 24) : start]
         if _FROM_DATE.search(before):
-            one([k for k in dates if strings[k] & _STARTS], [tuple(day)])
+            one([k for k in dates if strings[k] & _STARTS], days)
         elif _TO_DATE.search(before) and re.search(r"\d", before):  # "to" after a first date: the span's end
-            one([k for k in dates if strings[k] & _ENDS], [tuple(day)])
+            one([k for k in dates if strings[k] & _ENDS], days)
     files = [f for f in named_paths(text) if not _holds(f, args) and _NAMED_FILE.search(text[: text.find(f)])]
     one([k for k, w in strings.items() if w & _OUTPUT_FILE or w == {"file"}], files)
     if _STARTS_WITH.search(text):

@@ -4323,6 +4323,8 @@ def test_what_the_request_settles_for_an_argument_the_call_left_out_is_found() -
     said = "ROE for net income $2,000,000, equity $10,000,000 and dividends paid of $200,000"
     assert lt.dropped_statements(roe, {"net_income": 2000000}, said) == {"dividends_paid": [200000]}
     assert lt.with_dropped({"a": 1}, {"a": 2, "start_time": "2025-06-11"}, {"start_time": [(2025, 6, 10)]}) == {"a": 1}
+    slashed = lt.dropped_statements(_HISTORY, {"alarm_name": "x"}, "history of alarm x from 04/05/2025 on")
+    assert slashed == {"start_time": [(2025, 4, 5), (2025, 5, 4)]}  # either reading of a slashed date
 
 
 async def test_an_argument_the_call_left_out_is_written_again_and_only_what_the_request_states_is_taken() -> None:
