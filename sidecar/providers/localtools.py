@@ -824,7 +824,9 @@ _REWORDING = re.compile(
     r"|^\W*(?:请你?|麻烦你?|你|帮我|帮忙|能不能|可以)*(?:把[^，。,.；;？?！!]{0,30}?)?(?:翻译|翻成|译成|译为|润色|改写|校对|校正)",
     re.IGNORECASE,
 )
-_QUOTED_TEXT = re.compile(r"[“「『\"][^”」』\"]{2,}[”」』\"]|(?<!\w)'[^']{2,}'")
+_DOUBLE_QUOTED = re.compile(r"[“「『\"][^”」』\"]{2,}[”」』\"]")
+"""A text in double quotes or 「」 (an apostrophe ends none: "'it's jammed'")."""
+_QUOTED_TEXT = re.compile(_DOUBLE_QUOTED.pattern + r"|(?<!\w)'[^']{2,}'")
 _GIVEN_TEXT = re.compile(r"[:：]\s*\S|" + _QUOTED_TEXT.pattern)
 """The text to reword, in the request itself: after a colon, or quoted (:data:`_QUOTED_TEXT`)."""
 _FILE_NAMED = re.compile(r"\.\w{1,5}\b|[/\\]")
@@ -4685,6 +4687,11 @@ _TEXT_CARRIERS = frozenset("text body content comment message note description s
 """What argument may carry a quoted text, by its name's words (``rich_text``, ``comment``, ``body``)."""
 
 
+def _id_carriers(token: str) -> frozenset[str]:
+    """The words of an argument's name that may carry ``token`` (a version, a long number, an id: :data:`_CARRIERS`)."""
+    return next(words for kind, words in _CARRIERS if kind.fullmatch(token))
+
+
 def _argument_words(tool: MetonaToolDef) -> set[str]:
     """The words of a tool's argument names, its nested objects' (one level) too (``params.receive_id``)."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
@@ -4751,7 +4758,7 @@ def left_unsaid(tool: MetonaToolDef, args: dict[str, Any], text: str, tools: Seq
                 continue
             carriers = _TEXT_CARRIERS
         else:
-            carriers = next(words for kind, words in _CARRIERS if kind.fullmatch(token))
+            carriers = _id_carriers(token)
             if _NO_ID.fullmatch(token) or _holds(token, _not_as_a_number(args, carriers)):
                 continue
         if not mine & carriers and any(words & carriers for words in theirs):
@@ -4875,7 +4882,7 @@ def dropped_statements(parameters: dict[str, Any], args: dict[str, Any], text: s
     if _STARTS_WITH.search(text):
         paths = [m.group() for m in _PREFIX_PATH.finditer(text) if not _holds(m.group(), args)]
         one([k for k, w in strings.items() if "prefix" in w], paths)
-    quoted = [(m.start(), m.group()[1:-1].strip()) for m in re.finditer(r"[“「『\"][^”」』\"]{2,}[”」』\"]", text)]
+    quoted = [(m.start(), m.group()[1:-1].strip()) for m in _DOUBLE_QUOTED.finditer(text)]
     said = [q for at, q in quoted if _SAYING.search(text[:at]) and not _holds(q, args)]
     one([k for k, w in strings.items() if w & _TEXT_ARGUMENT], said)
     held_numbers = set(_numbers_in(args))
@@ -4934,7 +4941,7 @@ def carrying(tokens: Sequence[str], tools: Sequence[MetonaToolDef]) -> list[Meto
         found = _SALIENT.fullmatch(token)
         if found is None or found.lastindex:  # a quoted text's words
             return _TEXT_CARRIERS
-        return next(words for kind, words in _CARRIERS if kind.fullmatch(token))
+        return _id_carriers(token)
 
     fitting = [t for t in tools if all(_argument_words(t) & kinds(token) for token in tokens)]
     return fitting or list(tools)
