@@ -748,8 +748,12 @@ class LocalAdapter(BaseAdapter):
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"
-            stated = localtools.dropped_statements(declared, args, asked) if first and not (rest or planned) else {}
-            if stated and not (unfinished or localtools.names_its_file(tool) or localtools.takes_a_file(tool)):
+            own_file = unfinished or localtools.names_its_file(tool) or localtools.takes_a_file(tool)
+            if (
+                first
+                and not (rest or planned or own_file)
+                and (stated := localtools.dropped_statements(declared, args, asked))
+            ):
                 written.clear()  # a date, a name the call left out: written again with those required, and only what
                 # the request states for them taken
                 asked_again = {**payload, "json_schema": localtools.requiring(schema, list(stated))}
