@@ -605,6 +605,7 @@ class LocalAdapter(BaseAdapter):
                 choice, decision = instead, localtools.DECISION_PREFIX + instead + '"'  # unsure, another is nearer
             if localtools.not_the_users(by_name[choice], named[choice], asked, len(tools)) and await general():
                 return False  # a question of general knowledge: answered, not looked up in the user's own things
+        looked_again = False  # the pick named on a second look, after the model first said "answer"
         if first and choice == localtools.ANSWER:
             probe, _, likeliest = await decide(names, answer=False)  # a second look: the likeliest tool, weighed
             if (
@@ -626,7 +627,7 @@ class LocalAdapter(BaseAdapter):
                     and await general()
                 )
             ):
-                choice = likeliest
+                choice, looked_again = likeliest, True
                 decision = localtools.DECISION_PREFIX + choice + '"'
         again = choice in done or choice == localtools.ANSWER  # what it has done again, or an answer after it
         rest = localtools.what_remains(asked, calls) if calls and again and not unfinished else None
@@ -658,6 +659,15 @@ class LocalAdapter(BaseAdapter):
             return bool(others) and await self._tool_step(request, others, asm, steps, in_order=False)
         if first and localtools.changes_things(tool) and localtools.asks_how_to(asked):
             return False  # "How do I create an index?": explained, not done
+        if (
+            first
+            and answering
+            and not (on_a_file or unfinished or lister)
+            and self.arguments_model
+            and (looked_again or localtools.fit_asked(step.get("score")))
+            and not await self._fits(tool, asked, asm, steps)
+        ):
+            return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool: answered
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))
@@ -833,6 +843,31 @@ class LocalAdapter(BaseAdapter):
         }
         steps.append(await self._generate(payload, keep, asm))
         return "".join(written).strip().startswith("general")
+
+    async def _fits(self, tool: Any, asked: str, asm: StreamAssembler, steps: list[dict[str, Any]]) -> bool:
+        """The second opinion on a first pick the model was unsure of (:func:`localtools.fit_asked`): the
+        arguments model says whether calling ``tool`` does what the request ``asked`` asks
+        (:data:`localtools.FITS_PROMPT`); False for ``no``."""
+        from ..localmodel.assets import ARGUMENTS_SLOT
+
+        written: list[str] = []
+
+        async def keep(text: str) -> None:
+            written.append(text)
+
+        payload = {
+            "slot": ARGUMENTS_SLOT,
+            "messages": [
+                {"role": "system", "content": localtools.fits_prompt(tool)},
+                {"role": "user", "content": asked[: localtools.FITS_REQUEST]},
+            ],
+            "max_tokens": 4,
+            "prefix": localtools.FITS_PREFIX,
+            "stop": ['"'],
+            "regex": "(" + "|".join(localtools.FITS_LABELS) + ")",
+        }
+        steps.append(await self._generate(payload, keep, asm))
+        return not "".join(written).strip().startswith("no")
 
     async def _decision(
         self,

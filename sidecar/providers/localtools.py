@@ -2550,6 +2550,52 @@ of the 22."""
 KNOWLEDGE_PREFIX = '{"needs": "'
 KNOWLEDGE_LABELS = ("personal", "general")
 
+FITS_PROMPT = (
+    "You check a tool choice. A user wrote the message below; an assistant may call this tool for it:\n"
+    "Tool: {name}\n"
+    "What it does: {description}\n"
+    "Its parameters: {parameters}\n\n"
+    "Answer yes if calling this tool does what the user asks (or gets the data the answer needs). Answer no if the "
+    "user asks for something the tool does not give (another quantity, another action, another service), or asks "
+    "nothing a tool is needed for.\n"
+    'Reply {{"fits": "yes"}} or {{"fits": "no"}}.'
+)
+"""The system message of the second opinion on a first pick the model was unsure of (:data:`FITS_P`,
+:func:`fits_prompt`): the tool is not called when the arguments model says ``no``. Asked of the tuning sets' recorded
+first calls (2026-12-07: BFCL's and the MCP sets' tuning halves, the three blind sets, the own set; the held-out half
+never), the 1.5B model said ``yes`` of 484 of the 487 right ones (``no`` of "prs open on acme/api?" beside
+list_pull_requests, "list all pets in the petstore that have been sold" beside findPetsByStatus, and a pasted answer
+beside answer_string) and of 37 of agent-bilingual-v1's 38 built-in tool calls (the one left a read of a named file,
+which is never asked), and ``no`` of 43 of the 167 calls made where no offered tool fits ("What is the frequency of
+gene variant rs7412…?" beside a dominant-trait calculator, "帮我查一下今天G1234次高铁有没有因为暴雨晚点" beside a weather
+tool); it calls "Who is the most assist player in Premier League?" fitting a top scorer's tool."""
+FITS_PREFIX = '{"fits": "'
+FITS_LABELS = ("yes", "no")
+FITS_P = 0.9
+"""A first pick the model gave less than this probability (or named only on a second look after "answer") gets the
+second opinion of :data:`FITS_PROMPT`: of the 43 calls it turned down where none fits, 40 were picked below it (the
+other three at p 0.91-0.95), as were all three right calls it turned down, while a third of the right first picks
+(159 of 487) were picked above it and are not asked — a generation of the arguments model saved."""
+FITS_DESCRIPTION = 400
+FITS_PARAMETERS = 8
+FITS_REQUEST = 1500
+
+
+def fit_asked(score: float | None) -> bool:
+    """A first pick given less than :data:`FITS_P` (or no score) is asked about (:data:`FITS_PROMPT`)."""
+    return not (_known(score) and score >= math.log(FITS_P))
+
+
+def fits_prompt(tool: MetonaToolDef) -> str:
+    """:data:`FITS_PROMPT` for ``tool``: its name, its description (the first :data:`FITS_DESCRIPTION`
+    characters) and its first :data:`FITS_PARAMETERS` parameters with the first 80 characters of each one's
+    description."""
+    declared = tool.parameters.model_dump(mode="json", exclude_none=True).get("properties") or {}
+    parameters = "; ".join(
+        f"{key}: {str(field.get('description', ''))[:80]}" for key, field in list(declared.items())[:FITS_PARAMETERS]
+    )
+    return FITS_PROMPT.format(name=tool.name, description=tool.description[:FITS_DESCRIPTION], parameters=parameters)
+
 
 def taken_from(tools: Sequence[MetonaToolDef], text: str) -> MetonaToolDef | None:
     """The one offered tool that searches the user's own things (:func:`searches_the_users`) that the request

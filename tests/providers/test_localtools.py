@@ -727,18 +727,28 @@ def test_no_example_paraphrases_a_benchmark_or_held_out_request() -> None:
 class ScriptedRuntime:
     """One list of text pieces per generation, in order; records every payload."""
 
-    def __init__(self, *scripts: list[str], score: float = -0.1, arguments_finish: str = "stop") -> None:
+    def __init__(
+        self, *scripts: list[str], score: float = -0.1, arguments_finish: str = "stop", fits: str = "yes"
+    ) -> None:
         self.scripts = list(scripts)
         self.score = score
         self.arguments_finish = arguments_finish
         """What an arguments step's result reports as its ``finish`` (``length``, ``loop``)."""
         """What a decision's result reports as its ``score`` (the model's log-probability of the name)."""
         self.payloads: list[dict[str, Any]] = []
+        self.fits = fits
+        """The answer to every second opinion on an unsure pick (:data:`lt.FITS_PROMPT`), kept apart from the
+        scripts: its payloads go to :attr:`fits_payloads`."""
+        self.fits_payloads: list[dict[str, Any]] = []
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
         return {"meta": {"context_window": 4096}}
 
     async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
+        if payload.get("prefix") == lt.FITS_PREFIX:
+            self.fits_payloads.append(payload)
+            await on_delta(self.fits + '"')
+            return {"input_tokens": 100, "output_tokens": 2, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
         self.payloads.append(payload)
         for piece in self.scripts.pop(0):
             await on_delta(piece)
@@ -4486,3 +4496,59 @@ def test_a_delete_no_offered_tool_does_calls_nothing() -> None:
     kick = {**tool("conversations_kick", "user"), "description": "Remove a user from a channel"}
     flag = {**tool("update_page", "archived"), "description": "Update a page's properties"}
     assert not lt.none_deletes(defs(flag), "Delete the Notion page Q3 plan") and not lt.none_deletes(defs(kick), "删")
+
+
+TRAIT = {
+    **tool("get_dominant_trait", "allele1"),
+    "description": "Calculate the dominant genetic trait of an organism based on its genetic makeup.",
+}
+GENE_VARIANT = "What is the frequency of gene variant rs7412 in the European population?"
+
+
+async def test_an_unsure_pick_the_second_opinion_says_does_not_fit_is_not_called() -> None:
+    """A first pick the model gave less than :data:`lt.FITS_P` is put to the arguments model with the tool's own
+    name, description and parameters (:data:`lt.FITS_PROMPT`): ``no`` leaves it for the answer, no arguments written;
+    ``yes`` calls it."""
+    tools = defs(TRAIT)
+    runtime = ScriptedRuntime(['get_dominant_trait"'], ["It is about 8%."], score=-0.5, fits="no")
+    response, _ = await run(runtime, request(messages=_asking(GENE_VARIANT), tools=tools), FavouringEmbedder("get"))
+    assert not response.tool_calls and response.content == "It is about 8%."
+    assert not any("json_schema" in p for p in runtime.payloads)  # nothing written for a call that is not made
+    (opinion,) = runtime.fits_payloads
+    assert opinion["slot"] == "arguments" and opinion["prefix"] == lt.FITS_PREFIX
+    assert opinion["messages"][0]["content"] == lt.fits_prompt(tools[0])
+    said = opinion["messages"][0]["content"]
+    assert "get_dominant_trait" in said and "dominant genetic trait" in said and "allele1: where" in said
+    assert opinion["messages"][1]["content"] == GENE_VARIANT
+    runtime = ScriptedRuntime(['get_dominant_trait"'], ['{"allele1": "A"}'], score=-0.5, fits="yes")
+    response, _ = await run(runtime, request(messages=_asking(GENE_VARIANT), tools=tools), FavouringEmbedder("get"))
+    assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [("get_dominant_trait", {"allele1": "A"})]
+    assert len(runtime.fits_payloads) == 1
+
+
+async def test_a_sure_pick_is_not_second_guessed_whether_it_fits() -> None:
+    """A pick the model gave at least :data:`lt.FITS_P`, or made with the larger model switched off (the smaller
+    one's yes and no are not trusted), is called without the second opinion."""
+    sure = math.log(lt.FITS_P) + 0.01
+    asked = request(messages=_asking(GENE_VARIANT), tools=defs(TRAIT))
+    runtime = ScriptedRuntime(['get_dominant_trait"'], ['{"allele1": "A"}'], score=sure, fits="no")
+    response, _ = await run(runtime, asked, FavouringEmbedder("get"))
+    assert [c.name for c in response.tool_calls or ()] == ["get_dominant_trait"] and not runtime.fits_payloads
+    runtime = ScriptedRuntime(['get_dominant_trait"'], ['{"allele1": "A"}'], score=-0.5, fits="no")
+    config = ProviderConfig(
+        provider_id="local", preset="local", protocol="local", base_url="local://embedded",
+        options={"arguments_model": "same"},
+    )  # fmt: skip
+    adapter = LocalAdapter(config, runtime=runtime, embedder=FavouringEmbedder("get"))
+    response = await adapter.send_stream(asked, lambda e: None)
+    assert [c.name for c in response.tool_calls or ()] == ["get_dominant_trait"] and not runtime.fits_payloads
+    assert lt.fit_asked(None) and lt.fit_asked(math.log(lt.FITS_P) - 0.01) and not lt.fit_asked(sure)
+
+
+async def test_a_pick_named_only_on_a_second_look_is_asked_whether_it_fits() -> None:
+    """The model said ``answer`` first and named the tool on a second look: however sure that look, the pick is
+    put to the second opinion, and its ``no`` leaves the answer."""
+    runtime = ScriptedRuntime(['answer"'], ['get_dominant_trait"'], ["It is about 8%."], score=-0.01, fits="no")
+    ask = "Calculate the frequency of gene variant rs7412 in the European population"
+    response, _ = await run(runtime, request(messages=_asking(ask), tools=defs(TRAIT)), FavouringEmbedder("get"))
+    assert not response.tool_calls and len(runtime.fits_payloads) == 1
