@@ -665,7 +665,7 @@ class LocalAdapter(BaseAdapter):
             and not (on_a_file or unfinished or lister)
             and self.arguments_model
             and (looked_again or localtools.fit_asked(step.get("score")))
-            and not await self._fits(tool, asked, asm, steps)
+            and not await self._fits(tool, base["messages"][1:], asm, steps)
         ):
             return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool: answered
         if not localtools.grounded(tool, request.messages):
@@ -844,10 +844,13 @@ class LocalAdapter(BaseAdapter):
         steps.append(await self._generate(payload, keep, asm))
         return "".join(written).strip().startswith("general")
 
-    async def _fits(self, tool: Any, asked: str, asm: StreamAssembler, steps: list[dict[str, Any]]) -> bool:
+    async def _fits(
+        self, tool: Any, conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]
+    ) -> bool:
         """The second opinion on a first pick the model was unsure of (:func:`localtools.fit_asked`): the
-        arguments model says whether calling ``tool`` does what the request ``asked`` asks
-        (:data:`localtools.FITS_PROMPT`); False for ``no``."""
+        arguments model says whether calling ``tool`` does what the request asks (:data:`localtools.FITS_PROMPT`),
+        shown the ``conversation`` the decision was (earlier turns too: a "yes, do it" is read as what it agrees
+        to); False for ``no``."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         written: list[str] = []
@@ -859,7 +862,7 @@ class LocalAdapter(BaseAdapter):
             "slot": ARGUMENTS_SLOT,
             "messages": [
                 {"role": "system", "content": localtools.fits_prompt(tool)},
-                {"role": "user", "content": asked[: localtools.FITS_REQUEST]},
+                *conversation,
             ],
             "max_tokens": 4,
             "prefix": localtools.FITS_PREFIX,

@@ -2578,7 +2578,6 @@ other three at p 0.91-0.95), as were all three right calls it turned down, while
 (159 of 487) were picked above it and are not asked — a generation of the arguments model saved."""
 FITS_DESCRIPTION = 400
 FITS_PARAMETERS = 8
-FITS_REQUEST = 1500
 
 
 def fit_asked(score: float | None) -> bool:

@@ -4552,3 +4552,19 @@ async def test_a_pick_named_only_on_a_second_look_is_asked_whether_it_fits() -> 
     ask = "Calculate the frequency of gene variant rs7412 in the European population"
     response, _ = await run(runtime, request(messages=_asking(ask), tools=defs(TRAIT)), FavouringEmbedder("get"))
     assert not response.tool_calls and len(runtime.fits_payloads) == 1
+
+
+async def test_the_second_opinion_on_a_pick_reads_the_conversation_it_was_made_in() -> None:
+    """A "yes please" after the assistant's own question is read with that question: the second opinion is shown
+    the conversation the decision was."""
+    messages = [
+        {"role": "user", "content": "My pea plant has alleles T and t.", "timestamp": 1},
+        {"role": "assistant", "content": "Shall I work out its dominant trait?", "timestamp": 2},
+        {"role": "user", "content": "yes please", "timestamp": 3},
+    ]
+    runtime = ScriptedRuntime(['get_dominant_trait"'], ['{"allele1": "T"}'], score=-0.5)
+    response, _ = await run(runtime, request(messages=messages, tools=defs(TRAIT)), FavouringEmbedder("get"))
+    assert [c.name for c in response.tool_calls or ()] == ["get_dominant_trait"]
+    (opinion,) = runtime.fits_payloads
+    assert [m["content"] for m in opinion["messages"][1:]] == [m["content"] for m in messages]
+    assert opinion["messages"][1:] == runtime.payloads[0]["messages"][1:]  # as the decision read it
