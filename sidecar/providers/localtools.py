@@ -2555,9 +2555,10 @@ FITS_PROMPT = (
     "Tool: {name}\n"
     "What it does: {description}\n"
     "Its parameters: {parameters}\n\n"
-    "Answer yes if calling this tool does what the user asks (or gets the data the answer needs). Answer no if the "
-    "user asks for something the tool does not give (another quantity, another action, another service), or asks "
-    "nothing a tool is needed for.\n"
+    "Think of what exactly the user asks for. Answer yes if this tool gives exactly that (or the data the answer "
+    "needs), or does exactly the action asked. Answer no if the user asks for a different fact or quantity than the "
+    "tool gives (a price where the tool gives a forecast), a different action, something on another app or service, "
+    "or nothing a tool is needed for.\n"
     'Reply {{"fits": "yes"}} or {{"fits": "no"}}.'
 )
 """The system message of the second opinion on a first pick the model was unsure of (:data:`FITS_P`,
