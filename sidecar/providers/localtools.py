@@ -479,7 +479,9 @@ _KNOWLEDGE_CUE = re.compile(
     re.IGNORECASE,
 )
 """Words that ask for the answer from what the model knows ("from what you know", "based purely on the name, what
-would you guess", "without looking it up", "without running anything, from memory", 凭经验说说, 按常识)."""
+would you guess", "without looking it up", "without running anything, from memory", 凭经验说说, 按常识). "just off
+the top of your head" and "just curious" ask no action (:data:`_ACTION_ASKED`: a blind set of other people's tools,
+2026-12-07, "don't search my library - just off the top of your head, what BibTeX entry type…?")."""
 _NEGATED_LOOKUP = re.compile(
     r"\b(?:don'?t|do not|no need to|never mind|stop)\s+(?:\w+\s+){0,2}?(?:search\w*|look\w* (?:it |this |that "
     r"|anything )?up|check\w*|query\w*|call (?:any |the )?(?:tools?|functions?|apis?)|use (?:any |the )?tools?|"
@@ -493,7 +495,7 @@ _LOOKUP = re.compile(r"\b(?:search|look up|check|find|query|fetch|get|list|show)
 
 
 _ACTION_ASKED = re.compile(
-    r"\b(?:just|instead)\s+(?!(?:tell|say|guess|answer|explain|from)\b)[a-z]+\b|直接|帮我|帮忙|把|请|给我(?!说|讲)|替我"
+    r"\b(?:just|instead)\s+(?!(?:tell|say|guess|answer|explain|from|off|curious)\b)[a-z]+\b|直接|帮我|帮忙|把|请|给我(?!说|讲)|替我"
     r"|\b(?:my|our|the) (?:notes?|files?|docs?|documents?|database|db|calendar|inbox|todoist|repos?|plugin)\b"
     r"|\buse (?:the|my|your|a) \w+|笔记|我的文件|数据库|插件|日历|收件箱|能(?:不能)?(?:找到|看一下|查一下|列出|打开)",
     re.IGNORECASE,
@@ -556,8 +558,8 @@ the assistant offered to do."""
 _SAID_OF_IT = re.compile(
     r"\b(?:that|this|the|your|it|those|these)\b[\w\s'-]{0,40}?\b(?:was|is|were|are|came out|comes out|looks?|looked"
     r"|worked|works|went|turned out|sounds?|sounded|seems?|helped)\b(?:\s+(?:so|super|really|very|quite|just|totally"
-    r"|absolutely|pretty|extremely|incredibly))?(?:\s+(?:helpful|useful|clear|good|right|spot on|on point|exactly"
-    r"|what i (?:needed|wanted)))?",
+    r"|absolutely|pretty|extremely|incredibly))?(?:\s+(?:helpful|useful|clear|good|right|spot on|on point"
+    r"|(?:exactly )?what i (?:needed|wanted)|exactly))?",
     re.IGNORECASE,
 )
 """What a thank-you says of what was done ("that screenshot came out perfect", "that transcript was super

@@ -4224,6 +4224,9 @@ def test_from_memory_and_a_negated_ask_read_as_answer_from_knowledge() -> None:
     assert not lt.from_knowledge("Can you get Alice's observations from memory?")
     assert not lt.from_knowledge("不用帮我查了，直接把灯关了？")
     assert not lt.from_knowledge("不用搜了，帮我打开客厅的灯？")
+    assert lt.from_knowledge("Don't look it up, just curious: who founded Redis?")  # "just curious" asks nothing
+    assert lt.from_knowledge("No need to search - just off the top of your head, what is a BibTeX @inproceedings?")
+    assert not lt.from_knowledge("No need to search, just offload the data to S3?")
 
 
 def test_a_quoted_word_is_no_id_that_keeps_a_question_from_the_models_knowledge() -> None:
@@ -4367,6 +4370,7 @@ def test_thanks_and_greetings_alone_call_nothing() -> None:
         "hi there",
         "好的，知道了，谢谢你！今天就先这样。",
         "谢谢，辛苦了",
+        "thanks!! those results were exactly what I needed",
     ):
         assert lt.only_social(request(messages=_asking(text)).messages), text
     for text in (
@@ -4379,6 +4383,7 @@ def test_thanks_and_greetings_alone_call_nothing() -> None:
         "ok",
         "好的",
         "Thanks, but the date is wrong",
+        "thanks, that was exactly what I needed. now delete the old ones",
         "perfect, mark it done",  # a review's (2026-12-07): a request beside the praise
         "hi, weather in berlin",
         "Weather in Nice",
