@@ -2564,20 +2564,24 @@ FITS_PROMPT = (
     'Reply {{"fits": "yes"}} or {{"fits": "no"}}.'
 )
 """The system message of the second opinion on a first pick the model was unsure of (:data:`FITS_P`,
-:func:`fits_prompt`): the tool is not called when the arguments model says ``no``. Asked of the tuning sets' recorded
-first calls (2026-12-07: BFCL's and the MCP sets' tuning halves, the three blind sets, the own set; the held-out half
-never), the 1.5B model said ``yes`` of 484 of the 487 right ones (``no`` of "prs open on acme/api?" beside
-list_pull_requests, "list all pets in the petstore that have been sold" beside findPetsByStatus, and a pasted answer
-beside answer_string) and of 37 of agent-bilingual-v1's 38 built-in tool calls (the one left a read of a named file,
-which is never asked), and ``no`` of 43 of the 167 calls made where no offered tool fits ("What is the frequency of
-gene variant rs7412…?" beside a dominant-trait calculator, "帮我查一下今天G1234次高铁有没有因为暴雨晚点" beside a weather
-tool); it calls "Who is the most assist player in Premier League?" fitting a top scorer's tool."""
+:func:`fits_prompt`): the tool is not called when the arguments model says ``no``. Asked of the tuning sets'
+recorded first calls (2026-12-07: BFCL's and the MCP sets' tuning halves, the three blind sets, the own set; the
+held-out half never), the 1.5B model said ``no`` of 72 of the 167 calls made where no offered tool fits ("What is
+the frequency of gene variant rs7412…?" beside a dominant-trait calculator, a high-speed train's delay beside a
+weather tool), and of 3 of the first 298 right ones ("grab the bucketName output from the prod stack…" beside
+Pulumi's stack output tool, a percentage to look up beside a survey tool, a pasted answer beside ``answer_string``);
+of agent-bilingual-v1's 38 built-in tool calls, of 3 reads of a file the request names, which are never asked. It
+still calls "Who is the most assist player in Premier League?" fitting a top scorer's tool. A first wording (answer
+no for "another quantity, another action, another service") said ``no`` of 43 of the 167 and of 3 of the 487 right
+ones; on blind-v4's first run (a set over 8 servers no other set uses, blind) it turned 8 of its 50 no-call requests
+from a call to none and one right pick (``export_citations`` for "bibtex for 1706.03762 and 1810.04805 please")
+away."""
 FITS_PREFIX = '{"fits": "'
 FITS_LABELS = ("yes", "no")
 FITS_P = 0.9
 """A first pick the model gave less than this probability (or named only on a second look after "answer") gets the
-second opinion of :data:`FITS_PROMPT`: of the 43 calls it turned down where none fits, 40 were picked below it (the
-other three at p 0.91-0.95), as were all three right calls it turned down, while a third of the right first picks
+second opinion of :data:`FITS_PROMPT`: of the 72 calls it turned down where none fits, 69 were picked below it (the
+other three at p 0.91-0.95), as were the three right calls it turned down, while a third of the right first picks
 (159 of 487) were picked above it and are not asked — a generation of the arguments model saved."""
 FITS_DESCRIPTION = 400
 FITS_PARAMETERS = 8
