@@ -828,6 +828,39 @@ class LocalAdapter(BaseAdapter):
         """The second opinion on a request that :func:`localtools.not_the_users` reads as general knowledge: the
         model that writes arguments (the larger one, where it is in use) says whether answering it needs the
         user's own notes or knowledge anyone has (:data:`localtools.KNOWLEDGE_PROMPT`); True for ``general``."""
+        conversation = [{"role": "user", "content": asked}]
+        label = await self._opinion(
+            localtools.KNOWLEDGE_PROMPT,
+            conversation,
+            localtools.KNOWLEDGE_PREFIX,
+            localtools.KNOWLEDGE_LABELS,
+            asm,
+            steps,
+        )
+        return label.startswith("general")
+
+    async def _fits(
+        self, tool: Any, conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]
+    ) -> bool:
+        """The second opinion on a first pick the model was unsure of (:func:`localtools.fit_asked`): the
+        arguments model says whether calling ``tool`` does what the request asks (:data:`localtools.FITS_PROMPT`),
+        shown the ``conversation`` the decision was (earlier turns too: a "yes, do it" is read as what it agrees
+        to); False for ``no``."""
+        system = localtools.fits_prompt(tool)
+        label = await self._opinion(system, conversation, localtools.FITS_PREFIX, localtools.FITS_LABELS, asm, steps)
+        return not label.startswith("no")
+
+    async def _opinion(
+        self,
+        system: str,
+        conversation: list[dict[str, Any]],
+        prefix: str,
+        labels: tuple[str, ...],
+        asm: StreamAssembler,
+        steps: list[dict[str, Any]],
+    ) -> str:
+        """One of ``labels``, as the model that writes arguments (the larger one, where it is in use) answers the
+        ``system`` question on ``conversation`` after ``prefix`` (the step kept in ``steps``)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         written: list[str] = []
@@ -837,45 +870,14 @@ class LocalAdapter(BaseAdapter):
 
         payload = {
             **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
-            "messages": [
-                {"role": "system", "content": localtools.KNOWLEDGE_PROMPT},
-                {"role": "user", "content": asked},
-            ],
+            "messages": [{"role": "system", "content": system}, *conversation],
             "max_tokens": 4,
-            "prefix": localtools.KNOWLEDGE_PREFIX,
+            "prefix": prefix,
             "stop": ['"'],
-            "regex": "(" + "|".join(localtools.KNOWLEDGE_LABELS) + ")",
+            "regex": "(" + "|".join(labels) + ")",
         }
         steps.append(await self._generate(payload, keep, asm))
-        return "".join(written).strip().startswith("general")
-
-    async def _fits(
-        self, tool: Any, conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]
-    ) -> bool:
-        """The second opinion on a first pick the model was unsure of (:func:`localtools.fit_asked`): the
-        arguments model says whether calling ``tool`` does what the request asks (:data:`localtools.FITS_PROMPT`),
-        shown the ``conversation`` the decision was (earlier turns too: a "yes, do it" is read as what it agrees
-        to); False for ``no``."""
-        from ..localmodel.assets import ARGUMENTS_SLOT
-
-        written: list[str] = []
-
-        async def keep(text: str) -> None:
-            written.append(text)
-
-        payload = {
-            "slot": ARGUMENTS_SLOT,
-            "messages": [
-                {"role": "system", "content": localtools.fits_prompt(tool)},
-                *conversation,
-            ],
-            "max_tokens": 4,
-            "prefix": localtools.FITS_PREFIX,
-            "stop": ['"'],
-            "regex": "(" + "|".join(localtools.FITS_LABELS) + ")",
-        }
-        steps.append(await self._generate(payload, keep, asm))
-        return not "".join(written).strip().startswith("no")
+        return "".join(written).strip()
 
     async def _decision(
         self,
