@@ -132,6 +132,14 @@ def test_one_or_many_is_an_array_and_other_unions_stay_text() -> None:
             "latitude": {"anyOf": [point, {"type": "array", "items": point}], "description": "One or more."},
             "ids": {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}, {"type": "null"}]},
             "cursor": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "number"}}]},
+            "tag": {  # Zotero's search by tag: one tag, several, or conditions; it had gone as text (`":["`)
+                "anyOf": [
+                    {"type": "array", "items": {"type": "string"}},
+                    {"type": "array", "items": {"type": "object", "properties": {"tag": {"type": "string"}}}},
+                    {"type": "string"},
+                ],
+                "description": "Tags to match",
+            },
         },
         "required": ["latitude"],
     }
@@ -140,6 +148,8 @@ def test_one_or_many_is_an_array_and_other_unions_stay_text() -> None:
     assert params["latitude"]["description"].startswith("One or more.")
     assert params["ids"]["type"] == "array" and params["ids"]["items"]["type"] == "string"
     assert params["cursor"]["type"] == "string" and "JSON Schema" in params["cursor"]["description"]
+    assert params["tag"]["type"] == "array" and params["tag"]["items"]["type"] == "string", "one or many, and more"
+    assert params["tag"]["description"] == "Tags to match"
     other = {
         "type": "object",
         "properties": {

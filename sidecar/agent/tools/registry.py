@@ -339,10 +339,10 @@ def _unwrap_optional(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, An
     if len(kinds) == 1 and "number" in kinds:  # int | float
         return {**rest, "type": "number"}
     many = [o for o in kept if _kind(o) == "array" and isinstance(o.get("items"), dict)]
-    if len(kept) == 2 and len(many) == 1:  # one or many: X | array of X is the array (one item is one)
-        (one,) = [o for o in kept if o is not many[0]]
-        if _bare(one) == _bare(_resolve(many[0]["items"], defs)):
-            return {**many[0], **{k: v for k, v in rest.items() if k != "default"}}
+    for array in many:  # one or many: X | array of X is the array (one item is one), whatever else the union has
+        item = _bare(_resolve(array["items"], defs))
+        if any(o is not array and _bare(o) == item for o in kept):
+            return {**array, **{k: v for k, v in rest.items() if k != "default"}}
     literals = [o for o in kept if _values(o)]
     others = [o for o in kept if not _values(o)]
     named = [v for o in literals for v in _values(o) or ()]
