@@ -3172,7 +3172,53 @@ def _all_stated(text: str) -> list[int | float]:
         number = _EN_TENS[tens] + (_EN_UNITS[ones] if ones else 0) if tens else _EN_UNITS.get(unit or "")
         found.append((match.start(), number or {"hundred": 100, "dozen": 12}[big or ""]))
     found += [(m.start(), _zh_value(m.group(1))) for m in _ZH_NUMBER.finditer(text)]
+    found += [(at, value) for at, value, _ in _worded_durations(text) if value in (1, 0.5)]  # an hour, 半小时
     return [value for _, value in sorted(found, key=lambda pair: pair[0])]
+
+
+_EN_DURATION = re.compile(
+    rf"\b(?:(half an?|an|one)|({_TENS})(?:[- ]({_ONES}))?|({_UNITS}))\s+(hours?|minutes?|seconds?|days?|weeks?)\b",
+    re.IGNORECASE,
+)
+_FOR_A_WHILE = re.compile(
+    r"\b(?:in|for|after|within|about|around|last|past|next|than|under|over|of|expires?|lasts?|takes?|wait|ttl)\s*$",
+    re.IGNORECASE,
+)
+"""What says "an hour" is a length of time ("in an hour", "for one day", "expires half an hour"), not a rate
+("$42.50 an hour", "once a day") nor a price's unit ("how much is it an hour")."""
+_ZH_ONE_DURATION = re.compile(
+    r"(?<![第\d一二三四五六七八九十两百千万零])([一半])\s*(?:个)?\s*(毫秒|秒钟|秒|分钟|小时|钟头|天|周|星期)"
+)
+_ZH_FOR_A_WHILE = re.compile(r"^(?:[后内]|之[后内]|以[后内]|左右|过期|失效|到期)")
+"""What says 一小时 is a length of time (一小时后, 一天内, 半小时左右, 一小时过期), not a price's unit
+("场地费一小时多少钱")."""
+
+
+def _worded_durations(text: str) -> list[tuple[int, int | float, int | float]]:
+    """The durations ``text`` states in words — where each starts, its number and its unit in seconds: "in an hour",
+    "for one day", "half an hour", "twenty minutes", 一小时后, 一个星期内, 半小时左右 (0.5 h): "an", "one" and "half"
+    only after what says a length of time follows (:data:`_FOR_A_WHILE`), 一 and 半 only before what says it was
+    one (:data:`_ZH_FOR_A_WHILE`) — "$42.50 an hour" and "场地费一小时多少钱" state a rate. "把 feature:dark_mode 设成
+    on，一小时后自动过期" offered Redis's ``set(expiration)`` had its expiry left out — 一 was no number the request
+    states (:data:`_ZH_NUMBER` leaves it out: 一下, 一个) — and "expire in half an hour" had none to write (a blind
+    set of other people's tools, 2026-12-07)."""
+    found: list[tuple[int, int | float, int | float]] = []
+    for m in _EN_DURATION.finditer(text):
+        few, tens, ones, units, unit = m.groups()
+        if few and not _FOR_A_WHILE.search(text[: m.start()]):
+            continue
+        number: int | float
+        if few:
+            number = 0.5 if few.lower().startswith("half") else 1
+        elif tens:
+            number = _EN_TENS[tens.lower()] + (_EN_UNITS[ones.lower()] if ones else 0)
+        else:
+            number = _EN_UNITS[units.lower()]
+        found.append((m.start(), number, _DURATION_UNITS[unit.lower()]))
+    for m in _ZH_ONE_DURATION.finditer(text):
+        if _ZH_FOR_A_WHILE.match(text[m.end() :]):
+            found.append((m.start(), 0.5 if m.group(1) == "半" else 1, _DURATION_UNITS[m.group(2)]))
+    return found
 
 
 def stated_numbers(text: str) -> list[int | float]:
@@ -3441,9 +3487,12 @@ def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: 
         stated.setdefault(float(m.group(1)), set()).add(float(_DURATION_UNITS[m.group(2).lower()]))
     for m in _ZH_DURATION.finditer(text):  # 过去三天, 两个小时
         stated.setdefault(float(_zh_value(m.group(1))), set()).add(float(_DURATION_UNITS[m.group(2)]))
+    for _, number, seconds in _worded_durations(text):  # half an hour, twenty minutes, 半小时
+        stated.setdefault(float(number), set()).add(float(seconds))
     if not stated:
         return args
-    plain = {float(n) for n in stated_numbers(_ZH_DURATION.sub(" ", _STATED_DURATION.sub(" ", text)))}
+    bare = _ZH_ONE_DURATION.sub(" ", _EN_DURATION.sub(" ", _ZH_DURATION.sub(" ", _STATED_DURATION.sub(" ", text))))
+    plain = {float(n) for n in stated_numbers(bare)}
     clock = _CLOCK_TIME.search(text) is not None
     out = dict(args)
     for key, value in args.items():

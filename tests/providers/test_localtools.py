@@ -3488,6 +3488,27 @@ def test_a_duration_stated_in_another_unit_is_written_in_the_arguments_unit() ->
         assert lt.converted_durations(kept, rates, text) == kept, text
 
 
+def test_a_duration_in_words_is_a_number_stated_and_converted() -> None:
+    """ "一小时后自动过期" offered Redis's ``set(expiration)`` had its expiry left out: 一 was no number the request
+    states, so an optional number had nothing to be (a blind set of other people's tools). One and a half, in
+    words, are stated where they say a length of time — not a rate, not a price's unit."""
+    params = {"type": "object", "properties": {"expiration": {"type": "number", "description": "TTL in seconds"}}}
+    for text, number, seconds in (
+        ("把 feature:dark_mode 设成 on，一小时后自动过期", 1, 3600),
+        ("半小时后过期", 0.5, 1800),
+        ("一个星期内有效", 1, 604800),
+        ("make it expire in half an hour", 0.5, 1800),
+        ("keep it for one day", 1, 86400),
+        ("expire in an hour", 1, 3600),
+    ):
+        assert lt.stated_numbers(text) == [number], text
+        assert lt.converted_durations({"expiration": number}, params, text) == {"expiration": seconds}, text
+    assert lt.converted_durations({"expiration": 20}, params, "expire in twenty minutes") == {"expiration": 1200}
+    for text in ("翻下我笔记，羽毛球场地费一小时多少钱？", "paid at $42.50 an hour", "remind me once a day",
+                 "how much is it an hour", "有一天我会去", "等一下"):  # fmt: skip
+        assert 1 not in lt.stated_numbers(text) and 0.5 not in lt.stated_numbers(text), text
+
+
 def test_the_readings_of_a_calls_arguments_reach_a_nested_objects_arguments() -> None:
     """A tool that takes one object (``search_flights(params: {…})``, a Pydantic input model): an empty
     ``additional_stops: []`` written inside it was left untouched by what reads the top level's (a blind set of
