@@ -380,14 +380,47 @@ step (先…然后), a question why."""
 _DELETES = re.compile(
     r"\b(?:delet|remov|destroy|drop|eras|purg|terminat|uninstall|trash|discard|archiv|clean|prune|wipe|rm|revok|kick"
     r"|unassign|clear|cancel|detach|unlink|kill|unfollow|expir|deactivat|invalidat|close|closed|reset|unsubscrib|ban"
-    r"|evict|down|exec|run|shell|command|cmd|sql|statement|script|bash|terminal|ssh|http|graphql|api|request|kubectl"
-    r"|docker|git|winget|brew|apt|query|raw)"
-    r"|删|销毁|释放|卸载|清理|清空|注销|撤回|吊销|移出|取消|执行|命令",
+    r"|evict)"
+    r"|删|销毁|释放|卸载|清理|清空|注销|撤回|吊销|移出|取消",
     re.IGNORECASE,
 )
 """What a tool that deletes may say, in its name, its description or its arguments' names and choices (delete,
-remove, revoke, kick, clear, cancel, archive, ``trashed``, ``closed``, 删, 撤回, 移出), or one that runs whatever it
-is given (exec, a shell, a command, SQL, an HTTP or GraphQL request, kubectl): words start there."""
+remove, revoke, kick, clear, cancel, archive, ``trashed``, ``closed``, 删, 撤回, 移出): words start there."""
+_RUNS_ANYTHING = re.compile(
+    r"\b(?:down|exec|run|shell|command|cmd|sql|statement|script|bash|terminal|ssh|http|graphql|api|request|kubectl"
+    r"|docker|git|winget|brew|apt|query|raw)"
+    r"|执行|命令",
+    re.IGNORECASE,
+)
+"""What a tool that runs whatever it is given is named (exec, a shell, a command, SQL, an HTTP or GraphQL request,
+kubectl, ``read_query``): words start there. Not read in its description, where a passing word says nothing of what
+the tool runs: Sentry's ``find_teams`` ("…to aid other tool requests") had made "delete the legacy-web project in
+the acme org" one a tool could do, and ``create_project`` was called (a blind set of other people's tools,
+2026-12-07)."""
+_RUNS_GIVEN = re.compile(
+    r"\b(?:exec|shell|command|cmd|sql|statement|script|bash|http|graphql|kubectl|method|endpoint|url)|执行|命令",
+    re.IGNORECASE,
+)
+"""What an argument of a tool that runs whatever it is given is named (``command``, ``sql``, an HTTP ``method``, a
+``url``); not ``query``, which every search takes."""
+
+
+def _runs_anything(tool: MetonaToolDef) -> bool:
+    """The tool runs whatever it is given, by its name (:data:`_RUNS_ANYTHING`) or an argument's
+    (:data:`_RUNS_GIVEN`)."""
+    schema = tool.parameters.model_dump(mode="json", exclude_none=True)
+    keys: list[str] = []
+
+    def walk(spec: Any) -> None:
+        if isinstance(spec, dict):
+            for k, v in (spec.get("properties") or {}).items():
+                keys.append(" ".join(_name_words(k)))
+                walk(v)
+            walk(spec.get("items"))
+
+    walk(schema)
+    named = _RUNS_ANYTHING.search(" ".join(_tool_words(tool.name)))
+    return bool(named or _RUNS_GIVEN.search(" ".join(keys)))
 
 
 def _all_it_says(tool: MetonaToolDef) -> str:
@@ -411,7 +444,8 @@ def _all_it_says(tool: MetonaToolDef) -> str:
 def none_deletes(tools: Sequence[MetonaToolDef], text: str) -> bool:
     """The request commands a delete (:data:`_DELETE_ASKED`: "Delete contact 12345 from HubSpot, it's a duplicate.",
     "legacy-portal 这个 app 不要了，帮我直接删掉吧", "i-bp1abc123 这台ECS用不到了，帮我释放掉") and no offered tool
-    deletes or runs a command (:data:`_DELETES`, by :func:`_all_it_says`): nothing is called — offered list, create,
+    deletes (:data:`_DELETES`, by :func:`_all_it_says`) or runs a command (:func:`_runs_anything`, by its name or
+    its arguments'): nothing is called — offered list, create,
     rename, update or reboot tools, those requests had gone to ``create_app``, ``batch-update`` with a made-up
     status, ``RebootInstances`` (a blind set of other people's tools, 2026-12-07). A review (2026-12-07, 126
     hand-written requests) found a first version missing tools that delete under other words (revoke, kick, clear,
@@ -419,7 +453,7 @@ def none_deletes(tools: Sequence[MetonaToolDef], text: str) -> bool:
     "帮我释放一下内存", "Delete is greyed out…, why?" as deletes."""
     if not _DELETE_ASKED.search(text.strip()) or _NOT_A_DELETE.search(text):
         return False
-    return not any(_DELETES.search(_all_it_says(t)) for t in tools)
+    return not any(_DELETES.search(_all_it_says(t)) or _runs_anything(t) for t in tools)
 
 
 _ASKED_OF = re.compile(

@@ -4522,6 +4522,18 @@ def test_a_delete_no_offered_tool_does_calls_nothing() -> None:
     kick = {**tool("conversations_kick", "user"), "description": "Remove a user from a channel"}
     flag = {**tool("update_page", "archived"), "description": "Update a page's properties"}
     assert not lt.none_deletes(defs(flag), "Delete the Notion page Q3 plan") and not lt.none_deletes(defs(kick), "删")
+    teams = _named("find_teams", "Find teams in an organization: their slug and numeric ID to aid other tool requests")
+    sentry = [teams, _named("create_project", "Create a new project in Sentry")]
+    assert lt.none_deletes(sentry, "delete the legacy-web project in the acme org, nobody uses it anymore")
+    search = _named("search_issues", "Search issues")  # a search's query is no statement it runs
+    search.parameters.properties["query"] = search.parameters.properties.pop("id")
+    assert lt.none_deletes([search, *sentry], "delete the legacy-web project")
+    for runner in ("read_query", "http_get", "run_command"):  # runs what it is given, by its name
+        assert not lt.none_deletes([_named(runner, "Does things"), *sentry], "delete the legacy-web project"), runner
+    for key in ("sql", "method", "url"):  # or by an argument's
+        runs = _named("call", "Does things")
+        runs.parameters.properties[key] = runs.parameters.properties.pop("id")
+        assert not lt.none_deletes([runs, *sentry], "delete the legacy-web project"), key
 
 
 TRAIT = {
