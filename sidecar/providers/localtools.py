@@ -525,6 +525,9 @@ _NEGATED_LOOKUP = re.compile(
 )
 """A look-up the request tells not to make ("don't search", "no need to check", 不要去 Linear 里查, 先别碰邮箱; not
 "don't call me", 别忘了查)."""
+_NOT_LOOKED_IN = re.compile(rf"(?:{_NEGATED_LOOKUP.pattern})[^-–—,.;:!?，。；：！？]*", re.IGNORECASE)
+"""A look-up the request tells not to make and what it is not to be made in, to its clause's end ("don't search my
+library - …", "不要查我的笔记，…"): no question of the user's own things (:func:`from_knowledge`)."""
 _LOOKUP = re.compile(r"\b(?:search|look up|check|find|query|fetch|get|list|show)\b|查|搜|找|看看", re.IGNORECASE)
 
 
@@ -558,15 +561,17 @@ def from_knowledge(text: str) -> bool:
     for no action and names no other source (:data:`_ACTION_ASKED`), and a cue not itself negated ("我不想你凭感觉"):
     a review (2026-12-06) found "No need to check the cache, just delete the key…", "不用搜了，打开客厅的灯" and
     "Don't search the web; my notes have it. What's the wifi password?" read so. Nor a question of what no model
-    knows (:data:`_ONLY_A_TOOL_KNOWS`: the weather, now, "my…", a file's text) or one that holds an id ("No need to
+    knows (:data:`_ONLY_A_TOOL_KNOWS`: the weather, now, "my…", a file's text — not in the look-up it bans, "don't
+    search my library - just off the top of your head, …?") or one that holds an id ("No need to
     search, the ticket is ENG-42 — what's its status?"), nor "without searching the whole drive" (a limit, not a
     ban): a second review (2026-12-07, 56 hand-written requests) found those. A quoted word is no id ("what does
     "idempotent" mean?"); a quoted id still is."""
     asked = text.strip()
-    if not asked.endswith(("?", "？")) or _ACTION_ASKED.search(_NEGATED_LOOKUP.sub(" ", asked)):
+    rest = _NOT_LOOKED_IN.sub(" ", asked)  # "don't search my library - …": what is not to be searched is not asked
+    if not asked.endswith(("?", "？")) or _ACTION_ASKED.search(rest):
         return False  # "不用帮我查，…": the 帮我 of what is not to be done asks nothing
     ids = (m.group() for m in _SALIENT.finditer(re.sub(r"[\"“”]", " ", asked)))  # a quoted word is no id
-    if _ONLY_A_TOOL_KNOWS.search(asked) or any(not _NO_ID.fullmatch(found) for found in ids):
+    if _ONLY_A_TOOL_KNOWS.search(rest) or any(not _NO_ID.fullmatch(found) for found in ids):
         return False  # "Don't check Slack, what's the weather in Berlin right now?", "…the ticket is ENG-42…"
     cue = _KNOWLEDGE_CUE.search(asked)
     if cue is not None:  # not negated in its own clause ("我不想你凭感觉"; "先别碰邮箱了，按常识说说" is not)

@@ -3614,6 +3614,8 @@ def test_a_request_told_to_answer_from_what_the_model_knows_calls_nothing() -> N
         "Then based purely on the name, what would you guess that repo contains?",
         "Without looking it up, what is the capital of Peru?",
         "Don't call any tools: what is 2+2?",
+        "don't search my library - just off the top of your head, what BibTeX entry type is a conference paper?",
+        "不要查我的笔记，凭经验说说红烧肉一般要炖多久？",  # what is not to be searched is no question of the user's own
     ):
         assert lt.from_knowledge(text), text
     for text in (
@@ -3630,6 +3632,7 @@ def test_a_request_told_to_answer_from_what_the_model_knows_calls_nothing() -> N
         "不要上网查，我的笔记里有，wifi 密码是什么？",
         "我不想你凭感觉，去查一下 acme/api 有多少个 open 的 PR？",  # the cue negated
         "From your knowledge of Stripe, create a $5 test product called Coffee.",
+        "Don't search the web, what's my wifi password?",  # the user's own thing, asked outside the ban
     ):
         assert not lt.from_knowledge(text), text
 
