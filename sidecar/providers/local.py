@@ -763,6 +763,7 @@ class LocalAdapter(BaseAdapter):
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"
+            args = localtools.verbatim_ids(args, asked)  # "the lb:season3 leaderboard": not "season3_lb"
             own_file = unfinished or localtools.names_its_file(tool) or localtools.takes_a_file(tool)
             if (
                 first

@@ -4408,6 +4408,37 @@ def _takes_a_language_name(key: str, spec: dict[str, Any]) -> bool:
     return not (coded or any(k in spec for k in ("enum", "pattern", "maxLength", "examples", "format")))
 
 
+_AN_ID = re.compile(r"(?<![\w:/.#@-])[A-Za-z0-9]+(?:[:/_.#@-][A-Za-z0-9]+)+(?![\w:/#@-])")
+"""A token of parts joined by ``: / _ . # @ -`` (``lb:season3``, ``feature:dark_mode``, ``user-42``)."""
+
+
+def _id_parts(token: str) -> list[str]:
+    return sorted(part.lower() for part in re.split(r"[^A-Za-z0-9]+", token) if part)
+
+
+def verbatim_ids(args: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` with an id the request ``text`` spells (:data:`_AN_ID`, a letter among its parts) written as the
+    request spells it, where the model wrote the same parts in another order or joined otherwise: "add player kira
+    w/ 4200 pts to the lb:season3 leaderboard" offered Redis's ``zadd`` → ``key: "season3_lb"`` (a blind set of
+    other people's tools, 2026-12-07), a key nobody has. A value the request holds as written, one of other parts,
+    one that two of the request's ids could be, and ids of digits only (a date written in another order on purpose)
+    stay as the model wrote them. The top level's strings and lists of strings."""
+    spelled: dict[tuple[str, ...], set[str]] = {}
+    for token in _AN_ID.findall(text):
+        if re.search(r"[A-Za-z]", token):
+            spelled.setdefault(tuple(_id_parts(token)), set()).add(token)
+
+    def fixed(value: Any) -> Any:
+        if not isinstance(value, str) or value in text or not _AN_ID.fullmatch(value):
+            return value
+        found = spelled.get(tuple(_id_parts(value))) or set()
+        return next(iter(found)) if len(found) == 1 else value
+
+    if not spelled:
+        return args
+    return {k: [fixed(v) for v in value] if isinstance(value, list) else fixed(value) for k, value in args.items()}
+
+
 def language_names(
     args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]
 ) -> dict[str, Any]:

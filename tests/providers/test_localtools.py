@@ -4609,3 +4609,27 @@ async def test_the_second_opinion_on_a_pick_reads_the_conversation_it_was_made_i
     (opinion,) = runtime.fits_payloads
     assert [m["content"] for m in opinion["messages"][1:]] == [m["content"] for m in messages]
     assert opinion["messages"][1:] == runtime.payloads[0]["messages"][1:]  # as the decision read it
+
+
+def test_an_id_the_request_spells_is_written_as_spelled() -> None:
+    """ "…to the lb:season3 leaderboard" offered Redis's ``zadd`` → ``key: "season3_lb"``: a key nobody has."""
+    asked = "add player kira w/ 4200 pts to the lb:season3 leaderboard"
+    written = {"key": "season3_lb", "score": 4200, "member": "kira"}
+    assert lt.verbatim_ids(written, asked) == {"key": "lb:season3", "score": 4200, "member": "kira"}
+    assert lt.verbatim_ids({"keys": ["user_42", "x"]}, "delete user-42 now") == {"keys": ["user-42", "x"]}
+    for args, text in (
+        ({"key": "lb:season3"}, asked),  # as spelled
+        ({"date": "2024-01-05"}, "on 05-01-2024 please"),  # digits only: another order on purpose
+        ({"key": "user_42"}, "delete user-42 and user:42"),  # which of two?
+        ({"url": "https://example.com"}, "open example.com"),  # parts of its own
+        ({"key": "season4_lb"}, asked),  # other parts
+    ):
+        assert lt.verbatim_ids(args, text) == args, (args, text)
+
+
+async def test_a_call_carries_the_id_as_the_request_spells_it() -> None:
+    zadd = {**tool("zadd", "key"), "description": "Add a member with a score to a sorted set"}
+    ask = [{"role": "user", "content": "add player kira w/ 4200 pts to the lb:season3 leaderboard", "timestamp": 1}]
+    runtime = ScriptedRuntime(['zadd"'], ['{"key": "season3_lb"}'])
+    response, _ = await run(runtime, request(messages=ask, tools=[zadd]), FavouringEmbedder("sorted"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [("zadd", {"key": "lb:season3"})]
