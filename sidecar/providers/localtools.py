@@ -2461,14 +2461,25 @@ def named_instead(
     right tool ("get a list of attractions in Paris that are suitable for children?" →
     Flights_4_SearchRoundtripFlights at p 0.51; Travel_1_FindAttractions names "attraction", "children", "list"),
     none from it; by one word alone, 9 more moved right and 12 wrong (a request's "find", "play", "provide"). One
-    word is enough for a tool in ``own``, one that searches the user's own things for a request that speaks of
+    word is enough for a tool whose whole name it is ("make session:9f3 expire in 30 min" offered Redis's ``set`` and
+    ``expire`` went to ``set`` at p 0.57: a blind set of other people's tools, 2026-12-07), and for a tool in
+    ``own``, one that searches the user's own things for a request that speaks of
     the user (:func:`spoken_of_as_theirs`): a Chinese request to look in "我的笔记" for a trip's plan went to
     list_directory at p 0.44 and, far from it, was answered from memory (agent-bilingual-v1, a tuning set,
     2026-12-05)."""
     if sure(score) or named.get(choice):
         return None
-    fits = [name for name, words in named.items() if len(words) >= NAMED_WORDS or (words and name in own)]
+    fits = [
+        name
+        for name, words in named.items()
+        if len(words) >= NAMED_WORDS or (words and name in own) or (words and _whole_name(name) <= words)
+    ]
     return fits[0] if len(fits) == 1 else None
+
+
+def _whole_name(name: str) -> set[str]:
+    """A tool's name as the words :func:`named_by` reads (singular, lower-case)."""
+    return {_singular(w) for w in _tool_words(name)}
 
 
 _SEARCHES_OWN = re.compile(

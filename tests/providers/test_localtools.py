@@ -985,6 +985,9 @@ def test_an_unsure_pick_the_request_does_not_name_gives_way_to_the_one_it_names_
     assert lt.named_instead("flights", {**named, "attractions": {"find"}}, unsure) is None  # one word: a verb, often
     assert lt.named_instead("flights", {**named, "hotels": {"hotel", "room"}}, unsure) is None  # two named: which?
     assert lt.named_instead("hotels", {**named, "hotels": {"hotel"}}, unsure) is None  # the pick is named itself
+    redis = {"set": set(), "get": set(), "expire": {"expire"}}  # "make session:9f3 expire in 30 min"
+    assert lt.named_instead("set", redis, unsure) == "expire"  # one word, the tool's whole name
+    assert lt.named_instead("set", redis, sure) is None
     tools = defs(
         {**tool("find_flights", "city"), "description": "Search round-trip flights between two airports."},
         {**tool("find_attractions", "city"), "description": "Find attractions in a city suitable for children."},
