@@ -3523,6 +3523,57 @@ _CLOCK_TIME = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?:am|pm)\b|\d\s?点|o'
 _CLOCK_FIELDS = frozenset("hour minute second hours minutes seconds start end at time".split())
 
 
+def _durations(text: str) -> dict[float, set[float]]:
+    """The numbers ``text`` states as durations, each with the units (in seconds) it is stated in: "2 hours",
+    过去三天, "half an hour" (:func:`_worded_durations`)."""
+    stated: dict[float, set[float]] = {}
+    for m in _STATED_DURATION.finditer(text):
+        stated.setdefault(float(m.group(1)), set()).add(float(_DURATION_UNITS[m.group(2).lower()]))
+    for m in _ZH_DURATION.finditer(text):  # 过去三天, 两个小时
+        stated.setdefault(float(_zh_value(m.group(1))), set()).add(float(_DURATION_UNITS[m.group(2)]))
+    for _, number, seconds in _worded_durations(text):  # half an hour, twenty minutes, 半小时
+        stated.setdefault(float(number), set()).add(float(seconds))
+    return stated
+
+
+def in_time_units(schema: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """The arguments ``schema`` (:func:`arguments_schema`) with a required number the tool takes in a unit of time
+    (:func:`_argument_unit`: ``expire_seconds``, "timeout in ms") constrained to the durations the request ``text``
+    states, in that unit: "make session:9f3 expire in 30 min" offered Redis's ``expire(name, expire_seconds)`` ran
+    ``expire_seconds: 18000000000000000`` and the call was not made (a blind set of other people's tools,
+    2026-12-07); ``1800`` now. An optional number is already one of the numbers stated (and then converted,
+    :func:`converted_durations`). Not a clock's field where the request states a time of day, not a rate
+    (``hours_per_day``), and for an integer only the durations that are whole in its unit; where none is, the
+    schema is left as it was."""
+    stated = _durations(text)
+    if not stated or not isinstance(schema.get("properties"), dict):
+        return schema
+    clock = _CLOCK_TIME.search(text) is not None
+    out = {**schema, "properties": dict(schema["properties"])}
+    for key, spec in (parameters.get("properties") or {}).items():
+        if key not in (parameters.get("required") or ()) or key not in out["properties"]:
+            continue
+        if not isinstance(spec, dict) or spec.get("enum") or spec.get("type") not in ("integer", "number"):
+            continue
+        if clock and set(_name_words(key)) <= _CLOCK_FIELDS:
+            continue
+        unit = _argument_unit(key, spec)
+        if unit is None:
+            continue
+        whole = spec.get("type") == "integer" or "(integer" in str(spec.get("description") or "")
+        choices: list[int | float] = []
+        for number, units in stated.items():
+            for seconds in sorted(units):
+                value = float(f"{number * seconds / unit:.15g}")
+                if value.is_integer():
+                    choices.append(int(value))
+                elif not whole:
+                    choices.append(value)
+        if choices:
+            out["properties"][key] = {"type": spec["type"], "enum": list(dict.fromkeys(choices))}
+    return out
+
+
 def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` with a number of a unit of time that the request ``text`` states in another unit written in that
     unit's terms: "Store session:8841 = active in redis; it should expire after 2 hours." offered the Redis server's
@@ -3532,13 +3583,7 @@ def converted_durations(args: dict[str, Any], parameters: dict[str, Any], text: 
     request states a time of day ("at 5:45 … for 45 seconds" → ``minute: 45`` stays), and a number the request
     states with one unit only and nowhere without it; a result that is not whole stays as written for an
     integer (a review, 2026-12-06, found the rate, the clock and another clause's unit converted)."""
-    stated: dict[float, set[float]] = {}
-    for m in _STATED_DURATION.finditer(text):
-        stated.setdefault(float(m.group(1)), set()).add(float(_DURATION_UNITS[m.group(2).lower()]))
-    for m in _ZH_DURATION.finditer(text):  # 过去三天, 两个小时
-        stated.setdefault(float(_zh_value(m.group(1))), set()).add(float(_DURATION_UNITS[m.group(2)]))
-    for _, number, seconds in _worded_durations(text):  # half an hour, twenty minutes, 半小时
-        stated.setdefault(float(number), set()).add(float(seconds))
+    stated = _durations(text)
     if not stated:
         return args
     bare = _ZH_ONE_DURATION.sub(" ", _EN_DURATION.sub(" ", _ZH_DURATION.sub(" ", _STATED_DURATION.sub(" ", text))))

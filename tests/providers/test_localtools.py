@@ -4636,3 +4636,51 @@ async def test_a_call_carries_the_id_as_the_request_spells_it() -> None:
     runtime = ScriptedRuntime(['zadd"'], ['{"key": "season3_lb"}'])
     response, _ = await run(runtime, request(messages=ask, tools=[zadd]), FavouringEmbedder("sorted"))
     assert [(c.name, c.args) for c in response.tool_calls or ()] == [("zadd", {"key": "lb:season3"})]
+
+
+def test_a_required_duration_is_one_the_request_states_in_the_arguments_unit() -> None:
+    """ "make session:9f3 expire in 30 min" offered Redis's ``expire(name, expire_seconds)`` ran ``expire_seconds:
+    18000000000000000``: the request's durations, in the argument's unit, are its only choices."""
+    declared = {
+        "type": "object",
+        "required": ["name", "expire_seconds", "minute"],
+        "properties": {
+            "name": {"type": "string"},
+            "expire_seconds": {"type": "number", "description": "Expire Seconds (integer)"},
+            "minute": {"type": "number", "description": "Minute (integer)"},
+            "count": {"type": "number"},
+        },
+    }
+    schema = lt.arguments_schema(declared)
+
+    def seconds(text: str) -> Any:
+        return lt.in_time_units(schema, declared, text)["properties"]["expire_seconds"]
+
+    assert seconds("make session:9f3 expire in 30 min") == {"type": "number", "enum": [1800]}
+    assert seconds("让 session:9f3 一小时后过期") == {"type": "number", "enum": [3600]}
+    assert seconds("expire it in 2 hours, or 3 days") == {"type": "number", "enum": [7200, 259200]}
+    assert seconds("expire it in 1500 ms") == {"type": "number"}  # 1.5 s: no whole number of seconds
+    assert seconds("expire it tomorrow") == {"type": "number"}  # no duration stated
+    at = lt.in_time_units(schema, declared, "at 5:45 run it for 45 seconds")["properties"]
+    assert at["minute"] == {"type": "number"} and at["expire_seconds"] == {"type": "number", "enum": [45]}
+
+
+async def test_a_required_duration_is_written_in_the_arguments_unit() -> None:
+    expire = {
+        **tool("expire", "name"),
+        "description": "Set a timeout on a key",
+        "parameters": {
+            "type": "object",
+            "required": ["name", "expire_seconds"],
+            "properties": {"name": {"type": "string", "description": "Key"},
+                           "expire_seconds": {"type": "number", "description": "Seconds (integer)"}},
+        },
+    }  # fmt: skip
+    ask = [{"role": "user", "content": "make session:9f3 expire in 30 min", "timestamp": 1}]
+    runtime = ScriptedRuntime(['expire"'], ['{"name": "session:9f3", "expire_seconds": 1800}'])
+    response, _ = await run(runtime, request(messages=ask, tools=[expire]), FavouringEmbedder("timeout"))
+    assert [(c.name, c.args) for c in response.tool_calls or ()] == [
+        ("expire", {"name": "session:9f3", "expire_seconds": 1800})
+    ]
+    written = next(p for p in runtime.payloads if "json_schema" in p)["json_schema"]
+    assert written["properties"]["expire_seconds"] == {"type": "number", "enum": [1800]}
