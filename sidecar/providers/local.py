@@ -603,7 +603,8 @@ class LocalAdapter(BaseAdapter):
                 instead = instead if localtools.spells_its_choice(by_name[instead], asked) else None  # it names no
                 # word of, when it spells a choice of the pick's ("…that have been sold": findPetsByStatus's "sold")
             own = localtools.spoken_of_as_theirs(tools, asked)
-            instead = localtools.named_instead(choice, named, step.get("score"), own) or recalled or instead
+            whole = [name for name in named if localtools.says_its_name(by_name[name], asked)]  # "…expire in 30 min"
+            instead = localtools.named_instead(choice, named, step.get("score"), own, whole) or recalled or instead
             if not localtools.relevant(nearness(choice), step.get("score"), nearness(instead) if instead else None):
                 return False  # far from what the tool does (and any nearer one), the model unsure of it: answered
             if instead:

@@ -380,15 +380,15 @@ step (先…然后), a question why."""
 _DELETES = re.compile(
     r"\b(?:delet|remov|destroy|drop|eras|purg|terminat|uninstall|trash|discard|archiv|clean|prune|wipe|rm|revok|kick"
     r"|unassign|clear|cancel|detach|unlink|kill|unfollow|expir|deactivat|invalidat|close|closed|reset|unsubscrib|ban"
-    r"|evict)"
+    r"|evict|releas|unstar|leave|void|flush|truncat)"
     r"|删|销毁|释放|卸载|清理|清空|注销|撤回|吊销|移出|取消",
     re.IGNORECASE,
 )
 """What a tool that deletes may say, in its name, its description or its arguments' names and choices (delete,
 remove, revoke, kick, clear, cancel, archive, ``trashed``, ``closed``, 删, 撤回, 移出): words start there."""
 _RUNS_ANYTHING = re.compile(
-    r"\b(?:down|exec|run|shell|command|cmd|sql|statement|script|bash|terminal|ssh|http|graphql|api|request|kubectl"
-    r"|docker|git|winget|brew|apt|query|raw)"
+    r"\b(?:down|exec\w*|run|shell|command|cmd|sql\w*|statement|script|bash|terminal|ssh|http|graphql|api|"
+    r"(?<!pull )request|kubectl|docker|git|winget|brew|apt|query|raw|cli|psql|mysql|cypher|eval|invoke)\b"
     r"|执行|命令",
     re.IGNORECASE,
 )
@@ -398,16 +398,27 @@ the tool runs: Sentry's ``find_teams`` ("…to aid other tool requests") had mad
 the acme org" one a tool could do, and ``create_project`` was called (a blind set of other people's tools,
 2026-12-07)."""
 _RUNS_GIVEN = re.compile(
-    r"\b(?:exec|shell|command|cmd|sql|statement|script|bash|http|graphql|kubectl|method|endpoint|url)|执行|命令",
+    r"\b(?:exec\w*|shell|commands?|cmd|sql|statement|script|bash|graphql|kubectl|endpoint|cypher)\b|^(?:http )?method$"
+    r"|执行|命令",
     re.IGNORECASE,
 )
-"""What an argument of a tool that runs whatever it is given is named (``command``, ``sql``, an HTTP ``method``, a
-``url``); not ``query``, which every search takes."""
+"""What an argument of a tool that runs whatever it is given is named (``command``, ``sql``, an HTTP ``method``);
+not ``query``, which every search takes, nor ``payment_method``."""
+_RUNS_DESCRIBED = re.compile(
+    r"\b(?:execut|run)\w*\s+(?:(?:an?|any|arbitrary|raw|the|custom|read|write|redis|shell|sql|cypher)\s+){0,3}"
+    r"(?:commands?|quer(?:y|ies)|statements?|scripts?|code|cypher|sql)\b"
+    r"|\bsend\w*\s+(?:(?:an?|any|arbitrary|raw|custom)\s+)*(?:http|api|graphql)\b",
+    re.IGNORECASE,
+)
+"""What a tool that runs whatever it is given says it does ("Execute a Cypher query", "Run any Redis command",
+"Send an arbitrary HTTP request"): a verb with what it runs, not a passing word."""
 
 
 def _runs_anything(tool: MetonaToolDef) -> bool:
-    """The tool runs whatever it is given, by its name (:data:`_RUNS_ANYTHING`) or an argument's
-    (:data:`_RUNS_GIVEN`)."""
+    """The tool runs whatever it is given, by its name (:data:`_RUNS_ANYTHING`), an argument's
+    (:data:`_RUNS_GIVEN`) or what its description says it runs (:data:`_RUNS_DESCRIBED`). A review (2026-12-07)
+    found names read by their beginnings (``github_*``, ``download``, ``pull_request``), ``url`` and ``payment_method``
+    arguments, and runners named otherwise (``redis_cli``, ``write_neo4j_cypher``): whole words now."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
     keys: list[str] = []
 
@@ -420,7 +431,8 @@ def _runs_anything(tool: MetonaToolDef) -> bool:
 
     walk(schema)
     named = _RUNS_ANYTHING.search(" ".join(_tool_words(tool.name)))
-    return bool(named or _RUNS_GIVEN.search(" ".join(keys)))
+    given = any(_RUNS_GIVEN.search(key) for key in keys)
+    return bool(named or given or _RUNS_DESCRIBED.search(tool.description or ""))
 
 
 def _all_it_says(tool: MetonaToolDef) -> str:
@@ -525,9 +537,15 @@ _NEGATED_LOOKUP = re.compile(
 )
 """A look-up the request tells not to make ("don't search", "no need to check", 不要去 Linear 里查, 先别碰邮箱; not
 "don't call me", 别忘了查)."""
-_NOT_LOOKED_IN = re.compile(rf"(?:{_NEGATED_LOOKUP.pattern})[^-–—,.;:!?，。；：！？]*", re.IGNORECASE)
-"""A look-up the request tells not to make and what it is not to be made in, to its clause's end ("don't search my
-library - …", "不要查我的笔记，…"): no question of the user's own things (:func:`from_knowledge`)."""
+_NOT_LOOKED_IN = re.compile(
+    rf"(?:{_NEGATED_LOOKUP.pattern})"
+    r"(?:[^\s，。,.；;！!？?：:、用去看查找]{1,8}"
+    r"|(?:\s+(?!(?:and|but|just|instead|so|look|use|search|check|go|try|ask|read|open|see|find)\b)[A-Za-z0-9'’.-]+){0,3})",
+    re.IGNORECASE,
+)
+"""A look-up the request tells not to make and what it is not to be made in, three words at most ("don't search my
+library - …", "不要查我的笔记，…"): no question of the user's own things (:func:`from_knowledge`). Not what follows it
+("Don't search the web look in my notes for…", "别上网搜 用我的笔记…": a review, 2026-12-07)."""
 _LOOKUP = re.compile(r"\b(?:search|look up|check|find|query|fetch|get|list|show)\b|查|搜|找|看看", re.IGNORECASE)
 
 
@@ -2453,7 +2471,7 @@ nothing of to give way to that tool (:func:`named_instead`)."""
 
 
 def named_instead(
-    choice: str, named: dict[str, set[str]], score: float | None, own: Collection[str] = ()
+    choice: str, named: dict[str, set[str]], score: float | None, own: Collection[str] = (), said: Collection[str] = ()
 ) -> str | None:
     """The one offered tool the request names by :data:`NAMED_WORDS` or more of its own words (:func:`named_by`), to
     call instead of ``choice``, a pick the model is unsure of (:func:`sure`) that the request names nothing of; None
@@ -2461,9 +2479,9 @@ def named_instead(
     right tool ("get a list of attractions in Paris that are suitable for children?" →
     Flights_4_SearchRoundtripFlights at p 0.51; Travel_1_FindAttractions names "attraction", "children", "list"),
     none from it; by one word alone, 9 more moved right and 12 wrong (a request's "find", "play", "provide"). One
-    word is enough for a tool whose whole name it is ("make session:9f3 expire in 30 min" offered Redis's ``set`` and
-    ``expire`` went to ``set`` at p 0.57: a blind set of other people's tools, 2026-12-07), and for a tool in
-    ``own``, one that searches the user's own things for a request that speaks of
+    word is enough for a tool in ``said``, whose whole name a command says (:func:`says_its_name`: "make session:9f3
+    expire in 30 min" offered Redis's ``set`` and ``expire`` went to ``set`` at p 0.57: a blind set of other people's
+    tools, 2026-12-07), and for a tool in ``own``, one that searches the user's own things for a request that speaks of
     the user (:func:`spoken_of_as_theirs`): a Chinese request to look in "我的笔记" for a trip's plan went to
     list_directory at p 0.44 and, far from it, was answered from memory (agent-bilingual-v1, a tuning set,
     2026-12-05)."""
@@ -2472,14 +2490,23 @@ def named_instead(
     fits = [
         name
         for name, words in named.items()
-        if len(words) >= NAMED_WORDS or (words and name in own) or (words and _whole_name(name) <= words)
+        if len(words) >= NAMED_WORDS or (words and name in own) or (words and name in said)
     ]
     return fits[0] if len(fits) == 1 else None
 
 
-def _whole_name(name: str) -> set[str]:
-    """A tool's name as the words :func:`named_by` reads (singular, lower-case)."""
-    return {_singular(w) for w in _tool_words(name)}
+def says_its_name(tool: MetonaToolDef, text: str) -> bool:
+    """The request ``text`` is no question and, outside its paths, ids and quoted text, says the tool's whole name
+    as words (:func:`named_instead`): "make session:9f3 expire in 30 min" says ``expire``; not "when does
+    session:9f3 expire?" (a question: a read, ``ttl``, had moved to ``expire``), "open archive/notes.txt" (a path),
+    "post 'memory is low'" (a review, 2026-12-07)."""
+    if text.rstrip().endswith(("?", "？")):
+        return False
+    bare = _QUOTED.sub(" ", text)
+    for path in named_paths(bare):
+        bare = bare.replace(path, " ")
+    bare = _AN_ID.sub(" ", bare)
+    return {_singular(w) for w in _tool_words(tool.name)} <= _named_words(bare)
 
 
 _SEARCHES_OWN = re.compile(
@@ -3227,7 +3254,7 @@ def _all_stated(text: str) -> list[int | float]:
 
 
 _EN_DURATION = re.compile(
-    rf"\b(?:(half an?|an|one)|({_TENS})(?:[- ]({_ONES}))?|({_UNITS}))\s+(hours?|minutes?|seconds?|days?|weeks?)\b",
+    rf"\b(?:(half an?|an|one)|({_TENS})(?:[- ]({_ONES}))?|({_UNITS}))\s+(hours?|minutes?|seconds?|days?|weeks?)\b(?!-)",
     re.IGNORECASE,
 )
 _FOR_A_WHILE = re.compile(
@@ -3237,9 +3264,9 @@ _FOR_A_WHILE = re.compile(
 """What says "an hour" is a length of time ("in an hour", "for one day", "expires half an hour"), not a rate
 ("$42.50 an hour", "once a day") nor a price's unit ("how much is it an hour")."""
 _ZH_ONE_DURATION = re.compile(
-    r"(?<![第\d一二三四五六七八九十两百千万零])([一半])\s*(?:个)?\s*(毫秒|秒钟|秒|分钟|小时|钟头|天|周|星期)"
+    r"(?<![第\d一二三四五六七八九十两百千万零个同这那每前上下唯统星期])([一半])\s*(?:个)?\s*(毫秒|秒钟|秒|分钟|小时|钟头|天|周|星期)"
 )
-_ZH_FOR_A_WHILE = re.compile(r"^(?:[后内]|之[后内]|以[后内]|左右|过期|失效|到期)")
+_ZH_FOR_A_WHILE = re.compile(r"^(?:后(?![端来面台续边])|内|之[后内]|以[后内]|左右|过期|失效|到期)")
 """What says 一小时 is a length of time (一小时后, 一天内, 半小时左右, 一小时过期), not a price's unit
 ("场地费一小时多少钱")."""
 
@@ -3255,7 +3282,7 @@ def _worded_durations(text: str) -> list[tuple[int, int | float, int | float]]:
     found: list[tuple[int, int | float, int | float]] = []
     for m in _EN_DURATION.finditer(text):
         few, tens, ones, units, unit = m.groups()
-        if few and not _FOR_A_WHILE.search(text[: m.start()]):
+        if few and not _FOR_A_WHILE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
         number: int | float
         if few:
@@ -3505,16 +3532,23 @@ _ARGUMENT_UNIT = re.compile(
 )
 
 
+_A_POINT_IN_TIME = re.compile(r"\b(?:until|since|timestamp|epoch|unix|deadline|due|point in time)\b", re.IGNORECASE)
+"""What says an argument in a unit of time is a point in time, not a length of it, in its name (and ``at``:
+``expire_at``) or its description's first clause."""
+
+
 def _argument_unit(key: str, spec: dict[str, Any]) -> float | None:
     """The unit of time an argument takes, in seconds: its name's last unit word (``expireSeconds``,
     ``timeout_ms``, ``duration_minutes``), else its description's ("TTL in seconds", "(ms)")."""
     words = _name_words(key)
     if "per" in words:
         return None  # hours_per_day: a rate, not a duration
+    first = re.split(r"(?<=[.;])\s", str(spec.get("description") or ""), maxsplit=1)[0]  # its own clause
+    if "at" in words or _A_POINT_IN_TIME.search(" ".join(words)) or _A_POINT_IN_TIME.search(first):
+        return None  # unix_time_seconds, snooze_until, "ms since epoch": a point in time, not a duration
     named = [w for w in words if w in _DURATION_UNITS and w not in ("s", "h", "min")]
     if named:
         return float(_DURATION_UNITS[named[-1]])
-    first = re.split(r"(?<=[.;])\s", str(spec.get("description") or ""), maxsplit=1)[0]  # its own clause
     match = _ARGUMENT_UNIT.search(first)
     return float(_DURATION_UNITS[(match.group(1) or match.group(2)).lower()]) if match else None
 
@@ -3536,6 +3570,15 @@ def _durations(text: str) -> dict[float, set[float]]:
     return stated
 
 
+_COMPOUND_DURATION = re.compile(
+    r"\band a half\b|\d\s*(?:h|hrs?|hours?)\s*(?:and\s*)?\d+\s*(?:m|mins?|minutes?)\b"
+    r"|(?:\bhours?|\bhrs?)\s+(?:and\s+)?\d+\s*(?:m|mins?|minutes?)\b|个?半(?:小时|钟头)|小时\s*[\d零一二三四五六七八九十两]+\s*分",
+    re.IGNORECASE,
+)
+"""A duration said in two units ("an hour and a half", "2 hrs 30 mins", 一个半小时, 1小时30分钟): no one number of the
+request is it (:func:`in_time_units` leaves the argument free)."""
+
+
 def in_time_units(schema: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """The arguments ``schema`` (:func:`arguments_schema`) with a required number the tool takes in a unit of time
     (:func:`_argument_unit`: ``expire_seconds``, "timeout in ms") constrained to the durations the request ``text``
@@ -3546,7 +3589,7 @@ def in_time_units(schema: dict[str, Any], parameters: dict[str, Any], text: str)
     (``hours_per_day``), and for an integer only the durations that are whole in its unit; where none is, the
     schema is left as it was."""
     stated = _durations(text)
-    if not stated or not isinstance(schema.get("properties"), dict):
+    if not stated or not isinstance(schema.get("properties"), dict) or _COMPOUND_DURATION.search(text):
         return schema
     clock = _CLOCK_TIME.search(text) is not None
     out = {**schema, "properties": dict(schema["properties"])}

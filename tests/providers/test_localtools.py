@@ -986,8 +986,15 @@ def test_an_unsure_pick_the_request_does_not_name_gives_way_to_the_one_it_names_
     assert lt.named_instead("flights", {**named, "hotels": {"hotel", "room"}}, unsure) is None  # two named: which?
     assert lt.named_instead("hotels", {**named, "hotels": {"hotel"}}, unsure) is None  # the pick is named itself
     redis = {"set": set(), "get": set(), "expire": {"expire"}}  # "make session:9f3 expire in 30 min"
-    assert lt.named_instead("set", redis, unsure) == "expire"  # one word, the tool's whole name
-    assert lt.named_instead("set", redis, sure) is None
+    assert lt.named_instead("set", redis, unsure, said=["expire"]) == "expire"  # one word, the tool's whole name
+    assert (
+        lt.named_instead("set", redis, unsure) is None and lt.named_instead("set", redis, sure, said=["expire"]) is None
+    )
+    expire = _named("expire", "Set a timeout on a key")
+    assert lt.says_its_name(expire, "make session:9f3 expire in 30 min")
+    for text in ("when does session:9f3 expire?", "open expire/notes.txt", "post 'keys expire soon' to #ops",
+                 "what does expire-at mean"):  # fmt: skip
+        assert not lt.says_its_name(expire, text), text
     tools = defs(
         {**tool("find_flights", "city"), "description": "Search round-trip flights between two airports."},
         {**tool("find_attractions", "city"), "description": "Find attractions in a city suitable for children."},
@@ -3508,7 +3515,9 @@ def test_a_duration_in_words_is_a_number_stated_and_converted() -> None:
         assert lt.converted_durations({"expiration": number}, params, text) == {"expiration": seconds}, text
     assert lt.converted_durations({"expiration": 20}, params, "expire in twenty minutes") == {"expiration": 1200}
     for text in ("翻下我笔记，羽毛球场地费一小时多少钱？", "paid at $42.50 an hour", "remind me once a day",
-                 "how much is it an hour", "有一天我会去", "等一下"):  # fmt: skip
+                 "how much is it an hour", "有一天我会去", "等一下", "在同一天内创建的文件有哪些", "这一周内的会议",
+                 "前一天后端报了什么错", "每一小时后执行一次", "after an hours-long outage, open an incident",
+                 "一个半小时后过期"):  # fmt: skip  # a review's (2026-12-07): no length of time of one number
         assert 1 not in lt.stated_numbers(text) and 0.5 not in lt.stated_numbers(text), text
 
 
@@ -3636,6 +3645,8 @@ def test_a_request_told_to_answer_from_what_the_model_knows_calls_nothing() -> N
         "我不想你凭感觉，去查一下 acme/api 有多少个 open 的 PR？",  # the cue negated
         "From your knowledge of Stripe, create a $5 test product called Coffee.",
         "Don't search the web, what's my wifi password?",  # the user's own thing, asked outside the ban
+        "Don't search the web look in my notes for the wifi password?",  # a review's: a source after the ban
+        "别上网搜 用我的笔记 wifi密码是多少？",
     ):
         assert not lt.from_knowledge(text), text
 
@@ -4534,12 +4545,16 @@ def test_a_delete_no_offered_tool_does_calls_nothing() -> None:
     search = _named("search_issues", "Search issues")  # a search's query is no statement it runs
     search.parameters.properties["query"] = search.parameters.properties.pop("id")
     assert lt.none_deletes([search, *sentry], "delete the legacy-web project")
-    for runner in ("read_query", "http_get", "run_command"):  # runs what it is given, by its name
+    for runner in ("read_query", "http_get", "run_command", "redis_cli", "psql"):  # runs what it is given, by its name
         assert not lt.none_deletes([_named(runner, "Does things"), *sentry], "delete the legacy-web project"), runner
-    for key in ("sql", "method", "url"):  # or by an argument's
-        runs = _named("call", "Does things")
+    for runner in ("github_create_issue", "download_file", "list_pull_requests"):  # whole words: no runner
+        assert lt.none_deletes([_named(runner, "Does things"), *sentry], "delete the legacy-web project"), runner
+    cypher = _named("write_neo4j_cypher", "Execute a write Cypher query on the database")  # by what it says it runs
+    assert not lt.none_deletes([cypher, *sentry], "delete the legacy-web project")
+    for key, runs_it in (("sql", True), ("method", True), ("command", True), ("url", False), ("payment_method", False)):
+        runs = _named("call", "Does things")  # or by an argument's name
         runs.parameters.properties[key] = runs.parameters.properties.pop("id")
-        assert not lt.none_deletes([runs, *sentry], "delete the legacy-web project"), key
+        assert lt.none_deletes([runs, *sentry], "delete the legacy-web project") is not runs_it, key
 
 
 TRAIT = {
@@ -4661,6 +4676,16 @@ def test_a_required_duration_is_one_the_request_states_in_the_arguments_unit() -
     assert seconds("expire it in 2 hours, or 3 days") == {"type": "number", "enum": [7200, 259200]}
     assert seconds("expire it in 1500 ms") == {"type": "number"}  # 1.5 s: no whole number of seconds
     assert seconds("expire it tomorrow") == {"type": "number"}  # no duration stated
+    for compound in (
+        "expire in an hour and a half",
+        "expire in 2 hrs 30 mins",
+        "一个半小时后过期",
+        "1小时30分钟后过期",
+    ):
+        assert seconds(compound) == {"type": "number"}, compound  # two units: no one number of the request
+    until = {**declared, "properties": {**declared["properties"], "expire_seconds": {
+        "type": "number", "description": "Unix time in seconds"}}}  # fmt: skip
+    assert lt.in_time_units(schema, until, "expire in 30 min")["properties"]["expire_seconds"] == {"type": "number"}
     at = lt.in_time_units(schema, declared, "at 5:45 run it for 45 seconds")["properties"]
     assert at["minute"] == {"type": "number"} and at["expire_seconds"] == {"type": "number", "enum": [45]}
 
