@@ -3516,7 +3516,7 @@ _DURATION_UNITS = {
 }  # fmt: skip
 """A unit of time in seconds, as a request or an argument's name writes it."""
 _STATED_DURATION = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:个)?\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|weeks?|"
+    r"(?<![A-Za-z0-9_.第])(\d+(?:\.\d+)?)\s*(?:个)?\s*(milliseconds?|ms|seconds?|secs?|s|minutes?|mins?|hours?|hrs?|h|days?|weeks?|"
     r"毫秒|秒钟|秒|分钟|小时|钟头|天|周|星期)(?![A-Za-z])",
     re.IGNORECASE,
 )

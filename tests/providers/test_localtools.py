@@ -3474,6 +3474,8 @@ def test_a_duration_stated_in_another_unit_is_written_in_the_arguments_unit() ->
     }
     assert lt.converted_durations({"expireSeconds": 2}, params, "expire after 2 hours") == {"expireSeconds": 7200}
     assert lt.converted_durations({"expireSeconds": 2}, params, "2小时后过期") == {"expireSeconds": 7200}
+    assert lt.converted_durations({"expireSeconds": 30}, params, "在30分钟后过期") == {"expireSeconds": 1800}  # digits
+    assert lt.converted_durations({"expireSeconds": 3}, params, "第3天的记录") == {"expireSeconds": 3}  # beside 汉字
     hours = {"type": "object", "properties": {"hours": {"type": "integer"}}}  # "过去三天" → hours: 3 (a blind set)
     assert lt.converted_durations({"hours": 3}, hours, "看看 garage_door 过去三天的状态变化记录") == {"hours": 72}
     assert lt.converted_durations({"hours": 1}, hours, "第一天的记录") == {"hours": 1}  # an ordinal
