@@ -420,36 +420,29 @@ def _runs_anything(tool: MetonaToolDef) -> bool:
     found names read by their beginnings (``github_*``, ``download``, ``pull_request``), ``url`` and ``payment_method``
     arguments, and runners named otherwise (``redis_cli``, ``write_neo4j_cypher``): whole words now."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
-    keys: list[str] = []
-
-    def walk(spec: Any) -> None:
-        if isinstance(spec, dict):
-            for k, v in (spec.get("properties") or {}).items():
-                keys.append(" ".join(_name_words(k)))
-                walk(v)
-            walk(spec.get("items"))
-
-    walk(schema)
     named = _RUNS_ANYTHING.search(" ".join(_tool_words(tool.name)))
-    given = any(_RUNS_GIVEN.search(key) for key in keys)
+    given = any(_RUNS_GIVEN.search(" ".join(_name_words(key))) for key, _ in _fields(schema) if key)
     return bool(named or given or _RUNS_DESCRIBED.search(tool.description or ""))
+
+
+def _fields(spec: Any, key: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every field of a parameter schema however deep, with its key: the root under ``""``, an array's items under
+    the array's key."""
+    if not isinstance(spec, dict):
+        return
+    yield key, spec
+    yield from _fields(spec.get("items"), key)
+    for k, v in (spec.get("properties") or {}).items():
+        yield from _fields(v, k)
 
 
 def _all_it_says(tool: MetonaToolDef) -> str:
     """What a tool says of itself (:func:`_what_it_says`) and its arguments' names and choices, however deep."""
     schema = tool.parameters.model_dump(mode="json", exclude_none=True)
     parts = [_what_it_says(tool)]
-
-    def walk(spec: Any, key: str) -> None:
-        if not isinstance(spec, dict):
-            return
+    for key, spec in _fields(schema):
         parts.append(" ".join(_name_words(key)))
         parts.extend(str(v) for v in spec.get("enum") or ())
-        walk(spec.get("items"), key)
-        for k, v in (spec.get("properties") or {}).items():
-            walk(v, k)
-
-    walk(schema, "")
     return " ".join(parts)
 
 
