@@ -441,7 +441,9 @@ class LocalAdapter(BaseAdapter):
         or speaks of the present moment, answering is not a choice (``answering``: "…加一行：今天的日期，…" had been
         answered and the words "今天的日期" written); a file copied from is read first
         (:func:`localtools.sources_first`), and the notes a write takes its text from are searched first
-        (:func:`localtools.taken_from`)."""
+        (:func:`localtools.taken_from`). A first pick the model was unsure of is put to the arguments model: alone
+        where it is the only tool offered (:meth:`_fits`), beside its nearest lookalikes where several are
+        (:meth:`_choose`: "can you find me a cartoon movie…" had played one)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -671,9 +673,16 @@ class LocalAdapter(BaseAdapter):
             and not (on_a_file or unfinished or lister)
             and self.arguments_model
             and (looked_again or localtools.fit_asked(step.get("score")))
-            and not await self._fits(tool, base["messages"][1:], asm, steps)
         ):
-            return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool: answered
+            alike = localtools.lookalikes(tool, tools, near) if len(tools) > 1 else [tool]
+            if len(alike) > 1:
+                chosen = await self._choose(alike, base["messages"][1:], asm, steps)
+                if chosen is None:
+                    return False
+                tool, choice = by_name[chosen], chosen
+                decision = localtools.DECISION_PREFIX + chosen + '"'
+            elif not await self._fits(tool, base["messages"][1:], asm, steps):
+                return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool: answered
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))
@@ -853,6 +862,19 @@ class LocalAdapter(BaseAdapter):
         label = await self._opinion(system, conversation, localtools.FITS_PREFIX, localtools.FITS_LABELS, asm, steps)
         return not label.startswith("no")
 
+    async def _choose(
+        self, tools: list[Any], conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]
+    ) -> str | None:
+        """The second opinion on an unsure pick among several offered tools: the arguments model names the one of
+        ``tools`` (the pick and its nearest lookalikes, :func:`localtools.lookalikes`) that does what the request
+        asks (:data:`localtools.CHOOSE_PROMPT`), or none (None)."""
+        system = localtools.choose_prompt(tools)
+        labels = (*(t.name for t in tools), localtools.CHOOSE_NONE)
+        label = await self._opinion(
+            system, conversation, localtools.CHOOSE_PREFIX, labels, asm, steps, max_tokens=localtools.NAME_TOKENS
+        )
+        return next((t.name for t in tools if label.rstrip('"') == t.name), None)
+
     async def _opinion(
         self,
         system: str,
@@ -861,6 +883,8 @@ class LocalAdapter(BaseAdapter):
         labels: tuple[str, ...],
         asm: StreamAssembler,
         steps: list[dict[str, Any]],
+        *,
+        max_tokens: int = 4,
     ) -> str:
         """One of ``labels``, as the model that writes arguments (the larger one, where it is in use) answers the
         ``system`` question on ``conversation`` after ``prefix`` (the step kept in ``steps``)."""
@@ -874,7 +898,7 @@ class LocalAdapter(BaseAdapter):
         payload = {
             **({"slot": ARGUMENTS_SLOT} if self.arguments_model else {}),
             "messages": [{"role": "system", "content": system}, *conversation],
-            "max_tokens": 4,
+            "max_tokens": max_tokens,
             "prefix": prefix,
             "stop": ['"'],
             "regex": "(" + "|".join(labels) + ")",
@@ -900,7 +924,7 @@ class LocalAdapter(BaseAdapter):
 
         payload = {
             "messages": messages,
-            "max_tokens": 24,
+            "max_tokens": localtools.NAME_TOKENS,
             "prefix": localtools.DECISION_PREFIX,
             "stop": ['"'],
             "score": True,

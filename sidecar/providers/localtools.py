@@ -2657,6 +2657,44 @@ FITS_DESCRIPTION = 400
 FITS_PARAMETERS = 8
 
 
+CHOOSE_PROMPT = (
+    "You check a tool choice. A user wrote the message below; an assistant may call one of these tools for it:\n"
+    "{tools}\n\n"
+    "Think of what exactly the user asks for. Name the tool that gives exactly that (or the data the answer needs), "
+    "or does exactly the action asked. Answer none if the user asks for a different fact or quantity than any tool "
+    "gives (a price where a tool gives a forecast), a different action, something on another app or service, or "
+    "nothing a tool is needed for.\n"
+    'Reply {{"tool": "<name>"}} or {{"tool": "none"}}.'
+)
+CHOOSE_PREFIX = '{"tool": "'
+CHOOSE_NONE = "none"
+NAME_TOKENS = 24
+"""The tokens a tool's name is written in, at most (a decision, a choice among lookalikes)."""
+LOOKALIKES = 3
+
+
+def lookalikes(tool: MetonaToolDef, tools: Sequence[MetonaToolDef], near: dict[str, float]) -> list[MetonaToolDef]:
+    """``tool`` (the pick) and after it the offered tools nearest the request (by ``near``), :data:`LOOKALIKES` in
+    all."""
+    others = sorted((t for t in tools if t.name != tool.name and t.name in near), key=lambda t: -near[t.name])
+    return [tool, *others[: LOOKALIKES - 1]]
+
+
+def choose_prompt(tools: Sequence[MetonaToolDef]) -> str:
+    """:data:`CHOOSE_PROMPT` for ``tools``: each one as :func:`fits_prompt` shows one."""
+    shown = []
+    for tool in tools:
+        declared = tool.parameters.model_dump(mode="json", exclude_none=True).get("properties") or {}
+        parameters = "; ".join(
+            f"{key}: {str(field.get('description', ''))[:80]}"
+            for key, field in list(declared.items())[:FITS_PARAMETERS]
+        )
+        shown.append(
+            f"Tool: {tool.name}\nWhat it does: {tool.description[:FITS_DESCRIPTION]}\nIts parameters: {parameters}"
+        )
+    return CHOOSE_PROMPT.format(tools="\n\n".join(shown))
+
+
 def fit_asked(score: float | None) -> bool:
     """A first pick given less than :data:`FITS_P` (or no score) is asked about (:data:`FITS_PROMPT`)."""
     return not (_known(score) and score >= math.log(FITS_P))

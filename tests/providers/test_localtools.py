@@ -728,7 +728,12 @@ class ScriptedRuntime:
     """One list of text pieces per generation, in order; records every payload."""
 
     def __init__(
-        self, *scripts: list[str], score: float = -0.1, arguments_finish: str = "stop", fits: str = "yes"
+        self,
+        *scripts: list[str],
+        score: float = -0.1,
+        arguments_finish: str = "stop",
+        fits: str = "yes",
+        choose: str | None = None,
     ) -> None:
         self.scripts = list(scripts)
         self.score = score
@@ -740,14 +745,23 @@ class ScriptedRuntime:
         """The answer to every second opinion on an unsure pick (:data:`lt.FITS_PROMPT`), kept apart from the
         scripts: its payloads go to :attr:`fits_payloads`."""
         self.fits_payloads: list[dict[str, Any]] = []
+        self.choose = choose
+        """The answer to every second opinion among an unsure pick's lookalikes (:data:`lt.CHOOSE_PROMPT`); by
+        default the pick where :attr:`fits` is ``yes`` and none where it is ``no``."""
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
         return {"meta": {"context_window": 4096}}
 
     async def generate(self, payload: dict[str, Any], on_delta: Any, *, model_path: str | None = None) -> dict:
-        if payload.get("prefix") == lt.FITS_PREFIX:
+        if payload.get("prefix") == lt.FITS_PREFIX or (
+            payload.get("prefix") == lt.CHOOSE_PREFIX and "score" not in payload
+        ):
             self.fits_payloads.append(payload)
-            await on_delta(self.fits + '"')
+            if payload["prefix"] == lt.FITS_PREFIX:
+                label = self.fits
+            else:  # among lookalikes: ``choose``, or the pick (listed first) where the second opinion agrees
+                label = self.choose or (payload["regex"][1:].split("|")[0] if self.fits == "yes" else lt.CHOOSE_NONE)
+            await on_delta(label + '"')
             return {"input_tokens": 100, "output_tokens": 2, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
         self.payloads.append(payload)
         for piece in self.scripts.pop(0):
@@ -4585,6 +4599,54 @@ async def test_an_unsure_pick_the_second_opinion_says_does_not_fit_is_not_called
     response, _ = await run(runtime, request(messages=_asking(GENE_VARIANT), tools=tools), FavouringEmbedder("get"))
     assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [("get_dominant_trait", {"allele1": "A"})]
     assert len(runtime.fits_payloads) == 1
+
+
+PLAY_MOVIE = {**tool("play_movie", "title"), "description": "Start playing a movie by its title."}
+FIND_MOVIES = {**tool("find_movies", "genre"), "description": "Find movies to watch by genre or cast."}
+FORECAST = {**tool("get_forecast", "city"), "description": "The weather forecast for a city."}
+FILMS = "Any animated films with Tom Hanks I could watch tonight?"
+
+
+class MoviesNear(FavouringEmbedder):
+    """Both movie tools' summaries at cosine 1 with the request, every other text's at 0."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        near = [i == 0 or t.startswith(("play movie", "find movies")) for i, t in enumerate(texts)]
+        return np.array([[1.0, 0.0] if n else [0.0, 1.0] for n in near], dtype=np.float32)
+
+
+async def test_an_unsure_pick_among_several_is_put_beside_its_lookalikes() -> None:
+    """A first pick the model gave less than :data:`lt.FITS_P` among several offered tools is put to the arguments
+    model beside the two offered tools nearest the request (:func:`lt.lookalikes`, :data:`lt.CHOOSE_PROMPT`): the
+    tool it names is called, its own arguments written; ``none`` leaves the answer, nothing written; one tool
+    offered is asked about alone (:data:`lt.FITS_PROMPT`)."""
+    tools = defs(PLAY_MOVIE, FIND_MOVIES, FORECAST)
+    asked = request(messages=_asking(FILMS), tools=tools)
+    runtime = ScriptedRuntime(['play_movie"'], ['{"genre": "animated"}'], score=-0.5, choose="find_movies")
+    response, _ = await run(runtime, asked, MoviesNear())
+    assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [("find_movies", {"genre": "animated"})]
+    (opinion,) = runtime.fits_payloads
+    assert opinion["slot"] == "arguments" and opinion["prefix"] == lt.CHOOSE_PREFIX
+    assert opinion["messages"][0]["content"] == lt.choose_prompt(defs(PLAY_MOVIE, FIND_MOVIES, FORECAST))
+    assert opinion["regex"] == "(play_movie|find_movies|get_forecast|none)", "the pick first, the nearest next"
+    assert opinion["messages"][1]["content"] == FILMS
+    (written,) = [p for p in runtime.payloads if "json_schema" in p]
+    assert "find_movies: Find movies" in written["messages"][0]["content"], "the arguments of the tool it named"
+    runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, choose="none")
+    response, _ = await run(runtime, asked, MoviesNear())
+    assert not response.tool_calls and response.content == "Try Toy Story."
+    assert not any("json_schema" in p for p in runtime.payloads)
+    runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="find_movies")
+    response, _ = await run(runtime, request(messages=_asking(FILMS), tools=defs(PLAY_MOVIE)), MoviesNear())
+    assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
+    assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "one tool offered: asked alone"
+
+
+def test_lookalikes_are_the_pick_then_the_nearest_others() -> None:
+    tools = defs(FORECAST, PLAY_MOVIE, FIND_MOVIES, TRAIT)
+    near = {"get_forecast": 0.1, "play_movie": 0.5, "find_movies": 0.7, "get_dominant_trait": 0.3}
+    assert [t.name for t in lt.lookalikes(tools[1], tools, near)] == ["play_movie", "find_movies", "get_dominant_trait"]
+    assert [t.name for t in lt.lookalikes(tools[1], tools[1:2], near)] == ["play_movie"]
 
 
 async def test_a_sure_pick_is_not_second_guessed_whether_it_fits() -> None:
