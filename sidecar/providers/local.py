@@ -674,15 +674,12 @@ class LocalAdapter(BaseAdapter):
             and self.arguments_model
             and (looked_again or localtools.fit_asked(step.get("score")))
         ):
-            alike = localtools.lookalikes(tool, tools, near) if len(tools) > 1 else [tool]
-            if len(alike) > 1:
-                chosen = await self._choose(alike, base["messages"][1:], asm, steps)
-                if chosen is None:
-                    return False
-                tool, choice = by_name[chosen], chosen
-                decision = localtools.DECISION_PREFIX + chosen + '"'
-            elif not await self._fits(tool, base["messages"][1:], asm, steps):
+            if not await self._fits(tool, base["messages"][1:], asm, steps):
                 return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool: answered
+            alike = localtools.lookalikes(tool, tools, near)
+            if len(alike) > 1:  # "cart:1024 这个key存的是啥类型？" picked `get` unsure: `type` beside it
+                choice = await self._choose(alike, base["messages"][1:], asm, steps)
+                tool, decision = by_name[choice], localtools.DECISION_PREFIX + choice + '"'
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))
@@ -864,16 +861,27 @@ class LocalAdapter(BaseAdapter):
 
     async def _choose(
         self, tools: list[Any], conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]
-    ) -> str | None:
-        """The second opinion on an unsure pick among several offered tools: the arguments model names the one of
-        ``tools`` (the pick and its nearest lookalikes, :func:`localtools.lookalikes`) that does what the request
-        asks (:data:`localtools.CHOOSE_PROMPT`), or none (None)."""
-        system = localtools.choose_prompt(tools)
-        labels = (*(t.name for t in tools), localtools.CHOOSE_NONE)
+    ) -> str:
+        """After the second opinion's ``yes`` on an unsure pick ``tools[0]`` among several offered tools, the
+        arguments model names the one of the pick and its nearest lookalikes ``tools[1:]``
+        (:func:`localtools.lookalikes`) that does what the request asks (:data:`localtools.CHOOSE_PROMPT`), asked in
+        the conversation of that ``yes`` (its prompt's cache read again)."""
+        asked = [
+            *conversation,
+            {"role": "assistant", "content": localtools.FITS_PREFIX + 'yes"}'},
+            {"role": "user", "content": localtools.choose_prompt(tools)},
+        ]
+        names = tuple(t.name for t in tools)
         label = await self._opinion(
-            system, conversation, localtools.CHOOSE_PREFIX, labels, asm, steps, max_tokens=localtools.NAME_TOKENS
+            localtools.fits_prompt(tools[0]),
+            asked,
+            localtools.CHOOSE_PREFIX,
+            names,
+            asm,
+            steps,
+            max_tokens=localtools.NAME_TOKENS,
         )
-        return next((t.name for t in tools if label.rstrip('"') == t.name), None)
+        return next((name for name in names if label.rstrip('"') == name), tools[0].name)
 
     async def _opinion(
         self,

@@ -2658,16 +2658,16 @@ FITS_PARAMETERS = 8
 
 
 CHOOSE_PROMPT = (
-    "You check a tool choice. A user wrote the message below; an assistant may call one of these tools for it:\n"
+    "Now compare it with these tools the assistant could call instead:\n\n"
     "{tools}\n\n"
-    "Think of what exactly the user asks for. Name the tool that gives exactly that (or the data the answer needs), "
-    "or does exactly the action asked. Answer none if the user asks for a different fact or quantity than any tool "
-    "gives (a price where a tool gives a forecast), a different action, something on another app or service, or "
-    "nothing a tool is needed for.\n"
-    'Reply {{"tool": "<name>"}} or {{"tool": "none"}}.'
+    "Which one of {names} does exactly what the user asks for (gives that fact or quantity, or the data the answer "
+    "needs, or does that action)?\n"
+    'Reply {{"tool": "<name>"}}.'
 )
+"""The question after a second opinion's ``yes`` (:data:`FITS_PROMPT`) on an unsure pick among several offered
+tools: which of the pick and its nearest lookalikes (:func:`lookalikes`) does what is asked. Asked in the same
+conversation, after the ``yes``, so that the model's cache of that prompt is read again, not recomputed."""
 CHOOSE_PREFIX = '{"tool": "'
-CHOOSE_NONE = "none"
 NAME_TOKENS = 24
 """The tokens a tool's name is written in, at most (a decision, a choice among lookalikes)."""
 LOOKALIKES = 3
@@ -2681,18 +2681,21 @@ def lookalikes(tool: MetonaToolDef, tools: Sequence[MetonaToolDef], near: dict[s
 
 
 def choose_prompt(tools: Sequence[MetonaToolDef]) -> str:
-    """:data:`CHOOSE_PROMPT` for ``tools``: each one as :func:`fits_prompt` shows one."""
-    shown = []
-    for tool in tools:
-        declared = tool.parameters.model_dump(mode="json", exclude_none=True).get("properties") or {}
-        parameters = "; ".join(
-            f"{key}: {str(field.get('description', ''))[:80]}"
-            for key, field in list(declared.items())[:FITS_PARAMETERS]
-        )
-        shown.append(
-            f"Tool: {tool.name}\nWhat it does: {tool.description[:FITS_DESCRIPTION]}\nIts parameters: {parameters}"
-        )
-    return CHOOSE_PROMPT.format(tools="\n\n".join(shown))
+    """:data:`CHOOSE_PROMPT` for the pick ``tools[0]`` and its lookalikes ``tools[1:]``: each lookalike as
+    :func:`fits_prompt` shows a tool."""
+    shown = "\n\n".join(_shown(tool) for tool in tools[1:])
+    return CHOOSE_PROMPT.format(tools=shown, names=", ".join(tool.name for tool in tools))
+
+
+def _shown(tool: MetonaToolDef) -> str:
+    """A tool as :data:`FITS_PROMPT` shows it: its name, its description (the first :data:`FITS_DESCRIPTION`
+    characters) and its first :data:`FITS_PARAMETERS` parameters with the first 80 characters of each one's
+    description."""
+    declared = tool.parameters.model_dump(mode="json", exclude_none=True).get("properties") or {}
+    parameters = "; ".join(
+        f"{key}: {str(field.get('description', ''))[:80]}" for key, field in list(declared.items())[:FITS_PARAMETERS]
+    )
+    return f"Tool: {tool.name}\nWhat it does: {tool.description[:FITS_DESCRIPTION]}\nIts parameters: {parameters}"
 
 
 def fit_asked(score: float | None) -> bool:

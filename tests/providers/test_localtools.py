@@ -746,8 +746,8 @@ class ScriptedRuntime:
         scripts: its payloads go to :attr:`fits_payloads`."""
         self.fits_payloads: list[dict[str, Any]] = []
         self.choose = choose
-        """The answer to every second opinion among an unsure pick's lookalikes (:data:`lt.CHOOSE_PROMPT`); by
-        default the pick where :attr:`fits` is ``yes`` and none where it is ``no``."""
+        """The answer to every choice among an unsure pick's lookalikes after a ``yes`` (:data:`lt.CHOOSE_PROMPT`);
+        by default the pick."""
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
         return {"meta": {"context_window": 4096}}
@@ -759,8 +759,8 @@ class ScriptedRuntime:
             self.fits_payloads.append(payload)
             if payload["prefix"] == lt.FITS_PREFIX:
                 label = self.fits
-            else:  # among lookalikes: ``choose``, or the pick (listed first) where the second opinion agrees
-                label = self.choose or (payload["regex"][1:].split("|")[0] if self.fits == "yes" else lt.CHOOSE_NONE)
+            else:  # among lookalikes, after a yes: ``choose``, or the pick (listed first)
+                label = self.choose or payload["regex"][1:].split("|")[0]
             await on_delta(label + '"')
             return {"input_tokens": 100, "output_tokens": 2, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
         self.payloads.append(payload)
@@ -4603,7 +4603,7 @@ async def test_an_unsure_pick_the_second_opinion_says_does_not_fit_is_not_called
 
 PLAY_MOVIE = {**tool("play_movie", "title"), "description": "Start playing a movie by its title."}
 FIND_MOVIES = {**tool("find_movies", "genre"), "description": "Find movies to watch by genre or cast."}
-FORECAST = {**tool("get_forecast", "city"), "description": "The weather forecast for a city."}
+CITY_FORECAST = {**tool("get_forecast", "city"), "description": "The weather forecast for a city."}
 FILMS = "Any animated films with Tom Hanks I could watch tonight?"
 
 
@@ -4615,27 +4615,33 @@ class MoviesNear(FavouringEmbedder):
         return np.array([[1.0, 0.0] if n else [0.0, 1.0] for n in near], dtype=np.float32)
 
 
-async def test_an_unsure_pick_among_several_is_put_beside_its_lookalikes() -> None:
-    """A first pick the model gave less than :data:`lt.FITS_P` among several offered tools is put to the arguments
-    model beside the two offered tools nearest the request (:func:`lt.lookalikes`, :data:`lt.CHOOSE_PROMPT`): the
-    tool it names is called, its own arguments written; ``none`` leaves the answer, nothing written; one tool
-    offered is asked about alone (:data:`lt.FITS_PROMPT`)."""
-    tools = defs(PLAY_MOVIE, FIND_MOVIES, FORECAST)
+async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalikes() -> None:
+    """A first pick the model gave less than :data:`lt.FITS_P` among several offered tools that the second opinion
+    says fits is put beside the two offered tools nearest the request (:func:`lt.lookalikes`), in the same
+    conversation after its ``yes`` (:data:`lt.CHOOSE_PROMPT`): the tool the arguments model names is called, its own
+    arguments written. Its ``no`` still leaves the answer, no choice asked; one tool offered is asked about alone."""
+    tools = defs(PLAY_MOVIE, FIND_MOVIES, CITY_FORECAST)
     asked = request(messages=_asking(FILMS), tools=tools)
     runtime = ScriptedRuntime(['play_movie"'], ['{"genre": "animated"}'], score=-0.5, choose="find_movies")
     response, _ = await run(runtime, asked, MoviesNear())
     assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [("find_movies", {"genre": "animated"})]
-    (opinion,) = runtime.fits_payloads
-    assert opinion["slot"] == "arguments" and opinion["prefix"] == lt.CHOOSE_PREFIX
-    assert opinion["messages"][0]["content"] == lt.choose_prompt(defs(PLAY_MOVIE, FIND_MOVIES, FORECAST))
-    assert opinion["regex"] == "(play_movie|find_movies|get_forecast|none)", "the pick first, the nearest next"
-    assert opinion["messages"][1]["content"] == FILMS
+    fits, choice = runtime.fits_payloads
+    assert fits["prefix"] == lt.FITS_PREFIX and fits["messages"][0]["content"] == lt.fits_prompt(tools[0])
+    assert choice["slot"] == "arguments" and choice["prefix"] == lt.CHOOSE_PREFIX
+    assert choice["messages"][:2] == fits["messages"], "the same beginning as the yes: its cache read again"
+    assert choice["messages"][2:] == [
+        {"role": "assistant", "content": '{"fits": "yes"}'},
+        {"role": "user", "content": lt.choose_prompt(defs(PLAY_MOVIE, FIND_MOVIES, CITY_FORECAST))},
+    ]
+    assert choice["regex"] == "(play_movie|find_movies|get_forecast)", "the pick first, the nearest next"
+    assert "Tool: find_movies" in choice["messages"][3]["content"]
+    assert "Tool: play_movie" not in choice["messages"][3]["content"], "the pick shown once, in the first prompt"
     (written,) = [p for p in runtime.payloads if "json_schema" in p]
     assert "find_movies: Find movies" in written["messages"][0]["content"], "the arguments of the tool it named"
-    runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, choose="none")
+    runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, fits="no", choose="find_movies")
     response, _ = await run(runtime, asked, MoviesNear())
     assert not response.tool_calls and response.content == "Try Toy Story."
-    assert not any("json_schema" in p for p in runtime.payloads)
+    assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "no: no choice asked"
     runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="find_movies")
     response, _ = await run(runtime, request(messages=_asking(FILMS), tools=defs(PLAY_MOVIE)), MoviesNear())
     assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
@@ -4643,7 +4649,7 @@ async def test_an_unsure_pick_among_several_is_put_beside_its_lookalikes() -> No
 
 
 def test_lookalikes_are_the_pick_then_the_nearest_others() -> None:
-    tools = defs(FORECAST, PLAY_MOVIE, FIND_MOVIES, TRAIT)
+    tools = defs(CITY_FORECAST, PLAY_MOVIE, FIND_MOVIES, TRAIT)
     near = {"get_forecast": 0.1, "play_movie": 0.5, "find_movies": 0.7, "get_dominant_trait": 0.3}
     assert [t.name for t in lt.lookalikes(tools[1], tools, near)] == ["play_movie", "find_movies", "get_dominant_trait"]
     assert [t.name for t in lt.lookalikes(tools[1], tools[1:2], near)] == ["play_movie"]
