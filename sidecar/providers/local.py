@@ -678,8 +678,10 @@ class LocalAdapter(BaseAdapter):
                 return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool: answered
             alike = localtools.lookalikes(tool, tools, near)
             if len(alike) > 1:  # "cart:1024 这个key存的是啥类型？" picked `get` unsure: `type` beside it
-                choice = await self._choose(alike, base["messages"][1:], asm, steps)
-                tool, decision = by_name[choice], localtools.DECISION_PREFIX + choice + '"'
+                chosen = await self._choose(alike, base["messages"][1:], asm, steps)
+                if chosen is None:
+                    return False
+                tool, choice, decision = by_name[chosen], chosen, localtools.DECISION_PREFIX + chosen + '"'
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))
@@ -861,27 +863,17 @@ class LocalAdapter(BaseAdapter):
 
     async def _choose(
         self, tools: list[Any], conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]
-    ) -> str:
+    ) -> str | None:
         """After the second opinion's ``yes`` on an unsure pick ``tools[0]`` among several offered tools, the
         arguments model names the one of the pick and its nearest lookalikes ``tools[1:]``
-        (:func:`localtools.lookalikes`) that does what the request asks (:data:`localtools.CHOOSE_PROMPT`), asked in
-        the conversation of that ``yes`` (its prompt's cache read again)."""
-        asked = [
-            *conversation,
-            {"role": "assistant", "content": localtools.FITS_PREFIX + 'yes"}'},
-            {"role": "user", "content": localtools.choose_prompt(tools)},
-        ]
-        names = tuple(t.name for t in tools)
+        (:func:`localtools.lookalikes`) that does what the request asks (:data:`localtools.CHOOSE_PROMPT`), or none
+        (None)."""
+        system = localtools.choose_prompt(tools)
+        labels = (*(t.name for t in tools), localtools.CHOOSE_NONE)
         label = await self._opinion(
-            localtools.fits_prompt(tools[0]),
-            asked,
-            localtools.CHOOSE_PREFIX,
-            names,
-            asm,
-            steps,
-            max_tokens=localtools.NAME_TOKENS,
+            system, conversation, localtools.CHOOSE_PREFIX, labels, asm, steps, max_tokens=localtools.NAME_TOKENS
         )
-        return next((name for name in names if label.rstrip('"') == name), tools[0].name)
+        return next((t.name for t in tools if label.rstrip('"') == t.name), None)
 
     async def _opinion(
         self,

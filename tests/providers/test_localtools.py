@@ -4617,9 +4617,9 @@ class MoviesNear(FavouringEmbedder):
 
 async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalikes() -> None:
     """A first pick the model gave less than :data:`lt.FITS_P` among several offered tools that the second opinion
-    says fits is put beside the two offered tools nearest the request (:func:`lt.lookalikes`), in the same
-    conversation after its ``yes`` (:data:`lt.CHOOSE_PROMPT`): the tool the arguments model names is called, its own
-    arguments written. Its ``no`` still leaves the answer, no choice asked; one tool offered is asked about alone."""
+    says fits is put beside the two offered tools nearest the request (:func:`lt.lookalikes`,
+    :data:`lt.CHOOSE_PROMPT`): the tool the arguments model names is called, its own arguments written; ``none``
+    leaves the answer. Its ``no`` still leaves the answer, no choice asked; one tool offered is asked about alone."""
     tools = defs(PLAY_MOVIE, FIND_MOVIES, CITY_FORECAST)
     asked = request(messages=_asking(FILMS), tools=tools)
     runtime = ScriptedRuntime(['play_movie"'], ['{"genre": "animated"}'], score=-0.5, choose="find_movies")
@@ -4628,20 +4628,19 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     fits, choice = runtime.fits_payloads
     assert fits["prefix"] == lt.FITS_PREFIX and fits["messages"][0]["content"] == lt.fits_prompt(tools[0])
     assert choice["slot"] == "arguments" and choice["prefix"] == lt.CHOOSE_PREFIX
-    assert choice["messages"][:2] == fits["messages"], "the same beginning as the yes: its cache read again"
-    assert choice["messages"][2:] == [
-        {"role": "assistant", "content": '{"fits": "yes"}'},
-        {"role": "user", "content": lt.choose_prompt(defs(PLAY_MOVIE, FIND_MOVIES, CITY_FORECAST))},
-    ]
-    assert choice["regex"] == "(play_movie|find_movies|get_forecast)", "the pick first, the nearest next"
-    assert "Tool: find_movies" in choice["messages"][3]["content"]
-    assert "Tool: play_movie" not in choice["messages"][3]["content"], "the pick shown once, in the first prompt"
+    assert choice["messages"][0]["content"] == lt.choose_prompt(defs(PLAY_MOVIE, FIND_MOVIES, CITY_FORECAST))
+    assert choice["messages"][1:] == fits["messages"][1:] == [{"role": "user", "content": FILMS}]
+    assert choice["regex"] == "(play_movie|find_movies|get_forecast|none)", "the pick first, the nearest next"
     (written,) = [p for p in runtime.payloads if "json_schema" in p]
     assert "find_movies: Find movies" in written["messages"][0]["content"], "the arguments of the tool it named"
     runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, fits="no", choose="find_movies")
     response, _ = await run(runtime, asked, MoviesNear())
     assert not response.tool_calls and response.content == "Try Toy Story."
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "no: no choice asked"
+    runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, choose=lt.CHOOSE_NONE)
+    response, _ = await run(runtime, asked, MoviesNear())
+    assert not response.tool_calls and response.content == "Try Toy Story.", "none: the answer"
+    assert not any("json_schema" in p for p in runtime.payloads)
     runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="find_movies")
     response, _ = await run(runtime, request(messages=_asking(FILMS), tools=defs(PLAY_MOVIE)), MoviesNear())
     assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
