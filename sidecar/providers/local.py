@@ -441,9 +441,9 @@ class LocalAdapter(BaseAdapter):
         or speaks of the present moment, answering is not a choice (``answering``: "…加一行：今天的日期，…" had been
         answered and the words "今天的日期" written); a file copied from is read first
         (:func:`localtools.sources_first`), and the notes a write takes its text from are searched first
-        (:func:`localtools.taken_from`). A first pick the model was unsure of is put to the arguments model: alone
-        where it is the only tool offered (:meth:`_fits`), beside its nearest lookalikes where several are
-        (:meth:`_choose`: "can you find me a cartoon movie…" had played one)."""
+        (:func:`localtools.taken_from`). A first pick the model was unsure of is put to the arguments model: does
+        it fit (:meth:`_fits`)? and where it does and several tools are offered, which of it and its nearest
+        lookalikes does what is asked (:meth:`_choose`: "can you fine ma cartoon movie to watch?" had played one)."""
         from ..localmodel.assets import ARGUMENTS_SLOT
 
         calls = localtools.turn_calls(request.messages)
@@ -901,7 +901,7 @@ class LocalAdapter(BaseAdapter):
             "max_tokens": max_tokens,
             "prefix": prefix,
             "stop": ['"'],
-            "regex": "(" + "|".join(labels) + ")",
+            "regex": localtools.label_regex(labels),
         }
         steps.append(await self._generate(payload, keep, asm))
         return "".join(written).strip()

@@ -2821,6 +2821,12 @@ def _literal(text: str) -> str:
     return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
 
 
+def label_regex(labels: Sequence[str]) -> str:
+    """What a second opinion may write after its prefix: one of ``labels``, each literally (a tool's name may hold
+    ``.`` or ``+``)."""
+    return "(" + "|".join(_literal(label) for label in labels) + ")"
+
+
 def choice_regex(names: Sequence[str], *, answer: bool = True) -> str:
     """What the decision may write after :data:`DECISION_PREFIX`: ``answer`` (unless not ``answer``) or one of
     ``names``, then ``"``."""

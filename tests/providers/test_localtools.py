@@ -4647,6 +4647,11 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "one tool offered: asked alone"
 
 
+def test_a_second_opinions_labels_are_matched_literally() -> None:
+    assert lt.label_regex(["yes", "no"]) == "(yes|no)"
+    assert lt.label_regex(["cmd.run", "a+b", "none"]) == "(cmd\\.run|a\\+b|none)"
+
+
 def test_lookalikes_are_the_pick_then_the_nearest_others() -> None:
     tools = defs(CITY_FORECAST, PLAY_MOVIE, FIND_MOVIES, TRAIT)
     near = {"get_forecast": 0.1, "play_movie": 0.5, "find_movies": 0.7, "get_dominant_trait": 0.3}
