@@ -681,7 +681,8 @@ class LocalAdapter(BaseAdapter):
                 chosen = await self._choose(alike, base["messages"][1:], asm, steps)
                 if chosen is None:
                     return False
-                tool, choice, decision = by_name[chosen], chosen, localtools.DECISION_PREFIX + chosen + '"'
+                if not localtools.refused(by_name[chosen], request.messages):  # not a lookalike the pick's checks
+                    tool, choice, decision = by_name[chosen], chosen, localtools.DECISION_PREFIX + chosen + '"'  # keep
         if not localtools.grounded(tool, request.messages):
             if first and localtools.wants_a_file(request.messages):  # "save this to a file": ask which, never guess
                 await asm.text(localtools.which_file(request.messages))

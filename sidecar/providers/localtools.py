@@ -2684,6 +2684,21 @@ def lookalikes(tool: MetonaToolDef, tools: Sequence[MetonaToolDef], near: dict[s
     return [tool, *others[: LOOKALIKES - 1]]
 
 
+def refused(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
+    """What a first pick is kept from before its second opinion, judged of ``tool``: off the request's topic
+    (:func:`off_topic`), a read of a file made up for a quoted text (:func:`reads_a_guess`), an action for a question
+    (:func:`asks_not_does`), its own inputs asked for (:func:`asks_its_inputs`), a change for a how-to question. A
+    lookalike the choice names that is refused so is not taken: the pick stays."""
+    asked = question(messages)
+    return (
+        off_topic(tool, asked)
+        or reads_a_guess(tool, messages)
+        or asks_not_does(tool, asked)
+        or asks_its_inputs(tool, messages)
+        or (changes_things(tool) and asks_how_to(asked))
+    )
+
+
 def choose_prompt(tools: Sequence[MetonaToolDef]) -> str:
     """:data:`CHOOSE_PROMPT` for ``tools``: each one as :func:`fits_prompt` shows one."""
     shown = (

@@ -4647,6 +4647,16 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "one tool offered: asked alone"
 
 
+def test_a_lookalike_the_picks_own_checks_refuse_is_not_taken() -> None:
+    """A lookalike the choice names is judged as the pick was before its second opinion (:func:`lt.refused`): a tool
+    that changes things for a how-to question, an action for a question, is not taken (the pick stays)."""
+    create = defs({**tool("create_index", "sql"), "description": "Create an index on a table."})[0]
+    listing = defs({**tool("list_indexes", "table"), "description": "List the indexes on a table."})[0]
+    how = request(messages=_asking("How do I create an index on users.email?")).messages
+    assert lt.refused(create, how) and not lt.refused(listing, how)
+    assert not lt.refused(create, request(messages=_asking("Create an index on users.email")).messages)
+
+
 def test_a_second_opinions_labels_are_matched_literally() -> None:
     assert lt.label_regex(["yes", "no"]) == "(yes|no)"
     assert lt.label_regex(["cmd.run", "a+b", "none"]) == "(cmd\\.run|a\\+b|none)"
