@@ -2624,9 +2624,7 @@ KNOWLEDGE_LABELS = ("personal", "general")
 
 FITS_PROMPT = (
     "You check a tool choice. A user wrote the message below; an assistant may call this tool for it:\n"
-    "Tool: {name}\n"
-    "What it does: {description}\n"
-    "Its parameters: {parameters}\n\n"
+    "{tool}\n\n"
     "Think of what exactly the user asks for. Answer yes if this tool gives exactly that (or the data the answer "
     "needs), or does exactly the action asked. Answer no if the user asks for a different fact or quantity than the "
     "tool gives (a price where the tool gives a forecast), a different action, something on another app or service, "
@@ -2700,12 +2698,8 @@ def refused(tool: MetonaToolDef, messages: Sequence[MetonaMessage]) -> bool:
 
 
 def choose_prompt(tools: Sequence[MetonaToolDef]) -> str:
-    """:data:`CHOOSE_PROMPT` for ``tools``: each one as :func:`fits_prompt` shows one."""
-    shown = (
-        f"Tool: {tool.name}\nWhat it does: {tool.description[:FITS_DESCRIPTION]}\nIts parameters: {_parameters(tool)}"
-        for tool in tools
-    )
-    return CHOOSE_PROMPT.format(tools="\n\n".join(shown))
+    """:data:`CHOOSE_PROMPT` for ``tools``: each one as :func:`fits_prompt` shows one (:func:`_shown`)."""
+    return CHOOSE_PROMPT.format(tools="\n\n".join(_shown(tool) for tool in tools))
 
 
 def fit_asked(score: float | None) -> bool:
@@ -2714,18 +2708,19 @@ def fit_asked(score: float | None) -> bool:
 
 
 def fits_prompt(tool: MetonaToolDef) -> str:
-    """:data:`FITS_PROMPT` for ``tool``: its name, its description (the first :data:`FITS_DESCRIPTION`
-    characters) and its parameters (:func:`_parameters`)."""
-    description = tool.description[:FITS_DESCRIPTION]
-    return FITS_PROMPT.format(name=tool.name, description=description, parameters=_parameters(tool))
+    """:data:`FITS_PROMPT` for ``tool``, shown as :func:`_shown` shows it."""
+    return FITS_PROMPT.format(tool=_shown(tool))
 
 
-def _parameters(tool: MetonaToolDef) -> str:
-    """A tool's first :data:`FITS_PARAMETERS` parameters with the first 80 characters of each one's description."""
+def _shown(tool: MetonaToolDef) -> str:
+    """A tool as a second opinion is shown it: its name, its description (the first :data:`FITS_DESCRIPTION`
+    characters) and its first :data:`FITS_PARAMETERS` parameters with the first 80 characters of each one's
+    description."""
     declared = tool.parameters.model_dump(mode="json", exclude_none=True).get("properties") or {}
-    return "; ".join(
+    parameters = "; ".join(
         f"{key}: {str(field.get('description', ''))[:80]}" for key, field in list(declared.items())[:FITS_PARAMETERS]
     )
+    return f"Tool: {tool.name}\nWhat it does: {tool.description[:FITS_DESCRIPTION]}\nIts parameters: {parameters}"
 
 
 def taken_from(tools: Sequence[MetonaToolDef], text: str) -> MetonaToolDef | None:
