@@ -2673,12 +2673,25 @@ CHOOSE_NONE = "none"
 NAME_TOKENS = 24
 """The tokens a tool's name is written in, at most (a decision, a choice among lookalikes)."""
 LOOKALIKES = 3
+LOOKALIKE_MARGIN = 0.12
+"""An offered tool is a lookalike of the pick when the embedder puts it at least this near the request as the pick,
+less this margin (or nearer). Of the choices asked on the tuning sets (blind-v4's 50 + 50, 32 of BFCL's tuning
+cases) and BFCL live's wrong first picks among lookalikes (its tuning cases from the 161st), every tool the choice
+rightly named, and every right tool a wrong pick stood for, was within 0.12 of the pick (``find_dsns`` 0.11 below
+``create_dsn``, ``Trains_1_FindTrains`` above ``GetTrainTickets``); the picks whose nearest other tool was further
+(``magnetic_field_calculate`` 0.71 beside ``electric_field_calculate`` 0.48) were all kept — a choice that cost 2-5 s
+each for nothing."""
 
 
 def lookalikes(tool: MetonaToolDef, tools: Sequence[MetonaToolDef], near: dict[str, float]) -> list[MetonaToolDef]:
     """``tool`` (the pick) and after it the offered tools nearest the request (by ``near``), :data:`LOOKALIKES` in
-    all."""
+    all — when the nearest of them is about as near as the pick is (:data:`LOOKALIKE_MARGIN`); the pick alone when
+    none is. The two nearest are shown even when only one is that near: shown only the near one, the model named
+    ``llen`` for "show me the first 10 items in the jobs:pending list" picked ``lrange`` (blind-v4, tuning), which
+    beside a third tool it kept."""
     others = sorted((t for t in tools if t.name != tool.name and t.name in near), key=lambda t: -near[t.name])
+    if not others or (tool.name in near and near[others[0].name] < near[tool.name] - LOOKALIKE_MARGIN):
+        return [tool]
     return [tool, *others[: LOOKALIKES - 1]]
 
 

@@ -4645,6 +4645,10 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     response, _ = await run(runtime, request(messages=_asking(FILMS), tools=defs(PLAY_MOVIE)), MoviesNear())
     assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "one tool offered: asked alone"
+    runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="find_movies")
+    response, _ = await run(runtime, asked, FavouringEmbedder("play movie"))
+    assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
+    assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "no other tool near it: asked alone"
 
 
 def test_a_lookalike_the_picks_own_checks_refuse_is_not_taken() -> None:
@@ -4664,9 +4668,13 @@ def test_a_second_opinions_labels_are_matched_literally() -> None:
 
 def test_lookalikes_are_the_pick_then_the_nearest_others() -> None:
     tools = defs(CITY_FORECAST, PLAY_MOVIE, FIND_MOVIES, TRAIT)
-    near = {"get_forecast": 0.1, "play_movie": 0.5, "find_movies": 0.7, "get_dominant_trait": 0.3}
+    near = {"get_forecast": 0.1, "play_movie": 0.5, "find_movies": 0.7, "get_dominant_trait": 0.4}
     assert [t.name for t in lt.lookalikes(tools[1], tools, near)] == ["play_movie", "find_movies", "get_dominant_trait"]
     assert [t.name for t in lt.lookalikes(tools[1], tools[1:2], near)] == ["play_movie"]
+    near = {**near, "find_movies": 0.5 - lt.LOOKALIKE_MARGIN + 0.01, "get_dominant_trait": 0.15}
+    assert [t.name for t in lt.lookalikes(tools[1], tools, near)] == ["play_movie", "find_movies", "get_dominant_trait"]
+    near = {**near, "find_movies": 0.5 - lt.LOOKALIKE_MARGIN - 0.01}
+    assert [t.name for t in lt.lookalikes(tools[1], tools, near)] == ["play_movie"], "none about as near: the pick"
 
 
 async def test_a_sure_pick_is_not_second_guessed_whether_it_fits() -> None:
