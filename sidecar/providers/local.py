@@ -674,11 +674,20 @@ class LocalAdapter(BaseAdapter):
             and self.arguments_model
             and (looked_again or localtools.fit_asked(step.get("score")))
         ):
-            if not await self._fits(tool, base["messages"][1:], asm, steps):
-                return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool: answered
+            conversation, entire = base["messages"][1:], True
+            if not await self._fits(tool, conversation, asm, steps):
+                part = await self._part_for(tool, conversation, asked)  # a request that asks several things: asked
+                if part is None:  # again of the part nearest the pick ("…lose 500 calories and how much water…")
+                    return False  # "What is the frequency of gene variant rs7412…?" beside a dominant-trait tool
+                conversation, entire = localtools.asking_only(conversation, part), False
+                if not await self._fits(tool, conversation, asm, steps):
+                    return False
             alike = localtools.lookalikes(tool, tools, near)
             if len(alike) > 1:  # "cart:1024 这个key存的是啥类型？" picked `get` unsure: `type` beside it
-                chosen = await self._choose(alike, base["messages"][1:], asm, steps)
+                chosen = await self._choose(alike, conversation, asm, steps)
+                part = await self._part_for(tool, conversation, asked) if chosen is None and entire else None
+                if part is not None:  # none of them for the whole of several asks: asked of the pick's part
+                    chosen = await self._choose(alike, localtools.asking_only(conversation, part), asm, steps)
                 if chosen is None:
                     return False
                 if not localtools.refused(by_name[chosen], request.messages):  # not a lookalike the pick's checks
@@ -861,6 +870,19 @@ class LocalAdapter(BaseAdapter):
         system = localtools.fits_prompt(tool)
         label = await self._opinion(system, conversation, localtools.FITS_PREFIX, localtools.FITS_LABELS, asm, steps)
         return not label.startswith("no")
+
+    async def _part_for(self, tool: Any, conversation: list[dict[str, Any]], asked: str) -> str | None:
+        """Of a request ``asked`` that asks several things (:func:`localtools.request_parts`), the part nearest
+        ``tool`` by the embedder: what the second opinion is asked of again after its ``no`` on the whole (a tool
+        does one part of such a request, and said ``no`` of it whole: "Identify objects in my backyard image … and
+        analyze the sentiment of today's journal entry" beside an object finder). None for a request that asks one
+        thing, or a conversation not ending in it."""
+        parts = localtools.request_parts(asked)
+        if not parts or not conversation or conversation[-1].get("content") != asked:
+            return None
+        summary = localtools.tool_summary(tool)
+        near = [(await self._similarities(part, [summary]))[0] for part in parts]
+        return parts[near.index(max(near))]
 
     async def _choose(
         self, tools: list[Any], conversation: list[dict[str, Any]], asm: StreamAssembler, steps: list[dict[str, Any]]

@@ -1269,6 +1269,45 @@ def what_remains(text: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> str 
     return rest if _a_clause(rest) else None
 
 
+_ASKED_VERBS = (
+    r"find|get|tell|show|give|calculate|compute|work out|analy[sz]e|identify|check|look up|search|book|reserve|send|"
+    r"create|list|estimate|convert|play|fetch|retrieve|predict|determine|provide|suggest|recommend|schedule|compare|"
+    r"translate|summari[sz]e|add|set|update|delete|remove|open|read|write|save|order|buy|cancel|track|measure|count|"
+    r"locate|plan|make"
+)
+_WH_WORDS = r"what|how|when|where|which|who|whom|whose|why"
+_PART_BREAK = re.compile(
+    r"(?<=[.!?;])\s+(?=[\"'“(]?[A-Z\u3400-\u9fff])|[。！？；]+"
+    rf"|(?i:,?\s+and\s+(?:also\s+|then\s+)?(?=(?:{_WH_WORDS}|{_ASKED_VERBS})\b))"
+    r"|[，,]\s*(?=然后|并且|另外|还有|顺便|同时|再帮|再查|再看|再算)"
+)
+"""Where a request's parts meet: a sentence's end (before a capital or a Chinese character), "and" before a question
+word or a verb that asks for something ("…lose 500 calories and how much water…", "…image and analyze the
+sentiment…"), a Chinese comma before 然后, 另外, 顺便…"""
+_ASKING_PART = re.compile(
+    rf"[?？]|^\W*(?i:(?:please|kindly|also|lastly|finally|then|and|now)\W+)*(?i:(?:{_WH_WORDS}|{_ASKED_VERBS})\b)"
+    r"|(?i:\b(?:can you|could you|would you|will you|i need|i want|i'd like|i would like|help me|let me know)\b)"
+    r"|帮|请|查|看看|告诉|给我|多少|什么|哪|吗"
+)
+"""A part of a request that asks for something: a question, a question word or a verb that asks at its start, or
+words that ask anywhere in it ("Lastly, my friend is joining from Tokyo and I need to know the time difference")."""
+
+
+def request_parts(text: str) -> list[str]:
+    """The parts of a request that asks several things (:data:`_PART_BREAK`), each of two words or more that asks
+    for something (:data:`_ASKING_PART`); none when it asks one. "How many steps do I need to walk to lose 500
+    calories and how much water do I need if I exercise for 2 hours?" asks two; "What's the weather in Paris,
+    France?" one."""
+    parts = [p.strip() for p in _PART_BREAK.split(text)]
+    asking = [p for p in parts if _a_clause(p) and _ASKING_PART.search(p)]
+    return asking if len(asking) > 1 else []
+
+
+def asking_only(conversation: Sequence[dict[str, Any]], part: str) -> list[dict[str, Any]]:
+    """``conversation`` with its last message, the request, read as ``part`` of it."""
+    return [*conversation[:-1], {**conversation[-1], "content": part}]
+
+
 _CHANGE_WORDS = re.compile(
     r"\b(?:save[ds]?|saving|store|write|writes|writing|put|record|export|create|add|append|insert|update|edit|"
     r"change|modify|replace|rename|move|copy|delete|remove|fill|fix|note down|jot|generate|draft|compose|output|dump|"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 from unittest.mock import ANY
 
@@ -732,8 +733,8 @@ class ScriptedRuntime:
         *scripts: list[str],
         score: float = -0.1,
         arguments_finish: str = "stop",
-        fits: str = "yes",
-        choose: str | None = None,
+        fits: str | Sequence[str] = "yes",
+        choose: str | Sequence[str] | None = None,
     ) -> None:
         self.scripts = list(scripts)
         self.score = score
@@ -741,13 +742,13 @@ class ScriptedRuntime:
         """What an arguments step's result reports as its ``finish`` (``length``, ``loop``)."""
         """What a decision's result reports as its ``score`` (the model's log-probability of the name)."""
         self.payloads: list[dict[str, Any]] = []
-        self.fits = fits
-        """The answer to every second opinion on an unsure pick (:data:`lt.FITS_PROMPT`), kept apart from the
-        scripts: its payloads go to :attr:`fits_payloads`."""
+        self.fits = [fits] if isinstance(fits, str) else list(fits)
+        """The answers to the second opinions on an unsure pick (:data:`lt.FITS_PROMPT`) in turn, the last one to
+        every further one; kept apart from the scripts: its payloads go to :attr:`fits_payloads`."""
         self.fits_payloads: list[dict[str, Any]] = []
-        self.choose = choose
-        """The answer to every choice among an unsure pick's lookalikes after a ``yes`` (:data:`lt.CHOOSE_PROMPT`);
-        by default the pick."""
+        self.choose = [choose] if choose is None or isinstance(choose, str) else list(choose)
+        """The answers to the choices among an unsure pick's lookalikes after a ``yes`` (:data:`lt.CHOOSE_PROMPT`)
+        in turn, the last one to every further one; by default (None) the pick."""
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
         return {"meta": {"context_window": 4096}}
@@ -758,9 +759,10 @@ class ScriptedRuntime:
         ):
             self.fits_payloads.append(payload)
             if payload["prefix"] == lt.FITS_PREFIX:
-                label = self.fits
+                label = self.fits.pop(0) if len(self.fits) > 1 else self.fits[0]
             else:  # among lookalikes, after a yes: ``choose``, or the pick (listed first)
-                label = self.choose or payload["regex"][1:].split("|")[0]
+                chosen = self.choose.pop(0) if len(self.choose) > 1 else self.choose[0]
+                label = chosen or payload["regex"][1:].split("|")[0]
             await on_delta(label + '"')
             return {"input_tokens": 100, "output_tokens": 2, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
         self.payloads.append(payload)
@@ -4649,6 +4651,78 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     response, _ = await run(runtime, asked, FavouringEmbedder("play movie"))
     assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "no other tool near it: asked alone"
+
+
+OBJECTS = {**tool("find_objects", "image_url"), "description": "Identify the objects in an image."}
+SENTIMENT = {**tool("text_sentiment", "text"), "description": "Analyze the sentiment of a text."}
+CAPTION = {**tool("caption_image", "image_url"), "description": "Write a caption for an image."}
+TWO_ASKS = "Identify objects in my backyard image backyard.jpg and analyze the sentiment of my journal entry."
+
+
+class ImagesNear(FavouringEmbedder):
+    """Texts about an image or objects at (1, 0), every other text at (0, 1)."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        near = ["image" in t.lower() or "object" in t.lower() for t in texts]
+        return np.array([[1.0, 0.0] if n else [0.0, 1.0] for n in near], dtype=np.float32)
+
+
+async def test_a_request_that_asks_several_things_is_judged_again_on_the_part_nearest_the_pick() -> None:
+    """The second opinion's ``no`` of an unsure pick on a request that asks several things is asked again of the
+    part of it nearest the pick (:func:`lt.request_parts`): ``yes`` there, the pick is called; a request that asks one
+    thing is not asked again."""
+    tools = defs(OBJECTS, SENTIMENT)
+    runtime = ScriptedRuntime(['find_objects"'], ['{"image_url": "backyard.jpg"}'], score=-0.5, fits=["no", "yes"])
+    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), ImagesNear())
+    assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [
+        ("find_objects", {"image_url": "backyard.jpg"})
+    ]
+    whole, part = runtime.fits_payloads
+    assert whole["messages"][-1]["content"] == TWO_ASKS
+    assert part["messages"][-1]["content"] == "Identify objects in my backyard image backyard.jpg"
+    assert part["messages"][0] == whole["messages"][0]
+    runtime = ScriptedRuntime(['find_objects"'], ["It shows a lawn."], score=-0.5, fits=["no", "no"])
+    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), ImagesNear())
+    assert not response.tool_calls and response.content == "It shows a lawn."
+    assert len(runtime.fits_payloads) == 2
+    one = "What objects are usually in a backyard image?"
+    runtime = ScriptedRuntime(['find_objects"'], ["Lawns, trees."], score=-0.5, fits=["no", "yes"])
+    response, _ = await run(runtime, request(messages=_asking(one), tools=tools), ImagesNear())
+    assert not response.tool_calls and response.content == "Lawns, trees."
+    assert len(runtime.fits_payloads) == 1, "one thing asked: no second asking"
+    tools = defs(OBJECTS, SENTIMENT, CAPTION)
+    runtime = ScriptedRuntime(
+        ['find_objects"'], ['{"image_url": "backyard.jpg"}'], score=-0.5, choose=["none", "find_objects"]
+    )
+    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), ImagesNear())
+    assert [c.name for c in response.tool_calls or ()] == ["find_objects"]
+    fits, whole, part = runtime.fits_payloads
+    assert fits["prefix"] == lt.FITS_PREFIX and whole["prefix"] == part["prefix"] == lt.CHOOSE_PREFIX
+    assert whole["messages"][-1]["content"] == TWO_ASKS, "none of them for the whole: asked of the part"
+    assert part["messages"][-1]["content"] == "Identify objects in my backyard image backyard.jpg"
+
+
+def test_the_parts_of_a_request_are_those_that_ask() -> None:
+    assert lt.request_parts(TWO_ASKS) == [
+        "Identify objects in my backyard image backyard.jpg",
+        "analyze the sentiment of my journal entry.",
+    ]
+    assert lt.request_parts("How far is Lyon from Paris, and how long is the drive?") == [
+        "How far is Lyon from Paris",
+        "how long is the drive?",
+    ]
+    assert lt.request_parts("Plan my week. Also, I need the forecast for Oslo.") == [
+        "Plan my week.",
+        "Also, I need the forecast for Oslo.",
+    ]
+    assert lt.request_parts("查一下订单 1024 的状态，另外告诉我退款进度") == [
+        "查一下订单 1024 的状态",
+        "另外告诉我退款进度",
+    ]
+    assert lt.request_parts("What's the weather in Paris, France?") == []
+    assert lt.request_parts("I have a rectangle 5 by 3. What is its perimeter?") == [], "a statement, then one ask"
+    assert lt.request_parts("Find flights from Oslo and Bergen to Rome.") == [], "'and' between names"
+    assert lt.asking_only([{"role": "user", "content": "a and b"}], "a") == [{"role": "user", "content": "a"}]
 
 
 def test_a_lookalike_the_picks_own_checks_refuse_is_not_taken() -> None:
