@@ -9,7 +9,8 @@ members and items, no other whitespace — and a number of at most :data:`INTEGE
 :data:`FRACTION_DIGITS` after it and three in its exponent: more than a double holds is a runaway, not a value.
 
 The schema's keys come in the order it declares them and each optional key may be left out, as the runtime's own
-``json_schema`` constraint does (measured); a required key not among the properties is not asked for. A schema
+``json_schema`` constraint does (measured); a required key not among the properties is not asked for; an array's
+``maxItems`` bounds its items. A schema
 with anything else (``pattern``, ``minimum``, an object both declaring keys and open to others, an ``anyOf`` beside
 other keys …) is not written here: :func:`compact_grammar` answers None and the caller keeps ``json_schema``.
 """
@@ -24,8 +25,13 @@ INTEGER_DIGITS = 17
 runaway, which the grammar ends there (the caller tells it by the value: :func:`runaway`)."""
 FRACTION_DIGITS = 12
 EXPONENT_DIGITS = 3
+MAX_ITEMS_WRITTEN = 64
+"""The largest ``maxItems`` written into the grammar (one nested optional a further item); an array allowed more is
+written unbounded."""
 
-_READ = frozenset({"type", "enum", "const", "properties", "required", "items", "additionalProperties", "anyOf"})
+_READ = frozenset(
+    {"type", "enum", "const", "properties", "required", "items", "additionalProperties", "anyOf", "maxItems"}
+)
 _IGNORED = frozenset({"description", "title", "default", "examples", "$schema"})
 _COMMON = f"""string ::= "\\"" char* "\\""
 char ::= [^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{{4}})
@@ -116,7 +122,18 @@ def _node(schema: Any, rules: list[str]) -> str:
     if kind == "array":
         items = schema.get("items")
         item = _node(items, rules) if items is not None else "value"
-        return _rule(rules, f'"[" ({item} (", " {item})*)? "]"')
+        most = schema.get("maxItems")
+        if not isinstance(most, int) or isinstance(most, bool) or most < 0:
+            if most is not None:
+                raise _Unsupported
+        if most is None or most > MAX_ITEMS_WRITTEN:
+            return _rule(rules, f'"[" ({item} (", " {item})*)? "]"')
+        if most > 1 and not item.isidentifier():
+            item = _rule(rules, item)  # written once, named at each place
+        more = ""  # at most ``most`` items: each further one optional after the one before it
+        for _ in range(most - 1):
+            more = f'(", " {item}{" " + more if more else ""})?'
+        return _rule(rules, f'"[" ({item}{" " + more if more else ""})? "]"' if most else '"[]"')
     if kind == "object":
         return _object(schema, rules)
     raise _Unsupported

@@ -3031,6 +3031,8 @@ def arguments_schema(
             out["properties"][key] = {"anyOf": [kept, {"enum": named}]} if kept else {"enum": named}
     if isinstance(parameters.get("items"), dict):
         out["items"] = arguments_schema(parameters["items"], top=False, numbers=numbers)
+        if (most := _most_items(parameters)) is not None:
+            out["maxItems"] = most
     if top or "properties" in out:
         out.setdefault("type", "object")
         out.setdefault("properties", {})
@@ -3038,6 +3040,18 @@ def arguments_schema(
         if "required" in out:
             out["required"] = [r for r in out["required"] if r in out["properties"]]
     return out
+
+
+def _most_items(array: dict[str, Any]) -> int | None:
+    """The most items an array argument is written with: its own ``maxItems``, and for items that are one of an
+    enum no more than the enum has values — a choice of several options names each once (BFCL's
+    ``details: ["field goal %", "free throw %"]`` was written over and over until the loop guard cut the call)."""
+    declared = array.get("maxItems")
+    most = declared if isinstance(declared, int) and not isinstance(declared, bool) and declared >= 0 else None
+    values = array["items"].get("enum")
+    if isinstance(values, list) and values:
+        most = len(values) if most is None else min(most, len(values))
+    return most
 
 
 _MINOR_UNITS = re.compile(

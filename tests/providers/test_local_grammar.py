@@ -17,7 +17,13 @@ import jsonschema
 import pytest
 
 from sidecar.localmodel import assets
-from sidecar.localmodel.jsongrammar import FRACTION_DIGITS, INTEGER_DIGITS, compact_grammar, runaway
+from sidecar.localmodel.jsongrammar import (
+    FRACTION_DIGITS,
+    INTEGER_DIGITS,
+    MAX_ITEMS_WRITTEN,
+    compact_grammar,
+    runaway,
+)
 from sidecar.providers import localtools as lt
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,6 +83,19 @@ def test_the_arguments_schemas_of_built_in_and_plugin_tools_are_written_as_the_g
         grammar = compact_grammar(schema)
         assert grammar is not None and grammar.startswith("root ::= ")
     assert '"\\"My \\\\\\"Notes\\\\\\".md\\""' in (compact_grammar(paths) or "")  # a quote in a name, escaped twice
+
+
+def test_an_arrays_most_items_bound_its_items() -> None:
+    """``maxItems`` is written as that many items at most (each further one optional after the one before); none
+    for ``maxItems: 0``; more than :data:`MAX_ITEMS_WRITTEN` written unbounded; not a count: not written here."""
+    item = {"type": "string", "enum": ["x", "y", "z"]}
+    grammar = compact_grammar({"type": "array", "items": item, "maxItems": 3})
+    assert grammar is not None
+    assert 'r1 ::= "[" (r0 (", " r0 (", " r0)?)?)? "]"' in grammar and 'r0 ::= ("\\"x\\"" |' in grammar
+    assert 'root ::= r0\nr0 ::= "[]"' in (compact_grammar({"type": "array", "items": item, "maxItems": 0}) or "")
+    unbounded = compact_grammar({"type": "array", "items": INTEGER, "maxItems": MAX_ITEMS_WRITTEN + 1}) or ""
+    assert 'r0 ::= "[" (integer (", " integer)*)? "]"' in unbounded
+    assert compact_grammar({"type": "array", "items": INTEGER, "maxItems": "2"}) is None
 
 
 def test_a_number_of_more_digits_than_the_grammar_allows_is_a_runaway() -> None:
@@ -158,6 +177,11 @@ def test_a_number_the_model_cannot_stop_ends_with_the_object(worker: Any) -> Non
             False,
         ),
         ('{"path": "My \\"Notes\\".md"}', closed({"path": {"type": "string", "enum": ['My "Notes".md', "b"]}}), True),
+        (  # a choice of options names each once: no more items than the enum has values, not a loop
+            '{"d": ["x", "y", "x", "y", "x", "y", "x", "y", "x", "y"]}',
+            closed({"d": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "maxItems": 2}}, ["d"]),
+            True,
+        ),
     ],
 )
 def test_what_the_model_writes_is_compact_and_valid(

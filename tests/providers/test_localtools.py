@@ -4702,6 +4702,22 @@ async def test_a_request_that_asks_several_things_is_judged_again_on_the_part_ne
     assert part["messages"][-1]["content"] == "Identify objects in my backyard image backyard.jpg"
 
 
+def test_a_choice_of_options_holds_each_option_at_most_once() -> None:
+    """An array argument whose items are one of an enum is written with no more items than the enum has values
+    (or its own ``maxItems``, if fewer): "field goal %" and "free throw %" had been written over and over."""
+    details = {"type": "array", "items": {"type": "string", "enum": ["field goal %", "free throw %"]}}
+    declared = {
+        "type": "object",
+        "properties": {"details": details, "ids": {"type": "array", "items": {"type": "string"}}},
+    }
+    schema = lt.arguments_schema(declared)
+    assert schema["properties"]["details"]["maxItems"] == 2 and "maxItems" not in schema["properties"]["ids"]
+    schema = lt.arguments_schema({**declared, "properties": {"details": {**details, "maxItems": 1}}})
+    assert schema["properties"]["details"]["maxItems"] == 1
+    schema = lt.arguments_schema({**declared, "properties": {"ids": {"type": "array", "items": {}, "maxItems": 5}}})
+    assert schema["properties"]["ids"]["maxItems"] == 5
+
+
 def test_the_parts_of_a_request_are_those_that_ask() -> None:
     assert lt.request_parts(TWO_ASKS) == [
         "Identify objects in my backyard image backyard.jpg",
