@@ -123,9 +123,8 @@ def _node(schema: Any, rules: list[str]) -> str:
         items = schema.get("items")
         item = _node(items, rules) if items is not None else "value"
         most = schema.get("maxItems")
-        if not isinstance(most, int) or isinstance(most, bool) or most < 0:
-            if most is not None:
-                raise _Unsupported
+        if most is not None and (not isinstance(most, int) or isinstance(most, bool) or most < 0):
+            raise _Unsupported
         if most is None or most > MAX_ITEMS_WRITTEN:
             return _rule(rules, f'"[" ({item} (", " {item})*)? "]"')
         if most > 1 and not item.isidentifier():
