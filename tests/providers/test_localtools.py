@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from unittest.mock import ANY
 
@@ -4609,12 +4609,22 @@ CITY_FORECAST = {**tool("get_forecast", "city"), "description": "The weather for
 FILMS = "Any animated films with Tom Hanks I could watch tonight?"
 
 
-class MoviesNear(FavouringEmbedder):
-    """Both movie tools' summaries at cosine 1 with the request, every other text's at 0."""
+class Near(FavouringEmbedder):
+    """The texts ``near`` says yes of (given each one's place in the batch and the text) at (1, 0), every other
+    text at (0, 1): cosine 1 with each other, 0 with the rest."""
+
+    def __init__(self, near: Callable[[int, str], bool]) -> None:
+        super().__init__()
+        self.near = near
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        near = [i == 0 or t.startswith(("play movie", "find movies")) for i, t in enumerate(texts)]
+        near = [self.near(i, t) for i, t in enumerate(texts)]
         return np.array([[1.0, 0.0] if n else [0.0, 1.0] for n in near], dtype=np.float32)
+
+
+def movies_near() -> Near:
+    """Both movie tools' summaries at cosine 1 with the request, every other text's at 0."""
+    return Near(lambda i, t: i == 0 or t.startswith(("play movie", "find movies")))
 
 
 async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalikes() -> None:
@@ -4625,7 +4635,7 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     tools = defs(PLAY_MOVIE, FIND_MOVIES, CITY_FORECAST)
     asked = request(messages=_asking(FILMS), tools=tools)
     runtime = ScriptedRuntime(['play_movie"'], ['{"genre": "animated"}'], score=-0.5, choose="find_movies")
-    response, _ = await run(runtime, asked, MoviesNear())
+    response, _ = await run(runtime, asked, movies_near())
     assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [("find_movies", {"genre": "animated"})]
     fits, choice = runtime.fits_payloads
     assert fits["prefix"] == lt.FITS_PREFIX and fits["messages"][0]["content"] == lt.fits_prompt(tools[0])
@@ -4636,15 +4646,15 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     (written,) = [p for p in runtime.payloads if "json_schema" in p]
     assert "find_movies: Find movies" in written["messages"][0]["content"], "the arguments of the tool it named"
     runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, fits="no", choose="find_movies")
-    response, _ = await run(runtime, asked, MoviesNear())
+    response, _ = await run(runtime, asked, movies_near())
     assert not response.tool_calls and response.content == "Try Toy Story."
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "no: no choice asked"
     runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, choose=lt.CHOOSE_NONE)
-    response, _ = await run(runtime, asked, MoviesNear())
+    response, _ = await run(runtime, asked, movies_near())
     assert not response.tool_calls and response.content == "Try Toy Story.", "none: the answer"
     assert not any("json_schema" in p for p in runtime.payloads)
     runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="find_movies")
-    response, _ = await run(runtime, request(messages=_asking(FILMS), tools=defs(PLAY_MOVIE)), MoviesNear())
+    response, _ = await run(runtime, request(messages=_asking(FILMS), tools=defs(PLAY_MOVIE)), movies_near())
     assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "one tool offered: asked alone"
     runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="find_movies")
@@ -4659,12 +4669,9 @@ CAPTION = {**tool("caption_image", "image_url"), "description": "Write a caption
 TWO_ASKS = "Identify objects in my backyard image backyard.jpg and analyze the sentiment of my journal entry."
 
 
-class ImagesNear(FavouringEmbedder):
-    """Texts about an image or objects at (1, 0), every other text at (0, 1)."""
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        near = ["image" in t.lower() or "object" in t.lower() for t in texts]
-        return np.array([[1.0, 0.0] if n else [0.0, 1.0] for n in near], dtype=np.float32)
+def images_near() -> Near:
+    """Texts about an image or objects near each other (a part of the request too), every other text far."""
+    return Near(lambda _, t: "image" in t.lower() or "object" in t.lower())
 
 
 async def test_a_request_that_asks_several_things_is_judged_again_on_the_part_nearest_the_pick() -> None:
@@ -4673,7 +4680,7 @@ async def test_a_request_that_asks_several_things_is_judged_again_on_the_part_ne
     thing is not asked again."""
     tools = defs(OBJECTS, SENTIMENT)
     runtime = ScriptedRuntime(['find_objects"'], ['{"image_url": "backyard.jpg"}'], score=-0.5, fits=["no", "yes"])
-    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), ImagesNear())
+    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), images_near())
     assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [
         ("find_objects", {"image_url": "backyard.jpg"})
     ]
@@ -4682,19 +4689,19 @@ async def test_a_request_that_asks_several_things_is_judged_again_on_the_part_ne
     assert part["messages"][-1]["content"] == "Identify objects in my backyard image backyard.jpg"
     assert part["messages"][0] == whole["messages"][0]
     runtime = ScriptedRuntime(['find_objects"'], ["It shows a lawn."], score=-0.5, fits=["no", "no"])
-    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), ImagesNear())
+    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), images_near())
     assert not response.tool_calls and response.content == "It shows a lawn."
     assert len(runtime.fits_payloads) == 2
     one = "What objects are usually in a backyard image?"
     runtime = ScriptedRuntime(['find_objects"'], ["Lawns, trees."], score=-0.5, fits=["no", "yes"])
-    response, _ = await run(runtime, request(messages=_asking(one), tools=tools), ImagesNear())
+    response, _ = await run(runtime, request(messages=_asking(one), tools=tools), images_near())
     assert not response.tool_calls and response.content == "Lawns, trees."
     assert len(runtime.fits_payloads) == 1, "one thing asked: no second asking"
     tools = defs(OBJECTS, SENTIMENT, CAPTION)
     runtime = ScriptedRuntime(
         ['find_objects"'], ['{"image_url": "backyard.jpg"}'], score=-0.5, choose=["none", "find_objects"]
     )
-    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), ImagesNear())
+    response, _ = await run(runtime, request(messages=_asking(TWO_ASKS), tools=tools), images_near())
     assert [c.name for c in response.tool_calls or ()] == ["find_objects"]
     fits, whole, part = runtime.fits_payloads
     assert fits["prefix"] == lt.FITS_PREFIX and whole["prefix"] == part["prefix"] == lt.CHOOSE_PREFIX
