@@ -707,6 +707,7 @@ class LocalAdapter(BaseAdapter):
         schema = localtools.arguments_schema(declared, numbers=localtools.stated_numbers(said))
         schema = localtools.in_minor_units(schema, declared, said)  # "$12.50" for an amount in cents: 1250
         schema = localtools.in_time_units(schema, declared, said)  # "in 30 min" for a required seconds: 1800
+        schema = localtools.in_the_order_said(schema, said)  # "a length of 50 … a width of 30": length written first
         if unfinished or localtools.names_its_file(tool):
             targets = opening or localtools.target_paths(request.messages)
             if localtools.changes_things(tool):  # a change goes to a file whose clause asks for one

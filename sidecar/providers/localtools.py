@@ -3083,6 +3083,38 @@ def arguments_schema(
     return out
 
 
+_NUMBERS = ("number", "integer")
+_ITS_NUMBER = r"(?:\s+(?:of|is|was|equals|at))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?-?\d"
+"""After a key's words in the request, its number: "a length of 50", "distance is 8 meters", "radius: 3"."""
+
+
+def in_the_order_said(schema: dict[str, Any], asked: str) -> dict[str, Any]:
+    """``schema`` with its number arguments that the request ``asked`` gives (a key's words, then its number:
+    :data:`_ITS_NUMBER`) in the order the request gives them, each in a place one of them held (the others keep theirs): the grammar writes
+    keys in the schema's order, and the 1.5B model wrote "a length of 50 meters and a width of 30" as
+    ``{"width": 50, "length": 30}`` — the first number for the first key."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return schema
+    text = asked.lower()
+    said: dict[str, int] = {}
+    for key, spec in properties.items():
+        words = _spelled(key)
+        if isinstance(spec, dict) and spec.get("type") in _NUMBERS and len(words) >= 3:
+            found = re.search(rf"(?<![\w-]){re.escape(words)}{_ITS_NUMBER}", text)
+            if found:
+                said[key] = found.start()
+    if len(said) < 2:
+        return schema
+    keys = list(properties)
+    slots = [i for i, key in enumerate(keys) if key in said]
+    for slot, key in zip(slots, sorted(said, key=said.__getitem__), strict=True):
+        keys[slot] = key
+    if keys == list(properties):
+        return schema
+    return {**schema, "properties": {key: properties[key] for key in keys}}
+
+
 def _most_items(array: dict[str, Any]) -> int | None:
     """The most items an array argument is written with: its own ``maxItems``, and for items that are one of an
     enum no more than the enum has values — a choice of several options names each once (BFCL's
@@ -4172,19 +4204,29 @@ def spells_its_choice(tool: MetonaToolDef, text: str) -> bool:
     )
 
 
-_NOT_THAT = re.compile(
+_NEGATED = re.compile(
     r"(?:\b(?:no|not|non|without|except|never|hate|avoid|instead of|rather than|don't|dont)|不要|不用|别|除了)\W*"
-    r"(?:\w+\W+){0,2}$|\b(?:the|a|an|my|your|our|their|his|her|its|this|that|of)\W*$",
+    r"(?:\w+\W+){0,2}$",
     re.IGNORECASE,
 )
+_SPOKEN_OF = re.compile(r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|of)\W*$", re.IGNORECASE)
+_ONE_OF_A_KIND = re.compile(r"\b(?:a|an)\W*$", re.IGNORECASE)
+_MODIFIES = re.compile(r"[ -]+(?!(?:of|for|to|in|on|at|from|by|with|and|or|is|are|was|were)\b)[a-z]")
+"""After a choice that follows "a" or "an", the word of the thing it says the kind of ("a thriller movie", "an
+Action movie"): not a preposition or a verb ("a date of…")."""
 
 
 def _spells_choice(choice: str, asked: str) -> bool:
     """``asked`` (lower-cased) spells ``choice`` as a word of its own, not negated ("not in fahrenheit", "no
-    images", within three words) nor as a thing spoken of ("the date of the party", "my parents")."""
+    images", within three words) nor as a thing spoken of ("the date of the party", "my parents") — unless it says
+    what kind of thing is asked for, after "a" or "an" (:data:`_MODIFIES`: "Find me a thriller movie…" offered a
+    genre had been searched for any genre; "the fahrenheit scale, explain it" is still spoken of). Of 511 recorded
+    calls of the tuning sets, three changed, each wrong to right."""
     for match in re.finditer(rf"(?<![a-z0-9_-]){re.escape(choice.lower())}(?![a-z0-9_-])", asked):
         before = asked[max(0, match.start() - 40) : match.start()]
-        if not _NOT_THAT.search(before):
+        if _NEGATED.search(before):
+            continue
+        if not _SPOKEN_OF.search(before) or (_ONE_OF_A_KIND.search(before) and _MODIFIES.match(asked, match.end())):
             return True
     return False
 

@@ -1912,6 +1912,28 @@ def test_an_optional_choice_the_request_spells_is_given() -> None:
         assert lt.said_choices(where, params, asked(not_asked)) == where, not_asked
     assert lt.said_choices(where, params, asked("48.85, 2.35的天气，用fahrenheit")) == {
         **where, "temperature_unit": "fahrenheit"}  # fmt: skip
+    kind = asked("I'd like a fahrenheit forecast for 48.85, 2.35.")  # the kind of thing asked for, after "a"
+    assert lt.said_choices(where, params, kind) == {**where, "temperature_unit": "fahrenheit"}
+    assert lt.said_choices(where, params, asked("48.85, 2.35: a fahrenheit of 50 or more?")) == where, "spoken of"
+
+
+def test_numbers_the_request_gives_are_written_in_the_order_it_gives_them() -> None:
+    rectangle = {
+        "type": "object",
+        "properties": {
+            "unit": {"type": "string"},
+            "width": {"type": "number"},
+            "label": {"type": "string"},
+            "length": {"type": "number"},
+            "depth": {"type": "integer"},
+        },
+        "required": ["width", "length"],
+    }
+    order = list(lt.in_the_order_said(rectangle, "A length of 50 meters and a width of 30, depth: 2")["properties"])
+    assert order == ["unit", "length", "label", "width", "depth"]  # the strings keep their places
+    assert lt.in_the_order_said(rectangle, "A width of 30 and a length of 50") is rectangle  # already in order
+    assert lt.in_the_order_said(rectangle, "the length and the width: 50 and 30") is rectangle  # not each its number
+    assert lt.in_the_order_said({"type": "object"}, "a length of 5") == {"type": "object"}
 
 
 async def test_the_choice_a_request_spells_reaches_the_call() -> None:
