@@ -3090,9 +3090,9 @@ _ITS_NUMBER = r"(?:\s+(?:of|is|was|equals|at))?\s*[=:]?\s*(?:about\s+)?[$€£¥
 
 def in_the_order_said(schema: dict[str, Any], asked: str) -> dict[str, Any]:
     """``schema`` with its number arguments that the request ``asked`` gives (a key's words, then its number:
-    :data:`_ITS_NUMBER`) in the order the request gives them, each in a place one of them held (the others keep theirs): the grammar writes
-    keys in the schema's order, and the 1.5B model wrote "a length of 50 meters and a width of 30" as
-    ``{"width": 50, "length": 30}`` — the first number for the first key."""
+    :data:`_ITS_NUMBER`) in the order the request gives them, each in a place one of them held (the others keep
+    theirs): the grammar writes keys in the schema's order, and the 1.5B model wrote "a length of 50 meters and a
+    width of 30" as ``{"width": 50, "length": 30}`` — the first number for the first key."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return schema
