@@ -49,7 +49,6 @@ from sidecar.ir import MetonaRequest  # noqa: E402
 from sidecar.localmodel.worker import Worker  # noqa: E402
 from sidecar.providers.base import ProviderConfig  # noqa: E402
 from sidecar.providers.local import LocalAdapter  # noqa: E402
-from sidecar.providers.localtools import DECISION_PREFIX  # noqa: E402
 
 TOOLS = [
     "get_current_time",
@@ -129,9 +128,8 @@ class InProcessRuntime:
             self.worker.load({"root": str(self.root), "precision": "f32", "slot": "arguments"}, "load")
             self.arguments_loaded = True
         result = self.worker.generate(payload, "job")
-        if "regex" in payload or payload.get("prefix") == DECISION_PREFIX:  # a decision written free: ``~name``
-            text = "".join(self.out.deltas) if "regex" in payload else "~" + "".join(self.out.deltas).split('"')[0]
-            self.decisions.append({**result, "text": text, "wall_s": time.perf_counter() - t0})
+        if "regex" in payload:
+            self.decisions.append({**result, "text": "".join(self.out.deltas), "wall_s": time.perf_counter() - t0})
         if "json_schema" in payload and os.environ.get("BENCH_ARGUMENTS"):
             print("   wrote", repr("".join(self.out.deltas))[:300], result.get("finish"), flush=True)
         for piece in self.out.deltas:

@@ -526,13 +526,11 @@ class LocalAdapter(BaseAdapter):
                 opinions.append(await self._general(asked, asm, steps))
             return opinions[0]
 
-        async def decide(
-            among: list[str], answer: bool = True, own: bool = False
-        ) -> tuple[dict[str, Any], str, str | None]:
+        async def decide(among: list[str], answer: bool = True) -> tuple[dict[str, Any], str, str | None]:
             """One decision on the request among the names ``among`` (and ``answer``), :meth:`_decision`."""
-            return await self._decision(base["messages"], among, asm, steps, answer=answer, own=own)
+            return await self._decision(base["messages"], among, asm, steps, answer=answer)
 
-        step, decision, choice = await decide(names, answer=answering and not (unfinished or on_a_file), own=first)
+        step, decision, choice = await decide(names, answer=answering and not (unfinished or on_a_file))
         about_files: list[str] = []
         lister = localtools.folder_first(choice, tools, request.messages) if first and not on_a_file else None
         if lister is not None:  # a read with no file named, in a folder named: what the folder holds, first
@@ -674,7 +672,7 @@ class LocalAdapter(BaseAdapter):
             and answering
             and not (on_a_file or unfinished or lister)
             and self.arguments_model
-            and (looked_again or step.get("spelled") or localtools.fit_asked(step.get("score")))
+            and (looked_again or localtools.fit_asked(step.get("score")))
         ):
             conversation, entire = base["messages"][1:], True
             if not await self._fits(tool, conversation, asm, steps):
@@ -940,14 +938,9 @@ class LocalAdapter(BaseAdapter):
         steps: list[dict[str, Any]],
         *,
         answer: bool = True,
-        own: bool = False,
     ) -> tuple[dict[str, Any], str, str | None]:
         """One constrained decision on ``messages`` (a decision prompt and its conversation) among the names
-        ``among`` (and ``answer``): its step (kept in ``steps``), its text and the name it wrote. ``own`` (a turn's
-        first decision): a name given less than :data:`localtools.OWN_SPELLING_P` is written once more, free, and
-        where the model then spells an offered name its own way (:func:`localtools.spelled_as`: ``weather_forecast``
-        for ``detailed_weather_forecast``), that tool is the decision, its step the free one's (its score the
-        model's for its own spelling) marked ``spelled``."""
+        ``among`` (and ``answer``): its step (kept in ``steps``), its text and the name it wrote."""
         written: list[str] = []
 
         async def keep(text: str) -> None:
@@ -964,13 +957,6 @@ class LocalAdapter(BaseAdapter):
         step = await self._generate(payload, keep, asm)
         steps.append(step)
         decision = localtools.DECISION_PREFIX + "".join(written).rstrip('"') + '"'  # the stop string may be cut
-        if own and localtools.unsure_of_its_own(step.get("score")):
-            written.clear()
-            free = await self._generate({k: v for k, v in payload.items() if k != "regex"}, keep, asm)
-            steps.append(free)
-            meant = localtools.spelled_as("".join(written).split('"')[0].strip(), among)
-            if meant is not None:
-                return {**free, "spelled": True}, localtools.DECISION_PREFIX + meant + '"', meant
         return step, decision, localtools.decision_of(decision, among)
 
     async def _next_part(

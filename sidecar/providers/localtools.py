@@ -28,7 +28,6 @@ emitted again (:func:`repeated`): the answer is asked for instead. Pure function
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import math
@@ -2990,46 +2989,6 @@ def decision_of(text: str, names: Sequence[str]) -> str | None:
     if match is None or match.group(1) not in (ANSWER, *names):
         return None
     return match.group(1)
-
-
-OWN_SPELLING_P = 0.5
-"""A first decision that gave its name less than this probability is written once more without the expression of
-the offered names (:func:`spelled_as`): under it, the model's likeliest token may have been no offered name's. Given
-at least this, the name's first token was the model's own likeliest, and the free writing is the same."""
-SPELLED_SIMILARITY = 0.6
-SPELLED_MARGIN = 0.1
-
-
-def unsure_of_its_own(score: float | None) -> bool:
-    """A first decision's name given less than :data:`OWN_SPELLING_P`: worth writing once more, free."""
-    return _known(score) and score < math.log(OWN_SPELLING_P)
-
-
-def _spelled(name: str) -> str:
-    """A name as its words: ``__get_all_user_list`` → ``get all user list``, ``RentalCars_3`` → ``rental cars 3``."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return " ".join(re.split(r"[\W_]+", words.lower())).strip()
-
-
-def spelled_as(written: str, names: Sequence[str]) -> str | None:
-    """The offered tool of ``names`` the model meant when, written free, a first decision named none of them: the
-    one whose name's words are most like those written (:class:`difflib.SequenceMatcher`, at least
-    :data:`SPELLED_SIMILARITY`, and :data:`SPELLED_MARGIN` more than any other's). Under the expression of the
-    offered names, the 0.5B model that wanted ``weather_forecast`` for "What will be the weather in New York in the
-    next 72 hours…?" could only write ``detailed_weather_forecast`` token by unlikely token (log-probability -19)
-    or ``answer`` (-2.9), and answered; ``Restaurants_2_FindRestaurants`` scored -27.7 where the model began
-    ``find_restaurants``, and was turned down as unsure; a name that begins ``__`` or with another case
-    (``get_all_user_list``, ``rentalCars_3_ReserveCar``) was as unlikely. None for ``answer``, an offered name, or a
-    name like none of them (``calculate_area_of_triangle`` beside a body-mass tool)."""
-    if not written or written == ANSWER or written in names:
-        return None
-    said = _spelled(written)
-    ranked = sorted(((difflib.SequenceMatcher(None, said, _spelled(n)).ratio(), n) for n in names), reverse=True)
-    if not ranked or ranked[0][0] < SPELLED_SIMILARITY:
-        return None
-    if len(ranked) > 1 and ranked[0][0] - ranked[1][0] < SPELLED_MARGIN:
-        return None
-    return ranked[0][1]
 
 
 def arguments_prefix(decision_text: str) -> str:

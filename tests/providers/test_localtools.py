@@ -735,7 +735,6 @@ class ScriptedRuntime:
         arguments_finish: str = "stop",
         fits: str | Sequence[str] = "yes",
         choose: str | Sequence[str] | None = None,
-        spelling: str | None = None,
     ) -> None:
         self.scripts = list(scripts)
         self.score = score
@@ -750,11 +749,6 @@ class ScriptedRuntime:
         self.choose = [choose] if choose is None or isinstance(choose, str) else list(choose)
         """The answers to the choices among an unsure pick's lookalikes after a ``yes`` (:data:`lt.CHOOSE_PROMPT`)
         in turn, the last one to every further one; by default (None) the pick."""
-        self.spelling = spelling
-        """What a decision written free (no expression of the names, :data:`lt.OWN_SPELLING_P`) writes: by default
-        (None) what the decision before it wrote; its payloads go to :attr:`free_payloads`."""
-        self.free_payloads: list[dict[str, Any]] = []
-        self.decided = ""
 
     def loaded_info(self, model_path: str | None) -> dict[str, Any] | None:
         return {"meta": {"context_window": 4096}}
@@ -771,15 +765,8 @@ class ScriptedRuntime:
                 label = chosen or payload["regex"][1:].split("|")[0]
             await on_delta(label + '"')
             return {"input_tokens": 100, "output_tokens": 2, "finish": "stop", "tokens_per_s": 20.0, "ttft_ms": 300}
-        if payload.get("prefix") == lt.DECISION_PREFIX and "regex" not in payload:
-            self.free_payloads.append(payload)
-            await on_delta((self.decided if self.spelling is None else self.spelling) + '"')
-            return {"input_tokens": 100, "output_tokens": 5, "finish": "stop", "ttft_ms": 300, "score": -0.2}
         self.payloads.append(payload)
-        pieces = self.scripts.pop(0)
-        if "regex" in payload and payload.get("prefix") == lt.DECISION_PREFIX:
-            self.decided = "".join(pieces).split('"')[0]
-        for piece in pieces:
+        for piece in self.scripts.pop(0):
             await on_delta(piece)
         score = {"score": self.score} if payload.get("score") else {}
         return {
@@ -1268,50 +1255,6 @@ async def test_an_answer_is_looked_at_again_and_a_near_tool_almost_as_likely_is_
     runtime = ScriptedRuntime(['answer"'], ['calculator"'], ["Hello."])
     response, _ = await run(runtime, request(tools=[CALC, WRITE]))  # the tool is far from the request
     assert response.tool_calls is None and response.content == "Hello."
-
-
-def test_a_name_the_model_spells_its_own_way_is_the_offered_tool_most_like_it() -> None:
-    assert lt.spelled_as("weather_forecast", ["detailed_weather_forecast"]) == "detailed_weather_forecast"
-    assert lt.spelled_as("get_all_user_list", ["__get_all_user_list", "__book_meeting_room"]) == "__get_all_user_list"
-    assert lt.spelled_as("rentalCars_3_ReserveCar", ["RentalCars_3_ReserveCar"]) == "RentalCars_3_ReserveCar"
-    assert lt.spelled_as("find_restaurants", ["Restaurants_2_FindRestaurants", "Restaurants_2_ReserveRestaurant"]) == (
-        "Restaurants_2_FindRestaurants"
-    )
-    assert lt.spelled_as("answer", ["answer_question"]) is None  # the answer is no tool
-    assert lt.spelled_as("calculator", ["calculator"]) is None  # an offered name: the decision as written
-    assert lt.spelled_as("calculate_area_of_triangle", ["determine_body_mass_index"]) is None  # like none of them
-    assert lt.spelled_as("get_weather", ["get_weather_forecast", "get_weather_history"]) is None  # like two alike
-    assert lt.unsure_of_its_own(math.log(lt.OWN_SPELLING_P) - 0.01)
-    assert not lt.unsure_of_its_own(math.log(lt.OWN_SPELLING_P)) and not lt.unsure_of_its_own(None)
-
-
-DETAILED_FORECAST = {
-    **tool("detailed_weather_forecast", "location"),
-    "description": "Retrieve a detailed weather forecast for a specific location.",
-}
-
-
-async def test_a_decision_the_model_was_unsure_of_is_written_free_and_its_own_spelling_taken() -> None:
-    weather, near = _asking("What will the weather be in New York in the next 72 hours?"), FavouringEmbedder("detailed")
-    runtime = ScriptedRuntime(['answer"'], ['{"location": "New York"}'], score=-3.0, spelling="weather_forecast")
-    response, _ = await run(runtime, request(messages=weather, tools=[DETAILED_FORECAST]), near)
-    assert response.tool_calls and response.tool_calls[0].name == "detailed_weather_forecast"
-    decision, arguments = runtime.payloads
-    (free,) = runtime.free_payloads
-    assert "regex" not in free and free["messages"] == decision["messages"] and free["stop"] == ['"']
-    assert arguments["prefix"] == '{"tool": "detailed_weather_forecast", "arguments": '
-    assert len(runtime.fits_payloads) == 1  # the tool it meant is asked about: does it fit?
-    runtime = ScriptedRuntime(['answer"'], ["Sunny."], score=-3.0, spelling="weather_forecast", fits="no")
-    response, _ = await run(runtime, request(messages=weather, tools=[DETAILED_FORECAST]), near)
-    assert response.tool_calls is None and response.content == "Sunny."  # it does not: answered
-    second_look = ['detailed_weather_forecast"']
-    runtime = ScriptedRuntime(['answer"'], second_look, ["Sunny."], score=-3.0, spelling="get_stock_price")
-    response, _ = await run(runtime, request(messages=weather, tools=[DETAILED_FORECAST]))
-    assert response.tool_calls is None and len(runtime.free_payloads) == 1  # a name like none offered: as decided
-    assert runtime.payloads[1]["regex"] == lt.choice_regex(["detailed_weather_forecast"], answer=False)
-    runtime = ScriptedRuntime(['answer"'], second_look, ["Sunny."], score=-0.5, spelling="weather_forecast")
-    response, _ = await run(runtime, request(messages=weather, tools=[DETAILED_FORECAST]))
-    assert response.tool_calls is None and not runtime.free_payloads  # the model's own likeliest: not written again
 
 
 async def test_a_write_to_a_file_the_request_does_not_name_gives_the_answer() -> None:
