@@ -3042,6 +3042,12 @@ def arguments_schema(
     return out
 
 
+def _spelled(name: str) -> str:
+    """A name as its words: ``initial_velocity`` → ``initial velocity``, ``sampleSize`` → ``sample size``."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return " ".join(re.split(r"[\W_]+", words.lower())).strip()
+
+
 _NUMBERS = ("number", "integer")
 _ITS_NUMBER = r"(?:\s+(?:of|is|was|equals|at))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?-?\d"
 """After a key's words in the request, its number: "a length of 50", "distance is 8 meters", "radius: 3"."""
