@@ -3042,12 +3042,6 @@ def arguments_schema(
     return out
 
 
-def _spelled(name: str) -> str:
-    """A name as its words: ``initial_velocity`` → ``initial velocity``, ``sampleSize`` → ``sample size``."""
-    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return " ".join(re.split(r"[\W_]+", words.lower())).strip()
-
-
 _NUMBERS = ("number", "integer")
 _ITS_NUMBER = r"(?:\s+(?:of|is|was|equals|at))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?-?\d"
 """After a key's words in the request, its number: "a length of 50", "distance is 8 meters", "radius: 3"."""
@@ -3064,7 +3058,7 @@ def in_the_order_said(schema: dict[str, Any], asked: str) -> dict[str, Any]:
     text = asked.lower()
     said: dict[str, int] = {}
     for key, spec in properties.items():
-        words = _spelled(key)
+        words = " ".join(_name_words(key))  # initial_velocity, initialVelocity: "initial velocity"
         if isinstance(spec, dict) and spec.get("type") in _NUMBERS and len(words) >= 3:
             found = re.search(rf"(?<![\w-]){re.escape(words)}{_ITS_NUMBER}", text)
             if found:
