@@ -1879,6 +1879,28 @@ def test_numbers_the_request_gives_are_written_in_the_order_it_gives_them() -> N
     assert lt.in_the_order_said({"type": "object"}, "a length of 5") == {"type": "object"}
 
 
+async def test_the_arguments_are_asked_for_in_the_order_the_request_gives_them() -> None:
+    area = {
+        **tool("rectangle_area", "width"),
+        "description": "The area of a rectangle.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "width": {"type": "number", "description": "in m"},
+                "length": {"type": "number", "description": "in m"},
+            },
+            "required": ["width", "length"],
+        },
+    }
+    runtime = ScriptedRuntime(['rectangle_area"'], ['{"length": 50, "width": 30}'], score=-0.05)
+    asked = request(
+        messages=_asking("The area of a rectangle with a length of 50 m and a width of 30 m?"), tools=[area]
+    )
+    response, _ = await run(runtime, asked, FavouringEmbedder("rectangle"))
+    assert response.tool_calls and response.tool_calls[0].args == {"length": 50, "width": 30}
+    assert list(runtime.payloads[1]["json_schema"]["properties"]) == ["length", "width"]
+
+
 async def test_the_choice_a_request_spells_reaches_the_call() -> None:
     runtime = ScriptedRuntime(['weather_forecast"'], ['{"latitude": 48.85, "longitude": 2.35}'], score=-0.05)
     asked = request(messages=_asking("The forecast at 48.85, 2.35 in fahrenheit, please"), tools=[FORECAST, CALC])
