@@ -3043,7 +3043,8 @@ def arguments_schema(
 
 
 _NUMBERS = ("number", "integer")
-_ITS_NUMBER = r"(?:\s+(?:of|is|was|equals|at))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?-?\d"
+_ITS = r"(?:\s+(?:of|is|was|equals|at))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?"
+_ITS_NUMBER = _ITS + r"-?\d"
 """After a key's words in the request, its number: "a length of 50", "distance is 8 meters", "radius: 3"."""
 
 
@@ -3839,7 +3840,41 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
             left.remove(args[key])
         else:
             del out[key]
+    return _without_others_numbers(out, parameters, text)
+
+
+def _without_others_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` without an optional number (an integer too) whose value the request ``text`` gives only as another
+    argument's (:func:`_numbers_of_keys`: "a capacitance of 100µF" is the capacitance's 100, whatever unit the
+    capacitance is then written in)."""
+    required = set(parameters.get("required") or ())
+    of_keys = _numbers_of_keys(parameters, text)
+    stated = _all_stated(text)
+    out = dict(args)
+    for key, value in args.items():
+        spec = _spec(parameters, key)
+        if key in required or not _number(value) or spec.get("type") not in _NUMBERS or spec.get("enum"):
+            continue
+        theirs = [n for other, numbers in of_keys.items() if other != key for n in numbers if n == value]
+        if theirs and value not in of_keys.get(key, ()) and stated.count(value) <= len(theirs):
+            del out[key]
     return out
+
+
+def _numbers_of_keys(parameters: dict[str, Any], text: str) -> dict[str, list[float]]:
+    """Each number argument's numbers that the request ``text`` gives as its own: the key's words, then a number
+    (:data:`_ITS_NUMBER`: "a capacitance of 100µF", "distance is 4 meters"). Such a number is not another
+    argument's: the model wrote ``round_off: 100`` beside ``capacitance: 0.0001`` for "capacitance of 100µF", and
+    ``permitivity: 4`` from the second charge's "distance of 4 meters" (BFCL simple and parallel, tuning cases)."""
+    lowered = text.lower().translate(_ASCII_DIGITS)
+    found: dict[str, list[float]] = {}
+    for key, spec in (parameters.get("properties") or {}).items():
+        words = " ".join(_name_words(key))
+        if not isinstance(spec, dict) or spec.get("type") not in _NUMBERS or len(words) < 3:
+            continue
+        pattern = rf"(?<![\w-]){re.escape(words)}{_ITS}(-?\d[\d,]*(?:\.\d+)?)"
+        found[key] = [float(m.group(1).replace(",", "")) for m in re.finditer(pattern, lowered)]
+    return found
 
 
 def _is_default(value: Any, spec: dict[str, Any]) -> bool:

@@ -181,6 +181,27 @@ def test_a_number_stated_once_fills_one_argument() -> None:
     assert lt.spare_numbers({"lat": 3, "lon": 1, "days": 3}, enum, "3 days") == {"lat": 3, "lon": 1, "days": 3}
 
 
+def test_a_number_the_request_gives_as_another_arguments_is_not_an_optional_ones() -> None:
+    numbers = {k: {"type": "number"} for k in ("inductance", "capacitance")} | {"round_off": {"type": "integer"}}
+    params = {"type": "object", "required": ["inductance", "capacitance"], "properties": numbers}
+    ask = "The resonant frequency of an LC circuit given capacitance of 100µF and inductance of 50mH."
+    written = {"capacitance": 0.0001, "inductance": 0.05, "round_off": 100}  # 100 µF written in farads
+    assert lt.spare_numbers(written, params, ask) == {"capacitance": 0.0001, "inductance": 0.05}
+    rounded = {**written, "round_off": 3}
+    assert lt.spare_numbers(rounded, params, ask + " Round it to 3 places.") == rounded
+    again = ask + " Round it off to 100 places."  # stated once more, not as the capacitance's
+    assert lt.spare_numbers(written, params, again) == written
+    own = {**params, "properties": {**numbers, "round_off": {"type": "integer"}, "capacitance": {"type": "string"}}}
+    assert lt.spare_numbers(written, own, "a round off of 100, capacitance of 100") == written
+    charges = {k: {"type": "number"} for k in ("charge", "distance", "permitivity")}
+    field = {"type": "object", "required": ["charge", "distance"], "properties": charges}
+    two = "The first charge is 5 C at a distance of 2 meters; the second is 3 C at a distance of 4 meters."
+    assert lt.spare_numbers({"charge": 5, "distance": 2, "permitivity": 4}, field, two) == {
+        "charge": 5,
+        "distance": 2,
+    }
+
+
 def test_a_number_stated_once_leaves_the_argument_it_is_the_default_of() -> None:
     hinted = {"type": "number", "description": "Most characters. (integer, 1-999999, default 5000)"}
     start = {"type": "number", "description": "Where to start. (integer, >= 0, default 0)"}
