@@ -1315,7 +1315,7 @@ _CHANGE_WORDS = re.compile(
     r"写进|写上|写成|写下|写一|写个|写份|写篇|记到|记下|记录到|建一|新建|创建|生成|添加|加上|追加|插入|更新|编辑|修改|改成|"
     r"改为|改正|修正|替换|重命名|移动|复制|删除|删掉|填入|填上|导出|放进|放到|放入|抄到|抄进|抄成|誊到|整理到|整理进|整理成|"
     r"汇总到|汇总进|汇总成|列到|列进|贴到|贴进|粘贴到|记在|记进|写在|加一行|加一条|加一句|加一段|加一项|补一行|补一条|补上|"
-    r"补充到|记一笔|记上|划掉|勾掉|标记为|标成",
+    r"补充到|记一笔|记上|划掉|勾掉|标记为|标成|加个|合并",
     re.IGNORECASE,
 )
 
@@ -4229,6 +4229,9 @@ _NEGATED = re.compile(
 )
 _SPOKEN_OF = re.compile(r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|of)\W*$", re.IGNORECASE)
 _ONE_OF_A_KIND = re.compile(r"\b(?:a|an)\W*$", re.IGNORECASE)
+_THIS = re.compile(r"\bthis\W*$", re.IGNORECASE)
+_PERIOD = re.compile(r"(?:hour|day|week|month|quarter|year)s?", re.IGNORECASE)
+"""A period a choice names ("the best posts this week" offered ``time``: hour, day, week…): the one asked for."""
 _MODIFIES = re.compile(r"[ -]+(?!(?:of|for|to|in|on|at|from|by|with|and|or|is|are|was|were)\b)[a-z]")
 """After a choice that follows "a" or "an", the word of the thing it says the kind of ("a thriller movie", "an
 Action movie"): not a preposition or a verb ("a date of…")."""
@@ -4239,12 +4242,16 @@ def _spells_choice(choice: str, asked: str) -> bool:
     images", within three words) nor as a thing spoken of ("the date of the party", "my parents") — unless it says
     what kind of thing is asked for, after "a" or "an" (:data:`_MODIFIES`: "Find me a thriller movie…" offered a
     genre had been searched for any genre; "the fahrenheit scale, explain it" is still spoken of). Of 511 recorded
-    calls of the tuning sets, three changed, each wrong to right."""
+    calls of the tuning sets, three changed, each wrong to right. A period after "this" is the one asked for
+    (:data:`_PERIOD`: "the best of r/AskHistorians this week" had got the top posts of no period, a blind set of
+    other people's tools, 2026-12-07)."""
     for match in re.finditer(rf"(?<![a-z0-9_-]){re.escape(choice.lower())}(?![a-z0-9_-])", asked):
         before = asked[max(0, match.start() - 40) : match.start()]
         if _NEGATED.search(before):
             continue
         if not _SPOKEN_OF.search(before) or (_ONE_OF_A_KIND.search(before) and _MODIFIES.match(asked, match.end())):
+            return True
+        if _THIS.search(before) and _PERIOD.fullmatch(choice):
             return True
     return False
 
@@ -4729,6 +4736,36 @@ _AN_ID = re.compile(r"(?<![\w:/.#@-])[A-Za-z0-9]+(?:[:/_.#@-][A-Za-z0-9]+)+(?![\
 
 def _id_parts(token: str) -> list[str]:
     return sorted(part.lower() for part in re.split(r"[^A-Za-z0-9]+", token) if part)
+
+
+def quoted_as_given(
+    args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]
+) -> dict[str, Any]:
+    """``args`` with the one text the request quotes as the value of the one free string the model wrote instead of
+    it — a text (two words or more) none of whose words the conversation gave (:func:`_unsaid`), where no argument
+    holds the quote: "how do you
+    say 'Where is the nearest pharmacy?' in German" offered DeepL's ``translate-text`` → ``text: "Wo ist die
+    nächeste Pharmaz?"``, the model's own translation where the text to translate was asked for (a blind set of
+    other people's tools, 2026-12-07). The top level's strings; not an enum's choice."""
+    asked = question(messages)
+    quotes = [m.group()[1:-1].strip() for m in _QUOTED_TEXT.finditer(asked)]
+    if len(quotes) != 1 or not quotes[0]:
+        return args
+    quote = quotes[0]
+    if any(quote.lower() in str(v).lower() for v in _strings_in(args)):
+        return args
+    said = _said_words(messages)
+    written = [
+        key
+        for key, value in args.items()
+        if isinstance(value, str)
+        and len(_WORD.findall(value)) >= 2
+        and not _spec(parameters, key).get("enum")
+        and _unsaid(value, said)
+    ]
+    if len(written) != 1 or _spec(parameters, written[0]).get("type") not in ("string", None):
+        return args
+    return {**args, written[0]: quote}
 
 
 def verbatim_ids(args: dict[str, Any], text: str) -> dict[str, Any]:

@@ -1879,6 +1879,12 @@ def test_an_optional_choice_the_request_spells_is_given() -> None:
     kind = asked("I'd like a fahrenheit forecast for 48.85, 2.35.")  # the kind of thing asked for, after "a"
     assert lt.said_choices(where, params, kind) == {**where, "temperature_unit": "fahrenheit"}
     assert lt.said_choices(where, params, asked("48.85, 2.35: a fahrenheit of 50 or more?")) == where, "spoken of"
+    top = {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "time": {
+        "type": "string", "enum": ["", "hour", "day", "week", "month", "year", "all"], "default": ""}}}  # fmt: skip
+    best = {"name": "AskHistorians"}
+    this_week = asked("whats the best of r/AskHistorians this week? like 10 posts")  # a period after "this"
+    assert lt.said_choices(best, top, this_week) == {**best, "time": "week"}
+    assert lt.said_choices(where, params, asked("48.85, 2.35: is this fahrenheit?")) == where, "no period: spoken of"
 
 
 def test_numbers_the_request_gives_are_written_in_the_order_it_gives_them() -> None:
@@ -2022,6 +2028,29 @@ async def test_a_question_without_i_or_my_is_still_sent_to_the_notes_search_the_
     asked = request(messages=_asking("How long is the warranty of the Metona X1?"), tools=[NOTES_SEARCH, CALC])
     response, _ = await run(runtime, asked)
     assert response.tool_calls and response.tool_calls[0].name == "notes_search"
+
+
+def test_a_quoted_text_is_given_as_quoted_where_the_model_wrote_its_own() -> None:
+    properties = {"text": {"type": "string"}, "targetLang": {"type": "string"}, "style": {"type": "string", "enum": [
+        "formal", "plain"]}}  # fmt: skip
+    params = {"type": "object", "required": ["text", "targetLang"], "properties": properties}
+
+    def asked(text: str) -> Any:
+        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
+
+    german = asked("how do you say 'Where is the nearest pharmacy?' in German")
+    translated = {"text": "Wo ist die nächste Apotheke?", "targetLang": "de"}
+    assert lt.quoted_as_given(translated, params, german) == {
+        "text": "Where is the nearest pharmacy?",
+        "targetLang": "de",
+    }
+    given = {"text": "Where is the nearest pharmacy?", "targetLang": "de"}
+    assert lt.quoted_as_given(given, params, german) == given
+    two = asked("say 'good morning' and 'good night' in German")  # two quotes: which one is not known
+    assert lt.quoted_as_given({"text": "Guten Morgen", "targetLang": "de"}, params, two)["text"] == "Guten Morgen"
+    said = asked("Translate 'Where is the station?' for my German trip")  # a text with a word said: the model's own
+    own = {"text": "Where is the train station?", "targetLang": "de"}
+    assert lt.quoted_as_given(own, params, said) == own
 
 
 def test_a_list_keeps_the_items_the_request_gave_where_it_gave_some() -> None:
@@ -3303,6 +3332,8 @@ def test_a_change_goes_to_the_file_whose_clause_asks_for_one() -> None:
     assert lt.to_change(["车险.txt"], "把笔记里车险的信息整理到 车险.txt") == ["车险.txt"]
     assert lt.asks_for_a_change(request(messages=_asking("在 浇花记录.txt 最后加一行：龟背竹浇透了")).messages)
     assert not lt.asks_for_a_change(request(messages=_asking("浇花记录.txt 里最后一行写的什么？")).messages)
+    assert lt.asks_for_a_change(request(messages=_asking("在 报销.xlsx 的 Sheet1 里给 C5 加个批注")).messages)
+    assert lt.asks_for_a_change(request(messages=_asking("把 成绩单.xlsx 的 A1 到 E1 合并成一个单元格")).messages)
 
 
 async def test_an_unsure_listing_for_a_quoted_text_to_find_is_decided_again_among_the_finders() -> None:
