@@ -4743,10 +4743,10 @@ def quoted_as_given(
 ) -> dict[str, Any]:
     """``args`` with the one text the request quotes as the value of the one free string the model wrote instead of
     it — a text (two words or more) none of whose words the conversation gave (:func:`_unsaid`), where no argument
-    holds the quote: "how do you
-    say 'Where is the nearest pharmacy?' in German" offered DeepL's ``translate-text`` → ``text: "Wo ist die
-    nächeste Pharmaz?"``, the model's own translation where the text to translate was asked for (a blind set of
-    other people's tools, 2026-12-07). The top level's strings; not an enum's choice."""
+    holds the quote: "how do you say 'Where is the nearest pharmacy?' in German" offered DeepL's ``translate-text``
+    → ``text: "Wo ist die nächeste Pharmaz?"``, the model's own translation where the text to translate was asked
+    for (a blind set of other people's tools, 2026-12-07; offline over 740 recorded tuning calls, the one changed).
+    The top level's strings; not an enum's choice."""
     asked = question(messages)
     quotes = [m.group()[1:-1].strip() for m in _QUOTED_TEXT.finditer(asked)]
     if len(quotes) != 1 or not quotes[0]:
