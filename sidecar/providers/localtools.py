@@ -4484,7 +4484,7 @@ def _untold_secret(key: str, value: Any, written: str) -> bool:
 _PLACEHOLDER = re.compile(
     r"\byour[_ -]?\w*|\b\w*_here\b|\bpath[_/]to[_/]|<[^<>\s]{2,}>|\bplaceholder\b|\bx{3,}\b|\binsert[_ ]"
     r"|\b(?:user|product|item|file|order|customer|account|client|employee|doc|document|record|ticket|task|project|"
-    r"prod|sku)[_-]?\d{1,3}\b|^(?:1234|12345|123456|123456789|abc123|test123)$",
+    r"prod|sku)[_-]?\d{1,3}\b|^(?:1234|12345|123456|123456789|abc123|test123)$|^[你您]的[^\s，。、,.]{1,12}$",
     re.IGNORECASE,
 )
 
@@ -4492,7 +4492,7 @@ _PLACEHOLDER = re.compile(
 def _placeholder(value: Any, said: str) -> bool:
     """``value`` (or a string it holds) is a placeholder the conversation (``said``, lower-case) never wrote: the
     model had no value and wrote where one goes (``your_token_here``, ``YOUR_API_KEY``, ``path_to_image.jpg``,
-    ``<user_id>``), or a numbered example of a kind (``user123``, ``product1``, ``file1.txt``) or a run of digits
+    ``<user_id>``, ``你的起点地址``), or a numbered example of a kind (``user123``, ``product1``, ``file1.txt``) or a run of digits
     (``12345``) for an id ("Adds an ACL mapping" → ``principal_id: "user123", resource_id: "file1.txt"``, "Give me
     details about a pair of running shoes" → ``product_id: "12345"``: BFCL's real users' no-call kind, tuning half,
     2026-12-06). Tuning: BFCL's real users' and general no-call cases (``search_messages(token:

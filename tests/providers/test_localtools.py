@@ -1594,6 +1594,14 @@ def test_a_placeholder_nobody_wrote_is_made_up() -> None:
         assert lt.made_up({"id": real}, ids, acl) == [], real
     for spelled, text in (("order-17", "where is my order #17"), ("12345", "track order 12,345")):
         assert lt.made_up({"id": spelled}, ids, asked(text)) == [], spelled  # the user's, in another spelling
+    route = {"type": "object", "required": ["origin", "destination"], "properties": {"origin": {}, "destination": {}}}
+    thanks = asked("谢谢你刚才的路线推荐，太有用了！我们已经到了")  # "your start address" where none was given
+    assert lt.made_up({"origin": "你的起点地址", "destination": "你的终点地址"}, route, thanks) == [
+        "destination",
+        "origin",
+    ]
+    home = asked("从你的公司到我家怎么走？")  # written by the user: theirs
+    assert lt.made_up({"origin": "你的公司", "destination": "我家"}, route, home) == []
     content = {"type": "object", "required": ["content"], "properties": {"content": {}}}
     for composed in ("id,name\n1,user1\n2,user2", "Thanks for your help today, see you at the review!"):
         assert lt.made_up({"content": composed}, content, asked("Write 3 sample users")) == [], "text composed"
