@@ -781,7 +781,6 @@ class LocalAdapter(BaseAdapter):
             args = localtools.signed_coordinates(args, declared, asked)  # "112.07 W": -112.07
             args = within(localtools.converted_durations, args, declared, asked)  # "2 hours" → expireSeconds: 7200
             args = localtools.unasked(args, declared, request.messages, changes=localtools.changes_things(tool))
-            args = localtools.unsaid_items(args, declared, request.messages)  # "pasta with cheese": not tomato too
             args = localtools.said_choices(args, declared, request.messages)  # "in fahrenheit": the unit it names
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"

@@ -4057,30 +4057,6 @@ def _unsaid(value: str, said: set[str]) -> bool:
     return bool(words) and not any(_said(w, said) for w in words) and _initials(value) not in said
 
 
-def unsaid_items(args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]) -> dict[str, Any]:
-    """``args`` with a list of free strings (two or more, no enum) kept to the items the conversation gave a word
-    of, where it gave one of some and none of others: "a recipe for a vegetarian pasta with cheese" got
-    ``ingredients: ["Pasta", "Cheese", "Tomato", "Onion", "Garlic", "Salt", "Pepper"]`` (BFCL multiple, a tuning case;
-    offline over 621 recorded tuning calls the one changed). A list none of whose items was said is the model's own
-    (the three largest countries, asked for) and stays; a request in Chinese, whose places and names may come back
-    in Latin script, is not judged."""
-    if _CJK.search(question(messages)):
-        return args
-    said = _said_words(messages)
-    out = dict(args)
-    for key, value in args.items():
-        spec = _spec(parameters, key)
-        items = spec.get("items")
-        if spec.get("type") != "array" or not isinstance(items, dict) or items.get("type") != "string":
-            continue
-        if items.get("enum") or not isinstance(value, list) or len(value) < 2:
-            continue
-        kept = [item for item in value if not (isinstance(item, str) and _unsaid(item, said))]
-        if kept and len(kept) < len(value):
-            out[key] = kept
-    return out
-
-
 def _short_for(choice: str, said: set[str]) -> bool:
     """An enum's ``choice`` of two to four letters is the short form of a word the conversation gave: its letters
     in that word's order, the first one first (``txt`` of "text files", ``py`` of "Python", ``md`` of

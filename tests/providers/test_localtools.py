@@ -1936,29 +1936,6 @@ async def test_the_arguments_are_asked_for_in_the_order_the_request_gives_them()
     assert list(runtime.payloads[1]["json_schema"]["properties"]) == ["length", "width"]
 
 
-async def test_the_call_keeps_the_items_the_request_gave() -> None:
-    recipe = {
-        **tool("find_recipe", "ingredients"),
-        "description": "Find a recipe by its ingredients.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "ingredients": {
-                    "type": "array",
-                    "items": {"type": "string", "description": "one"},
-                    "description": "to use",
-                }
-            },
-            "required": ["ingredients"],
-        },
-    }
-    written = '{"ingredients": ["Pasta", "Cheese", "Tomato", "Garlic"]}'
-    runtime = ScriptedRuntime(['find_recipe"'], [written], score=-0.05)
-    asked = request(messages=_asking("Find me a recipe for pasta with cheese."), tools=[recipe])
-    response, _ = await run(runtime, asked, FavouringEmbedder("recipe"))
-    assert response.tool_calls and response.tool_calls[0].args == {"ingredients": ["Pasta", "Cheese"]}
-
-
 async def test_the_choice_a_request_spells_reaches_the_call() -> None:
     runtime = ScriptedRuntime(['weather_forecast"'], ['{"latitude": 48.85, "longitude": 2.35}'], score=-0.05)
     asked = request(messages=_asking("The forecast at 48.85, 2.35 in fahrenheit, please"), tools=[FORECAST, CALC])
@@ -2059,25 +2036,6 @@ def test_a_quoted_text_is_given_as_quoted_where_the_model_wrote_its_own() -> Non
     said = asked("Translate 'Where is the station?' for my German trip")  # a text with a word said: the model's own
     own = {"text": "Where is the train station?", "targetLang": "de"}
     assert lt.quoted_as_given(own, params, said) == own
-
-
-def test_a_list_keeps_the_items_the_request_gave_where_it_gave_some() -> None:
-    strings = {"type": "array", "items": {"type": "string"}}
-    properties = {"ingredients": strings, "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}}
-    params = {"type": "object", "required": ["ingredients"], "properties": properties}
-
-    def asked(text: str) -> Any:
-        return request(messages=[{"role": "user", "content": text, "timestamp": 1}]).messages
-
-    pasta = asked("Give me a recipe for a vegetarian pasta with cheese for 2 servings.")
-    written = {"ingredients": ["Pasta", "Cheese", "Tomato", "Onion", "Garlic"], "tags": ["a", "b"]}
-    assert lt.unsaid_items(written, params, pasta) == {"ingredients": ["Pasta", "Cheese"], "tags": ["a", "b"]}
-    largest = asked("Compare the three largest countries by area.")  # none of them said: the model's own list
-    countries = {"ingredients": ["Russia", "Canada", "China"]}
-    assert lt.unsaid_items(countries, params, largest) == countries
-    assert lt.unsaid_items({"ingredients": ["Tomato"]}, params, pasta) == {"ingredients": ["Tomato"]}  # one item
-    chinese = asked("给我一个用奶酪做的意面食谱")
-    assert lt.unsaid_items(written, params, chinese) == written  # names may come back in Latin script
 
 
 def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its_default() -> None:
