@@ -3844,9 +3844,12 @@ def spare_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -
 
 
 def _without_others_numbers(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
-    """``args`` without an optional number (an integer too) whose value the request ``text`` gives only as another
-    argument's (:func:`_numbers_of_keys`: "a capacitance of 100µF" is the capacitance's 100, whatever unit the
-    capacitance is then written in)."""
+    """``args`` without an optional number (an integer too) whose value the request ``text`` gives only as the
+    number of another argument the call holds with another value (:func:`_numbers_of_keys`: "a capacitance of
+    100µF" is the capacitance's 100, written ``0.0001`` in farads; "a distance of 4 meters" is the distance's, which
+    this call gives as 2). A review (2026-12-07, ~70 hand-written requests) found a first version, which counted
+    every declared key, dropping ``page_size: 50`` for "a page of 50 results" (``page`` not in the call), ``width:
+    512`` for "width and height of 512" and ``voltage: 12`` for "a capacitance at 12 V"."""
     required = set(parameters.get("required") or ())
     of_keys = _numbers_of_keys(parameters, text)
     stated = _all_stated(text)
@@ -3855,15 +3858,26 @@ def _without_others_numbers(args: dict[str, Any], parameters: dict[str, Any], te
         spec = _spec(parameters, key)
         if key in required or not _number(value) or spec.get("type") not in _NUMBERS or spec.get("enum"):
             continue
-        theirs = [n for other, numbers in of_keys.items() if other != key for n in numbers if n == value]
+        theirs = [
+            n
+            for other, numbers in of_keys.items()
+            if other != key and other in args and _number(args[other]) and args[other] != value
+            for n in numbers
+            if n == value
+        ]
         if theirs and value not in of_keys.get(key, ()) and stated.count(value) <= len(theirs):
             del out[key]
     return out
 
 
+_ITS_OWN = r"(?:\s+(?:of|is|was|equals))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?"
+"""After a key's words, what gives it its number (:func:`_numbers_of_keys`): as :data:`_ITS`, not "at" ("a
+capacitance at 12 V" gives no capacitance of 12)."""
+
+
 def _numbers_of_keys(parameters: dict[str, Any], text: str) -> dict[str, list[float]]:
     """Each number argument's numbers that the request ``text`` gives as its own: the key's words, then a number
-    (:data:`_ITS_NUMBER`: "a capacitance of 100µF", "distance is 4 meters"). Such a number is not another
+    (:data:`_ITS_OWN`: "a capacitance of 100µF", "distance is 4 meters"). Such a number is not another
     argument's: the model wrote ``round_off: 100`` beside ``capacitance: 0.0001`` for "capacitance of 100µF", and
     ``permitivity: 4`` from the second charge's "distance of 4 meters" (BFCL simple and parallel, tuning cases)."""
     lowered = text.lower().translate(_ASCII_DIGITS)
@@ -3872,7 +3886,7 @@ def _numbers_of_keys(parameters: dict[str, Any], text: str) -> dict[str, list[fl
         words = " ".join(_name_words(key))
         if not isinstance(spec, dict) or spec.get("type") not in _NUMBERS or len(words) < 3:
             continue
-        pattern = rf"(?<![\w-]){re.escape(words)}{_ITS}(-?\d[\d,]*(?:\.\d+)?)"
+        pattern = rf"(?<![\w-]){re.escape(words)}{_ITS_OWN}(-?\d[\d,]*(?:\.\d+)?)"
         found[key] = [float(m.group(1).replace(",", "")) for m in re.finditer(pattern, lowered)]
     return found
 

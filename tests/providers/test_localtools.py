@@ -200,6 +200,14 @@ def test_a_number_the_request_gives_as_another_arguments_is_not_an_optional_ones
         "charge": 5,
         "distance": 2,
     }
+    pages = {"type": "object", "required": [], "properties": {k: {"type": "integer"} for k in ("page", "page_size")}}
+    assert lt.spare_numbers({"page_size": 50}, pages, "a page of 50 results") == {"page_size": 50}  # page: not given
+    sides = {"type": "object", "required": [], "properties": {k: {"type": "integer"} for k in ("width", "height")}}
+    square = {"width": 512, "height": 512}  # one value for both
+    assert lt.spare_numbers(square, sides, "an image with width and height of 512") == square
+    volts = {"type": "object", "required": ["capacitance"], "properties": {"voltage": {"type": "number"}, **numbers}}
+    at = {"capacitance": 0.0001, "voltage": 12}  # "at" gives no capacitance of 12
+    assert lt.spare_numbers(at, volts, "a capacitance at 12 V") == at
 
 
 def test_a_number_stated_once_leaves_the_argument_it_is_the_default_of() -> None:
