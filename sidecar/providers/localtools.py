@@ -4728,21 +4728,38 @@ def _id_parts(token: str) -> list[str]:
     return sorted(part.lower() for part in re.split(r"[^A-Za-z0-9]+", token) if part)
 
 
+_TRANSLATION_ASKED = re.compile(
+    r"\btranslat\w*|\bhow (?:do|would|can) (?:you|i|we) say\b|\bwhat(?:'s| is) .{1,60} in [A-Z][a-z]+\b"
+    r"|翻译|翻成|译成|译为|怎么说|用\w{1,4}语怎么",
+    re.IGNORECASE,
+)
+_TARGET_LANGUAGE = re.compile(r"target.?lang|to.?lang|dest\w*.?lang|target language|language to translate", re.I)
+
+
 def quoted_as_given(
     args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]
 ) -> dict[str, Any]:
-    """``args`` with the one text the request quotes as the value of the one free string the model wrote instead of
-    it — a text (two words or more) none of whose words the conversation gave (:func:`_unsaid`), where no argument
-    holds the quote: "how do you say 'Where is the nearest pharmacy?' in German" offered DeepL's ``translate-text``
-    → ``text: "Wo ist die nächeste Pharmaz?"``, the model's own translation where the text to translate was asked
-    for (a blind set of other people's tools, 2026-12-07; offline over 740 recorded tuning calls, the one changed).
-    The top level's strings; not an enum's choice."""
+    """``args`` of a translation tool (an argument for the target language, :data:`_TARGET_LANGUAGE`) asked for a
+    translation (:data:`_TRANSLATION_ASKED`) with the one text the request quotes as the value of the one free
+    string the model wrote instead of it — a text (two words or more) none of whose words the conversation gave
+    (:func:`_unsaid`), where no argument holds the quote: "how do you say 'Where is the nearest pharmacy?' in
+    German" offered DeepL's ``translate-text`` → ``text: "Wo ist die nächeste Pharmaz?"``, the model's own
+    translation where the text to translate was asked for (a blind set of other people's tools, 2026-12-07;
+    offline over 740 recorded tuning calls, the one changed). A review (2026-12-07, 27 hand-written requests) found
+    a first version, for any tool, putting the quote in place of a message to send in Spanish ("Text Maria in
+    Spanish: "I'll be there at 8""), a reworded reply and a poem saved to a quoted file name; and a quote an
+    apostrophe ends ("'I don't know'") is none."""
     asked = question(messages)
-    quotes = [m.group()[1:-1].strip() for m in _QUOTED_TEXT.finditer(asked)]
-    if len(quotes) != 1 or not quotes[0]:
+    declared = (parameters.get("properties") or {}).items()
+    if not _TRANSLATION_ASKED.search(asked) or not any(
+        _TARGET_LANGUAGE.search(f"{key} {spec.get('description') or ''}") for key, spec in declared
+    ):
         return args
-    quote = quotes[0]
-    if any(quote.lower() in str(v).lower() for v in _strings_in(args)):
+    found = list(_QUOTED_TEXT.finditer(asked))
+    if len(found) != 1 or asked[found[0].end() : found[0].end() + 1].isalpha():
+        return args
+    quote = found[0].group()[1:-1].strip()
+    if not quote or any(quote.lower() in str(v).lower() for v in _strings_in(args)):
         return args
     said = _said_words(messages)
     written = [

@@ -2044,6 +2044,14 @@ def test_a_quoted_text_is_given_as_quoted_where_the_model_wrote_its_own() -> Non
     said = asked("Translate 'Where is the station?' for my German trip")  # a text with a word said: the model's own
     own = {"text": "Where is the train station?", "targetLang": "de"}
     assert lt.quoted_as_given(own, params, said) == own
+    apostrophe = asked("how do you say 'I don't know' in German")  # no quote of its own: "'I don'" is none
+    assert lt.quoted_as_given({"text": "Ich weiss nicht", "targetLang": "de"}, params, apostrophe)["text"] == (
+        "Ich weiss nicht"
+    )
+    send = {"type": "object", "required": ["to", "text"], "properties": {"to": {}, "text": {}}}  # no target language
+    spanish = {"to": "Maria", "text": "Estaré allí a las ocho"}
+    assert lt.quoted_as_given(spanish, send, asked('Text Maria in Spanish: "I will be there at 8"')) == spanish
+    assert lt.quoted_as_given(spanish, send, asked('Translate "I will be there at 8" and text it to Maria')) == spanish
 
 
 def test_an_optional_string_the_conversation_never_gave_a_word_of_is_left_to_its_default() -> None:
