@@ -4221,27 +4221,34 @@ _SPOKEN_OF = re.compile(r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|
 _ONE_OF_A_KIND = re.compile(r"\b(?:a|an)\W*$", re.IGNORECASE)
 _THIS = re.compile(r"\bthis\W*$", re.IGNORECASE)
 _PERIOD = re.compile(r"(?:hour|day|week|month|quarter|year)s?", re.IGNORECASE)
-"""A period a choice names ("the best posts this week" offered ``time``: hour, day, week…): the one asked for."""
+"""A period a choice names ("the best posts this week" offered ``time``: hour, day, week…): the one asked for, of
+a window to look back over (:data:`_WINDOW`)."""
+_WINDOW = re.compile(r"\b(?:time|period|range|since|window|recency|timeframe|past|last)\b|recen", re.IGNORECASE)
+_NO_WINDOW = re.compile(r"recurr|repeat|frequen|schedul|interval|granular|\bunit|group|every|each|resolution", re.I)
+"""An enum's key and description that make its periods a window to look back over ("Time filter for top posts",
+"Filter search results by recency"), not how often or in what unit ("recurrence", "interval", "unit")."""
 _MODIFIES = re.compile(r"[ -]+(?!(?:of|for|to|in|on|at|from|by|with|and|or|is|are|was|were)\b)[a-z]")
 """After a choice that follows "a" or "an", the word of the thing it says the kind of ("a thriller movie", "an
 Action movie"): not a preposition or a verb ("a date of…")."""
 
 
-def _spells_choice(choice: str, asked: str) -> bool:
+def _spells_choice(choice: str, asked: str, *, window: bool = False) -> bool:
     """``asked`` (lower-cased) spells ``choice`` as a word of its own, not negated ("not in fahrenheit", "no
     images", within three words) nor as a thing spoken of ("the date of the party", "my parents") — unless it says
     what kind of thing is asked for, after "a" or "an" (:data:`_MODIFIES`: "Find me a thriller movie…" offered a
     genre had been searched for any genre; "the fahrenheit scale, explain it" is still spoken of). Of 511 recorded
-    calls of the tuning sets, three changed, each wrong to right. A period after "this" is the one asked for
-    (:data:`_PERIOD`: "the best of r/AskHistorians this week" had got the top posts of no period, a blind set of
-    other people's tools, 2026-12-07)."""
+    calls of the tuning sets, three changed, each wrong to right. Of a ``window`` (an enum of periods to look back
+    over: :data:`_WINDOW`), a period after "this" is the one asked for (:data:`_PERIOD`: "the best of
+    r/AskHistorians this week" had got the top posts of no period, a blind set of other people's tools,
+    2026-12-07); a review over 26 hand-written requests found a first version, for any enum, making "Remind me to
+    call mom this week" weekly and "How many hours did I log this week?" counted in weeks."""
     for match in re.finditer(rf"(?<![a-z0-9_-]){re.escape(choice.lower())}(?![a-z0-9_-])", asked):
         before = asked[max(0, match.start() - 40) : match.start()]
         if _NEGATED.search(before):
             continue
         if not _SPOKEN_OF.search(before) or (_ONE_OF_A_KIND.search(before) and _MODIFIES.match(asked, match.end())):
             return True
-        if _THIS.search(before) and _PERIOD.fullmatch(choice):
+        if window and _THIS.search(before) and _PERIOD.fullmatch(choice):
             return True
     return False
 
@@ -4260,10 +4267,12 @@ def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Seq
     for key, spec in (parameters.get("properties") or {}).items():
         if key in required or key in args or not isinstance(spec, dict):
             continue
+        about = f"{' '.join(_name_words(key))} {spec.get('description') or ''}"
+        window = bool(_WINDOW.search(about)) and not _NO_WINDOW.search(about)
         said = [
             c
             for c in spec.get("enum") or ()
-            if isinstance(c, str) and len(c) >= SAID_CHOICE_CHARS and _spells_choice(c, asked)
+            if isinstance(c, str) and len(c) >= SAID_CHOICE_CHARS and _spells_choice(c, asked, window=window)
         ]
         if len(said) == 1 and said[0].lower() not in taken and not _is_default(said[0], spec):
             out[key] = said[0]

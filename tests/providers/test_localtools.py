@@ -1901,6 +1901,10 @@ def test_an_optional_choice_the_request_spells_is_given() -> None:
     this_week = asked("whats the best of r/AskHistorians this week? like 10 posts")  # a period after "this"
     assert lt.said_choices(best, top, this_week) == {**best, "time": "week"}
     assert lt.said_choices(where, params, asked("48.85, 2.35: is this fahrenheit?")) == where, "no period: spoken of"
+    remind = {"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}, "recurrence": {
+        "type": "string", "enum": ["none", "day", "week", "month"], "default": "none"}}}  # fmt: skip
+    mom = {"title": "call mom"}  # how often, not a window to look back over: "this week" is once
+    assert lt.said_choices(mom, remind, asked("Remind me to call mom this week")) == mom
 
 
 def test_numbers_the_request_gives_are_written_in_the_order_it_gives_them() -> None:
