@@ -3320,6 +3320,8 @@ def test_a_change_goes_to_the_file_whose_clause_asks_for_one() -> None:
     assert not lt.asks_for_a_change(request(messages=_asking("浇花记录.txt 里最后一行写的什么？")).messages)
     assert lt.asks_for_a_change(request(messages=_asking("在 报销.xlsx 的 Sheet1 里给 C5 加个批注")).messages)
     assert lt.asks_for_a_change(request(messages=_asking("把 成绩单.xlsx 的 A1 到 E1 合并成一个单元格")).messages)
+    for reading in ("今晚要加个班，先帮我看看 report.docx 里写了什么", "打开 10-K.pdf，看下合并资产负债表里的总资产"):
+        assert not lt.asks_for_a_change(request(messages=_asking(reading)).messages), reading  # 加班, 合并报表
 
 
 async def test_an_unsure_listing_for_a_quoted_text_to_find_is_decided_again_among_the_finders() -> None:
