@@ -4491,9 +4491,9 @@ _PLACEHOLDER = re.compile(
 def _placeholder(value: Any, said: str) -> bool:
     """``value`` (or a string it holds) is a placeholder the conversation (``said``, lower-case) never wrote: the
     model had no value and wrote where one goes (``your_token_here``, ``YOUR_API_KEY``, ``path_to_image.jpg``,
-    ``<user_id>``, ``你的起点地址``), or a numbered example of a kind (``user123``, ``product1``, ``file1.txt``) or a run of digits
-    (``12345``) for an id ("Adds an ACL mapping" → ``principal_id: "user123", resource_id: "file1.txt"``, "Give me
-    details about a pair of running shoes" → ``product_id: "12345"``: BFCL's real users' no-call kind, tuning half,
+    ``<user_id>``, ``你的起点地址``), or a numbered example of a kind (``user123``, ``product1``,
+    ``file1.txt``) or a run of digits (``12345``) for an id ("Adds an ACL mapping" → ``principal_id: "user123",
+    resource_id: "file1.txt"``, "Give me details about a pair of running shoes" → ``product_id: "12345"``: BFCL's real users' no-call kind, tuning half,
     2026-12-06). Tuning: BFCL's real users' and general no-call cases (``search_messages(token:
     "your_token_here")``); none of the 1018 tuning truths holds one the request did not write, nor (the numbered
     examples and runs of digits) any of the 1797 tuning cases' truths. Only a short value (:data:`PLACEHOLDER_WORDS`,
@@ -4754,14 +4754,15 @@ def quoted_as_given(
     (:func:`_unsaid`), where no argument holds the quote: "how do you say 'Where is the nearest pharmacy?' in
     German" offered DeepL's ``translate-text`` → ``text: "Wo ist die nächeste Pharmaz?"``, the model's own
     translation where the text to translate was asked for (a blind set of other people's tools, 2026-12-07;
-    offline over 740 recorded tuning calls, the one changed). A review (2026-12-07, 27 hand-written requests) found
+    offline over 812 recorded tuning calls, the one changed). A review (2026-12-07, 27 hand-written requests) found
     a first version, for any tool, putting the quote in place of a message to send in Spanish ("Text Maria in
     Spanish: "I'll be there at 8""), a reworded reply and a poem saved to a quoted file name; and a quote an
     apostrophe ends ("'I don't know'") is none."""
     asked = question(messages)
     declared = (parameters.get("properties") or {}).items()
     if not _TRANSLATION_ASKED.search(asked) or not any(
-        _TARGET_LANGUAGE.search(f"{key} {spec.get('description') or ''}") for key, spec in declared
+        isinstance(spec, dict) and _TARGET_LANGUAGE.search(f"{key} {spec.get('description') or ''}")
+        for key, spec in declared
     ):
         return args
     found = list(_QUOTED_TEXT.finditer(asked))
