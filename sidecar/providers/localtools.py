@@ -4489,15 +4489,15 @@ _PLACEHOLDER = re.compile(
 
 
 def _placeholder(value: Any, said: str) -> bool:
-    """``value`` (or a string it holds) is a placeholder the conversation (``said``, lower-case) never wrote: the
-    model had no value and wrote where one goes (``your_token_here``, ``YOUR_API_KEY``, ``path_to_image.jpg``,
-    ``<user_id>``, ``你的起点地址``), or a numbered example of a kind (``user123``, ``product1``,
-    ``file1.txt``) or a run of digits (``12345``) for an id ("Adds an ACL mapping" → ``principal_id: "user123",
-    resource_id: "file1.txt"``, "Give me details about a pair of running shoes" → ``product_id: "12345"``: BFCL's real users' no-call kind, tuning half,
-    2026-12-06). Tuning: BFCL's real users' and general no-call cases (``search_messages(token:
-    "your_token_here")``); none of the 1018 tuning truths holds one the request did not write, nor (the numbered
-    examples and runs of digits) any of the 1797 tuning cases' truths. Only a short value (:data:`PLACEHOLDER_WORDS`,
-    one line) is judged, and one the user wrote in another spelling is theirs ("order #17" → ``order-17``)."""
+    """``value`` (or a string it holds) is a placeholder the conversation (``said``, lower-case) never wrote: the model
+    had no value and wrote where one goes (``your_token_here``, ``YOUR_API_KEY``, ``path_to_image.jpg``, ``<user_id>``,
+    ``你的起点地址``), or a numbered example of a kind (``user123``, ``product1``, ``file1.txt``) or a run of digits
+    (``12345``) for an id ("Adds an ACL mapping" → ``principal_id: "user123", resource_id: "file1.txt"``, "Give me
+    details about a pair of running shoes" → ``product_id: "12345"``: BFCL's real users' no-call kind, tuning half,
+    2026-12-06). Tuning: BFCL's real users' and general no-call cases (``search_messages(token: "your_token_here")``);
+    none of the 1018 tuning truths holds one the request did not write, nor (the numbered examples and runs of digits)
+    any of the 1797 tuning cases' truths. Only a short value (:data:`PLACEHOLDER_WORDS`, one line) is judged, and one
+    the user wrote in another spelling is theirs ("order #17" → ``order-17``)."""
     squeezed = re.sub(r"[\W_]+", "", said)
     short = [text for text in _strings_in(value) if "\n" not in text and len(text.split()) <= PLACEHOLDER_WORDS]
     return any(
