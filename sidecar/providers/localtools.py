@@ -3043,27 +3043,37 @@ def arguments_schema(
 
 
 _NUMBERS = ("number", "integer")
-_ITS = r"(?:\s+(?:of|is|was|equals|at))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?"
-_ITS_NUMBER = _ITS + r"-?\d"
-"""After a key's words in the request, its number: "a length of 50", "distance is 8 meters", "radius: 3"."""
+_GIVEN = r"\s*[=:]?\s*(?:about\s+)?[$€£¥]?"
+_ITS_OWN = rf"(?:\s+(?:of|is|was|equals))?{_GIVEN}"
+"""After a key's words in the request, what gives it its number: "a length of 50", "distance is 8 meters", "radius:
+3" (:func:`_keys_said_with`)."""
+_ITS = rf"(?:\s+(?:of|is|was|equals|at))?{_GIVEN}"
+"""As :data:`_ITS_OWN`, and "at" ("speed at 50"): for the order keys are said in, not for whose number it is ("a
+capacitance at 12 V" gives no capacitance of 12: :func:`_numbers_of_keys`)."""
+
+
+def _keys_said_with(properties: dict[str, Any], text: str, its: str) -> dict[str, list[re.Match[str]]]:
+    """Each number argument of ``properties`` (a name of three letters or more) and where the lower-case ``text``
+    says its words, then a number after ``its`` (:data:`_ITS_OWN`, :data:`_ITS`): the number is the match's group."""
+    found: dict[str, list[re.Match[str]]] = {}
+    for key, spec in properties.items():
+        words = " ".join(_name_words(key))  # initial_velocity, initialVelocity: "initial velocity"
+        if isinstance(spec, dict) and spec.get("type") in _NUMBERS and len(words) >= 3:
+            pattern = rf"(?<![\w-]){re.escape(words)}{its}(-?\d[\d,]*(?:\.\d+)?)"
+            found[key] = list(re.finditer(pattern, text))
+    return found
 
 
 def in_the_order_said(schema: dict[str, Any], asked: str) -> dict[str, Any]:
     """``schema`` with its number arguments that the request ``asked`` gives (a key's words, then its number:
-    :data:`_ITS_NUMBER`) in the order the request gives them, each in a place one of them held (the others keep
+    :data:`_ITS`) in the order the request gives them, each in a place one of them held (the others keep
     theirs): the grammar writes keys in the schema's order, and the 1.5B model wrote "a length of 50 meters and a
     width of 30" as ``{"width": 50, "length": 30}`` — the first number for the first key."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return schema
-    text = asked.lower()
-    said: dict[str, int] = {}
-    for key, spec in properties.items():
-        words = " ".join(_name_words(key))  # initial_velocity, initialVelocity: "initial velocity"
-        if isinstance(spec, dict) and spec.get("type") in _NUMBERS and len(words) >= 3:
-            found = re.search(rf"(?<![\w-]){re.escape(words)}{_ITS_NUMBER}", text)
-            if found:
-                said[key] = found.start()
+    found = _keys_said_with(properties, asked.lower(), _ITS)
+    said = {key: matches[0].start() for key, matches in found.items() if matches}
     if len(said) < 2:
         return schema
     keys = list(properties)
@@ -3870,25 +3880,13 @@ def _without_others_numbers(args: dict[str, Any], parameters: dict[str, Any], te
     return out
 
 
-_ITS_OWN = r"(?:\s+(?:of|is|was|equals))?\s*[=:]?\s*(?:about\s+)?[$€£¥]?"
-"""After a key's words, what gives it its number (:func:`_numbers_of_keys`): as :data:`_ITS`, not "at" ("a
-capacitance at 12 V" gives no capacitance of 12)."""
-
-
 def _numbers_of_keys(parameters: dict[str, Any], text: str) -> dict[str, list[float]]:
     """Each number argument's numbers that the request ``text`` gives as its own: the key's words, then a number
     (:data:`_ITS_OWN`: "a capacitance of 100µF", "distance is 4 meters"). Such a number is not another
     argument's: the model wrote ``round_off: 100`` beside ``capacitance: 0.0001`` for "capacitance of 100µF", and
     ``permitivity: 4`` from the second charge's "distance of 4 meters" (BFCL simple and parallel, tuning cases)."""
-    lowered = text.lower().translate(_ASCII_DIGITS)
-    found: dict[str, list[float]] = {}
-    for key, spec in (parameters.get("properties") or {}).items():
-        words = " ".join(_name_words(key))
-        if not isinstance(spec, dict) or spec.get("type") not in _NUMBERS or len(words) < 3:
-            continue
-        pattern = rf"(?<![\w-]){re.escape(words)}{_ITS_OWN}(-?\d[\d,]*(?:\.\d+)?)"
-        found[key] = [float(m.group(1).replace(",", "")) for m in re.finditer(pattern, lowered)]
-    return found
+    found = _keys_said_with(parameters.get("properties") or {}, text.lower().translate(_ASCII_DIGITS), _ITS_OWN)
+    return {key: [float(m.group(1).replace(",", "")) for m in matches] for key, matches in found.items()}
 
 
 def _is_default(value: Any, spec: dict[str, Any]) -> bool:
