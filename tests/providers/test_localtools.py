@@ -4763,22 +4763,34 @@ async def test_an_unsure_pick_among_several_that_fits_is_put_beside_its_lookalik
     runtime = ScriptedRuntime(['play_movie"'], ['{"genre": "animated"}'], score=-0.5, choose="find_movies")
     response, _ = await run(runtime, asked, movies_near())
     assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [("find_movies", {"genre": "animated"})]
-    fits, choice = runtime.fits_payloads
+    fits, choice, again = runtime.fits_payloads
     assert fits["prefix"] == lt.FITS_PREFIX and fits["messages"][0]["content"] == lt.fits_prompt(tools[0])
     assert choice["slot"] == "arguments" and choice["prefix"] == lt.CHOOSE_PREFIX
     assert choice["messages"][0]["content"] == lt.choose_prompt(defs(PLAY_MOVIE, FIND_MOVIES, CITY_FORECAST))
     assert choice["messages"][1:] == fits["messages"][1:] == [{"role": "user", "content": FILMS}]
     assert choice["regex"] == "(play_movie|find_movies|get_forecast|none)", "the pick first, the nearest next"
+    assert again["messages"][0]["content"] == lt.choose_prompt(defs(CITY_FORECAST, FIND_MOVIES, PLAY_MOVIE))
+    assert again["messages"][1:] == choice["messages"][1:], "a lookalike named: asked again, the order reversed"
     (written,) = [p for p in runtime.payloads if "json_schema" in p]
     assert "find_movies: Find movies" in written["messages"][0]["content"], "the arguments of the tool it named"
     runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, fits="no", choose="find_movies")
     response, _ = await run(runtime, asked, movies_near())
     assert not response.tool_calls and response.content == "Try Toy Story."
     assert [p["prefix"] for p in runtime.fits_payloads] == [lt.FITS_PREFIX], "no: no choice asked"
+    choices = ["find_movies", "play_movie"]  # named in the first order only: the pick stays
+    runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose=choices)
+    response, _ = await run(runtime, asked, movies_near())
+    assert [(c.name, dict(c.args)) for c in response.tool_calls or ()] == [("play_movie", {"title": "animated films"})]
+    assert len(runtime.fits_payloads) == 3
+    runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="play_movie")
+    response, _ = await run(runtime, asked, movies_near())
+    assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
+    assert len(runtime.fits_payloads) == 2, "the pick named: not asked again"
     runtime = ScriptedRuntime(['play_movie"'], ["Try Toy Story."], score=-0.5, choose=lt.CHOOSE_NONE)
     response, _ = await run(runtime, asked, movies_near())
     assert not response.tool_calls and response.content == "Try Toy Story.", "none: the answer"
     assert not any("json_schema" in p for p in runtime.payloads)
+    assert len(runtime.fits_payloads) == 2, "none: not asked again"
     runtime = ScriptedRuntime(['play_movie"'], ['{"title": "animated films"}'], score=-0.5, choose="find_movies")
     response, _ = await run(runtime, request(messages=_asking(FILMS), tools=defs(PLAY_MOVIE)), movies_near())
     assert [c.name for c in response.tool_calls or ()] == ["play_movie"]
