@@ -4806,6 +4806,63 @@ def verbatim_ids(args: dict[str, Any], text: str) -> dict[str, Any]:
     return {k: [fixed(v) for v in value] if isinstance(value, list) else fixed(value) for k, value in args.items()}
 
 
+_UNPADDED_DATE = re.compile(r"(?<![\d-])(\d{4})-(\d{1,2})-(\d{1,2})(?![\d-])")
+
+
+def padded_dates(args: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` with a date the model wrote year first with a one-digit month or day ("2023-10-7") written as the
+    ISO 8601 date it began (``2023-10-07``): "fetch news from 2023.10.1 to 2023.10.7" had become ``date_range:
+    "2023-10-01 to 2023-10-7"`` (BFCL live, a tuning case read for the first time, 2026-12-07), a date half in one
+    form, half in another, that a tool reading ISO dates refuses. Only a real month and day; one the request ``text``
+    writes so itself stays as written. Strings at any depth."""
+
+    def padded(match: re.Match[str]) -> str:
+        year, month, day = match.group(1), int(match.group(2)), int(match.group(3))
+        if match.group(0) in text or not (1 <= month <= 12 and 1 <= day <= 31):
+            return match.group(0)
+        return f"{year}-{month:02d}-{day:02d}"
+
+    def fixed(value: Any) -> Any:
+        if isinstance(value, str):
+            return _UNPADDED_DATE.sub(padded, value)
+        if isinstance(value, list):
+            return [fixed(v) for v in value]
+        if isinstance(value, dict):
+            return {k: fixed(v) for k, v in value.items()}
+        return value
+
+    return {key: fixed(value) for key, value in args.items()}
+
+
+_SHORT_YEAR = re.compile(r"(?<![\w'’])['’](\d{2})(?!\d|['’]?\w)")
+
+
+def full_years(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` with a year the request ``text`` writes short ("songs from '19") written whole where the model
+    copied its two digits: "Find me some Pop songs from '19 on the Ores Aixmis album." → ``year: 19`` (BFCL live, a
+    tuning case read for the first time, 2026-12-07), a year two millennia ago. The century as strptime's ``%y``
+    reads it (00–68 this one, 69–99 the last). Only an argument whose name or description says year, a number or
+    digits of two, that the request writes after an apostrophe and not as itself elsewhere."""
+    short = {int(m.group(1)) for m in _SHORT_YEAR.finditer(text)}
+    if not short:
+        return args
+    said = {int(n) for n in re.findall(r"(?<![\d'’.])\d{2}(?![\d.])", _SHORT_YEAR.sub(" ", text))}
+    out = dict(args)
+    for key, value in args.items():
+        spec = _spec(parameters, key)
+        about = f"{key} {spec.get('description') or ''}".lower()
+        if "year" not in about:
+            continue
+        digits = str(value) if _number(value) and float(value).is_integer() else value
+        if not isinstance(digits, str) or not re.fullmatch(r"\d{1,2}", digits.strip()):
+            continue
+        number = int(digits)
+        if number in short and number not in said:
+            whole = number + (2000 if number < 69 else 1900)
+            out[key] = whole if _number(value) else str(whole)
+    return out
+
+
 def language_names(
     args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]
 ) -> dict[str, Any]:

@@ -4972,6 +4972,50 @@ def test_an_id_the_request_spells_is_written_as_spelled() -> None:
         assert lt.verbatim_ids(args, text) == args, (args, text)
 
 
+def test_a_year_written_short_is_written_whole() -> None:
+    """A year the request writes after an apostrophe ("from '19") and the model copied as two digits is the whole
+    year (:func:`lt.full_years`), in the argument's own type; a decade ("the '90s"), two digits the request also says
+    as themselves, and an argument that is no year stay."""
+    declared = {
+        "type": "object",
+        "properties": {
+            "year": {"type": "number", "description": "The release year of the song."},
+            "released": {"type": "string", "description": "The year it came out."},
+            "count": {"type": "number"},
+        },
+    }
+    asked = "Find me some Pop songs from '19 on the Ores Aixmis album."
+    assert lt.full_years({"year": 19, "count": 19}, declared, asked) == {"year": 2019, "count": 19}
+    assert lt.full_years({"released": "19"}, declared, "rock songs from the ’19") == {"released": "2019"}
+    assert lt.full_years({"year": 85}, declared, "hits of '85") == {"year": 1985}
+    for args, text in (
+        ({"year": 90}, "songs of the '90s"),  # a decade
+        ({"year": 19}, "19 songs from '19"),  # said as itself too
+        ({"year": 2019}, "songs from '19"),
+    ):
+        assert lt.full_years(args, declared, text) == args, (args, text)
+
+
+def test_a_date_written_year_first_is_written_whole() -> None:
+    """A date the model wrote year first with a one-digit month or day is the ISO date (:func:`lt.padded_dates`),
+    nested ones too; one the request writes so, or no real month and day, stays."""
+    asked = "what is 'airtificial intelligence', fetch news from 2023.10.1 to 2023.10.7"
+    written = {"keyword": "AI", "date_range": "2023-10-01 to 2023-10-7", "days": ["2023-1-5"], "at": {"d": "2023-2-3"}}
+    assert lt.padded_dates(written, asked) == {
+        "keyword": "AI",
+        "date_range": "2023-10-01 to 2023-10-07",
+        "days": ["2023-01-05"],
+        "at": {"d": "2023-02-03"},
+    }
+    for args, text in (
+        ({"date": "2023-10-7"}, "news of 2023-10-7 please"),  # as the request writes it
+        ({"date": "2023-13-7"}, "the 7th"),  # no month 13
+        ({"code": "v2023-1-2-3"}, "build 3"),  # part of something longer
+        ({"count": 2023}, "2023"),
+    ):
+        assert lt.padded_dates(args, text) == args, (args, text)
+
+
 async def test_a_call_carries_the_id_as_the_request_spells_it() -> None:
     zadd = {**tool("zadd", "key"), "description": "Add a member with a score to a sorted set"}
     ask = [{"role": "user", "content": "add player kira w/ 4200 pts to the lb:season3 leaderboard", "timestamp": 1}]
