@@ -785,7 +785,6 @@ class LocalAdapter(BaseAdapter):
             args = localtools.currency_codes(args, declared)  # "euros" → EUR
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"
             args = localtools.verbatim_ids(args, asked)  # "the lb:season3 leaderboard": not "season3_lb"
-            args = localtools.padded_dates(args, asked)  # "2023-10-7" written for "2023.10.7": 2023-10-07
             args = localtools.full_years(args, declared, asked)  # "from '19": 2019, not 19
             args = localtools.quoted_as_given(args, declared, request.messages)  # "say 'Where is…' in German"
             own_file = unfinished or localtools.names_its_file(tool) or localtools.takes_a_file(tool)

@@ -4806,34 +4806,6 @@ def verbatim_ids(args: dict[str, Any], text: str) -> dict[str, Any]:
     return {k: [fixed(v) for v in value] if isinstance(value, list) else fixed(value) for k, value in args.items()}
 
 
-_UNPADDED_DATE = re.compile(r"(?<![\d-])(\d{4})-(\d{1,2})-(\d{1,2})(?![\d-])")
-
-
-def padded_dates(args: dict[str, Any], text: str) -> dict[str, Any]:
-    """``args`` with a date the model wrote year first with a one-digit month or day ("2023-10-7") written as the
-    ISO 8601 date it began (``2023-10-07``): "fetch news from 2023.10.1 to 2023.10.7" had become ``date_range:
-    "2023-10-01 to 2023-10-7"`` (BFCL live, a tuning case read for the first time, 2026-12-07), a date half in one
-    form, half in another, that a tool reading ISO dates refuses. Only a real month and day; one the request ``text``
-    writes so itself stays as written. Strings at any depth."""
-
-    def padded(match: re.Match[str]) -> str:
-        year, month, day = match.group(1), int(match.group(2)), int(match.group(3))
-        if match.group(0) in text or not (1 <= month <= 12 and 1 <= day <= 31):
-            return match.group(0)
-        return f"{year}-{month:02d}-{day:02d}"
-
-    def fixed(value: Any) -> Any:
-        if isinstance(value, str):
-            return _UNPADDED_DATE.sub(padded, value)
-        if isinstance(value, list):
-            return [fixed(v) for v in value]
-        if isinstance(value, dict):
-            return {k: fixed(v) for k, v in value.items()}
-        return value
-
-    return {key: fixed(value) for key, value in args.items()}
-
-
 _SHORT_YEAR = re.compile(r"(?<![\w'’])['’](\d{2})(?!\d|['’]?\w)")
 
 
@@ -5646,17 +5618,22 @@ def made_up(
     return out
 
 
-_SHORT_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?=$|[T ])")
+_SHORT_ISO_DATE = re.compile(r"(?<![\w-])(\d{4})-(\d{1,2})-(\d{1,2})(?=T\d|[^\w-]|$)")
 
 
 def _iso_date(value: str) -> str:
-    """An ISO 8601 date the model wrote with one-digit month or day (``2023-10-1``, ``2024-5-05T09:00``) in the
-    standard's two digits (``2023-10-01``): the form a tool's date parser takes."""
-    match = _SHORT_ISO_DATE.match(value)
-    if match is None:
-        return value
-    year, month, day = match.groups()
-    return f"{year}-{int(month):02d}-{int(day):02d}" + value[match.end() :]
+    """Each ISO 8601 date the model wrote with one-digit month or day (``2023-10-1``, ``2024-5-05T09:00``) in the
+    standard's two digits (``2023-10-01``): the form a tool's date parser takes. Anywhere in the string: "fetch news
+    from 2023.10.1 to 2023.10.7" had become ``date_range: "2023-10-01 to 2023-10-7"`` (BFCL live, a tuning case read
+    for the first time, 2026-12-07), when only a string's start was read. Only a real month and day."""
+
+    def padded(match: re.Match[str]) -> str:
+        year, month, day = match.group(1), int(match.group(2)), int(match.group(3))
+        if not (1 <= month <= 12 and 1 <= day <= 31):
+            return match.group(0)
+        return f"{year}-{month:02d}-{day:02d}"
+
+    return _SHORT_ISO_DATE.sub(padded, value)
 
 
 def tidy(value: Any) -> Any:

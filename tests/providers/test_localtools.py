@@ -4997,23 +4997,18 @@ def test_a_year_written_short_is_written_whole() -> None:
 
 
 def test_a_date_written_year_first_is_written_whole() -> None:
-    """A date the model wrote year first with a one-digit month or day is the ISO date (:func:`lt.padded_dates`),
-    nested ones too; one the request writes so, or no real month and day, stays."""
-    asked = "what is 'airtificial intelligence', fetch news from 2023.10.1 to 2023.10.7"
+    """Each date the model wrote year first with a one-digit month or day is the ISO date, anywhere in a one-line
+    string and nested too (:func:`lt.tidy`); no real month and day, or one inside something longer, stays."""
     written = {"keyword": "AI", "date_range": "2023-10-01 to 2023-10-7", "days": ["2023-1-5"], "at": {"d": "2023-2-3"}}
-    assert lt.padded_dates(written, asked) == {
+    assert lt.tidy(written) == {
         "keyword": "AI",
         "date_range": "2023-10-01 to 2023-10-07",
         "days": ["2023-01-05"],
         "at": {"d": "2023-02-03"},
     }
-    for args, text in (
-        ({"date": "2023-10-7"}, "news of 2023-10-7 please"),  # as the request writes it
-        ({"date": "2023-13-7"}, "the 7th"),  # no month 13
-        ({"code": "v2023-1-2-3"}, "build 3"),  # part of something longer
-        ({"count": 2023}, "2023"),
-    ):
-        assert lt.padded_dates(args, text) == args, (args, text)
+    assert lt.tidy("2024-5-05T09:00") == "2024-05-05T09:00"
+    for value in ("2023-13-7", "v2023-1-2-3", "12023-1-2"):
+        assert lt.tidy(value) == value
 
 
 async def test_a_call_carries_the_id_as_the_request_spells_it() -> None:
