@@ -5613,9 +5613,25 @@ def made_up(
             continue  # "Canadian dollars" as CAD: a code of something said in words
         if " ".join(value.lower().split()) in _NO_VALUE and _NEGATION.search(everything):
             continue  # "no special requests" → "None": the absence the user gave
-        if _unsaid(value, said) and key not in out:  # a name always has words (:func:`_a_name`)
-            out.append(key)
+        if _unsaid(value, said) and not _run_together(value, everything) and key not in out:  # a name always has
+            out.append(key)  # words (:func:`_a_name`)
     return out
+
+
+def _run_together(value: str, text: str) -> bool:
+    """``value``'s letters and digits (six or more) are two or three words in a row of ``text`` run together:
+    "McDonald's" for "order 5 fries from uber eats mc donalds" (BFCL live, a tuning case read for the first time,
+    2026-12-07: the call had been dropped as a name nobody gave)."""
+    joined = re.sub(r"[^0-9a-z]", "", value.lower())
+    if len(joined) < 6:
+        return False
+    words = [re.sub(r"[^0-9a-z]", "", w.lower()) for w in text.split()]
+    return any(
+        "".join(words[i : i + n]) in (joined, joined.rstrip("s"))
+        or joined in ("".join(words[i : i + n]), "".join(words[i : i + n]).rstrip("s"))
+        for n in (2, 3)
+        for i in range(len(words) - n + 1)
+    )
 
 
 _SHORT_ISO_DATE = re.compile(r"(?<![\w-])(\d{4})-(\d{1,2})-(\d{1,2})(?=T\d|[^\w-]|$)")

@@ -1540,6 +1540,9 @@ def test_a_required_name_the_conversation_never_gave_is_made_up() -> None:
     assert lt.made_up({"who": "john_doe", "where": "Austin"}, params, asked("Pay for my trip to Austin")) == ["who"]
     assert lt.made_up({"where": "San Francisco, CA"}, params, asked("What time is it?")) == ["where"]
     assert lt.made_up({"who": "EUR", "where": "Lisbon, Portugal"}, params, asked("Price in euros in Lisbon")) == []
+    run_together = asked("Order 5 fries from uber eats mc donalds")  # the name's words said run apart
+    assert lt.made_up({"who": "McDonald's", "where": "fries"}, params, run_together) == []
+    assert lt.made_up({"who": "Burger King", "where": "fries"}, params, run_together) == ["who"]
     assert lt.made_up({"where": "Asia/Shanghai"}, params, asked("北京现在几点？")) == []  # asked in Chinese
     assert lt.made_up({"kind": "B"}, params, asked("Do it")) == []  # an enum's choice
     composed = {"who": "Leaves fall.", "where": "quiet pond at dusk"}  # a sentence, lower-case words
