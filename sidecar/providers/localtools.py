@@ -4835,6 +4835,78 @@ def full_years(args: dict[str, Any], parameters: dict[str, Any], text: str) -> d
     return out
 
 
+_HOUR_WORDS = {w: i for i, w in enumerate(
+    "one two three four five six seven eight nine ten eleven twelve".split(), start=1)}  # fmt: skip
+_HOUR = rf"(\d{{1,2}}|{'|'.join(_HOUR_WORDS)})"
+_EN_TIME = re.compile(
+    rf"\b(?:(?P<part>quarter\s+past|quarter\s+to|half\s+past)\s+{_HOUR}|{_HOUR}(?::(?P<min>[0-5]\d))?)"
+    r"(?:\s*o'clock)?\s*(?P<when>[ap]\.?m\b\.?|in\s+the\s+(?:morning|afternoon|evening)|at\s+night|tonight)"
+    r"|\b(?P<noon>noon|midday|midnight)\b",
+    re.IGNORECASE,
+)
+_ZH_HOUR = r"(\d{1,2}|[一二三四五六七八九两]|十[一二]?)"
+_ZH_TIME = re.compile(
+    rf"(?P<when>凌晨|早上|早晨|上午|中午|下午|傍晚|晚上|今晚|夜里)\s*{_ZH_HOUR}\s*[点時时]"
+    r"(?:\s*(?P<half>半)|\s*(?P<quarter>一刻|三刻)|\s*(?P<min>[0-5]?\d)\s*分?)?"
+)
+
+
+def _times_said(text: str) -> set[tuple[int, int]]:
+    """The times of day ``text`` states so that their half of the day is said: "8 in the evening", "4pm", "quarter
+    past three in the afternoon", "noon", 下午三点半, 晚上8点 — (hour on a 24-hour clock, minute). A bare "at 8" (which
+    half?) is not one."""
+    found: set[tuple[int, int]] = set()
+    for m in _EN_TIME.finditer(text):
+        if m.group("noon"):
+            found.add((0, 0) if m.group("noon").lower() == "midnight" else (12, 0))
+            continue
+        word = m.group(2) or m.group(3)
+        hour = int(word) if word.isdigit() else _HOUR_WORDS[word.lower()]
+        if not 1 <= hour <= 12:
+            continue
+        part = " ".join((m.group("part") or "").lower().split())
+        minute = int(m.group("min") or 0)
+        if part == "quarter past":
+            minute = 15
+        elif part == "half past":
+            minute = 30
+        elif part == "quarter to":
+            hour, minute = (hour - 1) or 12, 45
+        when = m.group("when").lower()
+        afternoon = when.startswith("p") or any(w in when for w in ("afternoon", "evening", "night"))
+        found.add(((hour % 12) + (12 if afternoon else 0), minute))
+    for m in _ZH_TIME.finditer(text):
+        word = m.group(2)
+        hour = int(word) if word.isdigit() else _zh_value(word)
+        if not 0 <= hour <= 12 and not (hour <= 23 and word.isdigit()):
+            continue
+        minute = 30 if m.group("half") else {"一刻": 15, "三刻": 45}.get(m.group("quarter") or "", 0)
+        minute = int(m.group("min")) if m.group("min") else minute
+        later = m.group("when") in ("下午", "傍晚", "晚上", "今晚", "夜里") or (m.group("when") == "中午" and hour < 6)
+        found.add((hour + 12 if later and hour < 12 else hour % 24, minute))
+    return found
+
+
+def said_times(args: dict[str, Any], text: str) -> dict[str, Any]:
+    """``args`` with a time of day written as the one the request ``text`` states (:func:`_times_said`) where the
+    call holds one time of day (``HH:MM``, ``HH:MM:SS``) and it is another: "quarter past three in the afternoon,
+    Los Angeles time" had become ``time: "15:30"`` (registry-v2, a tuning set), "this Friday at 8 in the evening"
+    ``time: "19:00"`` (BFCL live, a tuning case read for the first time, 2026-12-07). Only where the request states
+    exactly one such time and the call holds exactly one, not one the request writes as it is; the value keeps its
+    own form (seconds, a leading zero)."""
+    times = _times_said(text)
+    clocks = [k for k, v in args.items() if isinstance(v, str) and _CLOCK.fullmatch(v.strip())]
+    if len(times) != 1 or len(clocks) != 1:
+        return args
+    (hour, minute), key = next(iter(times)), clocks[0]
+    value = args[key].strip()
+    parts = value.split(":")
+    if (int(parts[0]), int(parts[1])) == (hour, minute) or re.search(rf"(?<![\d:]){value}(?![\d:])", text):
+        return args  # as stated, or a time the request writes itself ("convert 15:00 UTC…")
+    written = f"{hour:02d}:{minute:02d}" if len(parts[0]) == 2 else f"{hour}:{minute:02d}"
+    return {**args, key: written + (":" + parts[2] if len(parts) == 3 else "")}
+
+
 def language_names(
     args: dict[str, Any], parameters: dict[str, Any], messages: Sequence[MetonaMessage]
 ) -> dict[str, Any]:
