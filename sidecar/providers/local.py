@@ -786,7 +786,6 @@ class LocalAdapter(BaseAdapter):
             args = localtools.language_names(args, declared, request.messages)  # "from English": not "en"
             args = localtools.verbatim_ids(args, asked)  # "the lb:season3 leaderboard": not "season3_lb"
             args = localtools.full_years(args, declared, asked)  # "from '19": 2019, not 19
-            args = localtools.said_times(args, asked)  # "quarter past three in the afternoon": 15:15
             args = localtools.quoted_as_given(args, declared, request.messages)  # "say 'Where is…' in German"
             own_file = unfinished or localtools.names_its_file(tool) or localtools.takes_a_file(tool)
             if (

@@ -4999,28 +4999,6 @@ def test_a_year_written_short_is_written_whole() -> None:
         assert lt.full_years(args, declared, text) == args, (args, text)
 
 
-def test_a_time_of_day_is_the_one_the_request_states() -> None:
-    """A call's one time of day is the one time the request states with its half of the day (:func:`lt.said_times`):
-    "quarter past three in the afternoon", "8 in the evening", 下午三点半; a bare "at 8", two times, two clock
-    arguments, or a time the request writes as the call does leave the call as written."""
-    asked = "I've got a call at quarter past three in the afternoon, Los Angeles time. What is it in Sao Paulo?"
-    written = {"source_timezone": "America/Los_Angeles", "time": "15:30", "target_timezone": "America/Sao_Paulo"}
-    assert lt.said_times(written, asked) == {**written, "time": "15:15"}
-    assert lt.said_times({"time": "19:00:00"}, "this Friday at 8 in the evening") == {"time": "20:00:00"}
-    assert lt.said_times({"time": "9:00"}, "at 10 am") == {"time": "10:00"}
-    assert lt.said_times({"time": "15:00"}, "明天下午三点半开会") == {"time": "15:30"}
-    assert lt.said_times({"time": "00:00"}, "quarter to seven in the morning") == {"time": "06:45"}
-    assert lt.said_times({"time": "00:00"}, "noon in Tokyo") == {"time": "12:00"}
-    for args, text in (
-        ({"time": "08:00"}, "at 8 tomorrow"),  # which half of the day?
-        ({"start": "09:00", "end": "17:00"}, "from 9am to 5pm"),  # two of each
-        ({"time": "15:00"}, "I woke at 7am; convert 15:00 UTC to Tokyo time"),  # written as it is
-        ({"time": "20:00"}, "8 in the evening"),
-        ({"date": "2023-10-06"}, "at 8 in the evening"),  # no time of day in the call
-    ):
-        assert lt.said_times(args, text) == args, (args, text)
-
-
 def test_a_date_written_year_first_is_written_whole() -> None:
     """Each date the model wrote year first with a one-digit month or day is the ISO date, anywhere in a one-line
     string and nested too (:func:`lt.tidy`); no real month and day, or one inside something longer, stays."""
