@@ -4806,15 +4806,17 @@ def verbatim_ids(args: dict[str, Any], text: str) -> dict[str, Any]:
     return {k: [fixed(v) for v in value] if isinstance(value, list) else fixed(value) for k, value in args.items()}
 
 
-_SHORT_YEAR = re.compile(r"(?<![\w'’])['’](\d{2})(?!\d|['’]?\w)")
+_SHORT_YEAR = re.compile(r"(?<![\w'’])['’](\d{2})(?![\d'’]|\w)")
 
 
 def full_years(args: dict[str, Any], parameters: dict[str, Any], text: str) -> dict[str, Any]:
     """``args`` with a year the request ``text`` writes short ("songs from '19") written whole where the model
     copied its two digits: "Find me some Pop songs from '19 on the Ores Aixmis album." → ``year: 19`` (BFCL live, a
-    tuning case read for the first time, 2026-12-07), a year two millennia ago. The century as strptime's ``%y``
-    reads it (00–68 this one, 69–99 the last). Only an argument whose name or description says year, a number or
-    digits of two, that the request writes after an apostrophe and not as itself elsewhere."""
+    tuning case read for the first time, 2026-12-07), a year two millennia ago. 00–30 this century, 31–99 the last
+    ('55 Chevy, the summer of '42). Only an argument whose name or description says "year" (not "years": a loan's
+    term, an age) and does not ask for two digits (a card's ``YY``), a number or two digits, that the request writes
+    after an apostrophe with no closing one ("'30' years" is a quote) and not as itself elsewhere (a helper's review,
+    2026-12-07)."""
     short = {int(m.group(1)) for m in _SHORT_YEAR.finditer(text)}
     if not short:
         return args
@@ -4822,15 +4824,15 @@ def full_years(args: dict[str, Any], parameters: dict[str, Any], text: str) -> d
     out = dict(args)
     for key, value in args.items():
         spec = _spec(parameters, key)
-        about = f"{key} {spec.get('description') or ''}".lower()
-        if "year" not in about:
+        about = f"{' '.join(_name_words(key))} {spec.get('description') or ''}".lower()
+        if not re.search(r"\byear\b", about) or re.search(r"\byy\b|two[- ]digit|%y", about):
             continue
         digits = str(value) if _number(value) and float(value).is_integer() else value
         if not isinstance(digits, str) or not re.fullmatch(r"\d{1,2}", digits.strip()):
             continue
         number = int(digits)
         if number in short and number not in said:
-            whole = number + (2000 if number < 69 else 1900)
+            whole = number + (2000 if number <= 30 else 1900)
             out[key] = whole if _number(value) else str(whole)
     return out
 
@@ -5621,14 +5623,18 @@ def made_up(
 def _run_together(value: str, text: str) -> bool:
     """``value``'s letters and digits (six or more) are two or three words in a row of ``text`` run together:
     "McDonald's" for "order 5 fries from uber eats mc donalds" (BFCL live, a tuning case read for the first time,
-    2026-12-07: the call had been dropped as a name nobody gave)."""
+    2026-12-07: the call had been dropped as a name nobody gave). Not a run that starts with a word any sentence
+    holds (:data:`_FUNCTION_WORDS`): "my playlist" gives no ``MyPlaylist`` (a helper's review, 2026-12-07)."""
     joined = re.sub(r"[^0-9a-z]", "", value.lower())
     if len(joined) < 6:
         return False
     words = [re.sub(r"[^0-9a-z]", "", w.lower()) for w in text.split()]
     return any(
-        "".join(words[i : i + n]) in (joined, joined.rstrip("s"))
-        or joined in ("".join(words[i : i + n]), "".join(words[i : i + n]).rstrip("s"))
+        words[i] not in _FUNCTION_WORDS  # "my sister" is no name: MySister stays made up
+        and (
+            "".join(words[i : i + n]) in (joined, joined.rstrip("s"))
+            or joined in ("".join(words[i : i + n]), "".join(words[i : i + n]).rstrip("s"))
+        )
         for n in (2, 3)
         for i in range(len(words) - n + 1)
     )

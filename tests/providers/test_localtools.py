@@ -1543,6 +1543,7 @@ def test_a_required_name_the_conversation_never_gave_is_made_up() -> None:
     run_together = asked("Order 5 fries from uber eats mc donalds")  # the name's words said run apart
     assert lt.made_up({"who": "McDonald's", "where": "fries"}, params, run_together) == []
     assert lt.made_up({"who": "Burger King", "where": "fries"}, params, run_together) == ["who"]
+    assert lt.made_up({"who": "MySister", "where": "Austin"}, params, asked("Call my sister in Austin")) == ["who"]
     assert lt.made_up({"where": "Asia/Shanghai"}, params, asked("北京现在几点？")) == []  # asked in Chinese
     assert lt.made_up({"kind": "B"}, params, asked("Do it")) == []  # an enum's choice
     composed = {"who": "Leaves fall.", "where": "quiet pond at dusk"}  # a sentence, lower-case words
@@ -4991,12 +4992,23 @@ def test_a_year_written_short_is_written_whole() -> None:
     assert lt.full_years({"year": 19, "count": 19}, declared, asked) == {"year": 2019, "count": 19}
     assert lt.full_years({"released": "19"}, declared, "rock songs from the ’19") == {"released": "2019"}
     assert lt.full_years({"year": 85}, declared, "hits of '85") == {"year": 1985}
-    for args, text in (
-        ({"year": 90}, "songs of the '90s"),  # a decade
-        ({"year": 19}, "19 songs from '19"),  # said as itself too
-        ({"year": 2019}, "songs from '19"),
+    assert lt.full_years({"year": 30}, declared, "hits of '30") == {"year": 2030}, "00-30: this century"
+    terms = {
+        "type": "object",
+        "properties": {
+            "loan_years": {"type": "number"},
+            "exp_year": {"type": "string", "description": "Two-digit expiry year (YY)"},
+        },
+    }
+    for args, text, schema in (
+        ({"year": 90}, "songs of the '90s", declared),  # a decade
+        ({"year": 19}, "19 songs from '19", declared),  # said as itself too
+        ({"year": 2019}, "songs from '19", declared),
+        ({"year": 30}, "Set it to '30' please", declared),  # a quote
+        ({"loan_years": 30}, "a loan term of '30 years", terms),  # years, not a year
+        ({"exp_year": "27"}, "card exp 09/'27", terms),  # two digits asked for
     ):
-        assert lt.full_years(args, declared, text) == args, (args, text)
+        assert lt.full_years(args, schema, text) == args, (args, text)
 
 
 def test_a_date_written_year_first_is_written_whole() -> None:
