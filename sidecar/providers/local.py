@@ -897,7 +897,7 @@ class LocalAdapter(BaseAdapter):
 
         A lookalike named in place of the pick is asked again with the tools shown in the reverse order (the pick
         last), and taken only when named again; otherwise the pick stays. Shown first, the pick had been passed over
-        for a lookalike the reverse order did not name: of 40 recorded choices that changed a pick (BFCL live's and
+        for a lookalike the reverse order did not name: of the recorded choices that changed a pick (BFCL live's and
         multiple's tuning cases, blind-v2/v4/v5 and registry-v2, 2026-12-07), 8 of the 12 that lost a right pick
         were not named again, against 2 of the 26 that found the right tool ("what time is it in Tokyo right now?"
         had become ``convert_time``)."""
