@@ -4827,7 +4827,7 @@ def full_years(args: dict[str, Any], parameters: dict[str, Any], text: str) -> d
         about = f"{' '.join(_name_words(key))} {spec.get('description') or ''}".lower()
         if not re.search(r"\byear\b", about) or re.search(r"\byy\b|two[- ]digit|%y", about):
             continue
-        digits = str(value) if _number(value) and float(value).is_integer() else value
+        digits = str(int(value)) if _number(value) and float(value).is_integer() else value  # 19.0 too
         if not isinstance(digits, str) or not re.fullmatch(r"\d{1,2}", digits.strip()):
             continue
         number = int(digits)
@@ -5632,8 +5632,8 @@ def _run_together(value: str, text: str) -> bool:
     return any(
         words[i] not in _FUNCTION_WORDS  # "my sister" is no name: MySister stays made up
         and (
-            "".join(words[i : i + n]) in (joined, joined.rstrip("s"))
-            or joined in ("".join(words[i : i + n]), "".join(words[i : i + n]).rstrip("s"))
+            "".join(words[i : i + n]) in (joined, joined.removesuffix("s"))
+            or joined in ("".join(words[i : i + n]), "".join(words[i : i + n]).removesuffix("s"))
         )
         for n in (2, 3)
         for i in range(len(words) - n + 1)

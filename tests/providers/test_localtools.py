@@ -4992,6 +4992,7 @@ def test_a_year_written_short_is_written_whole() -> None:
     assert lt.full_years({"year": 19, "count": 19}, declared, asked) == {"year": 2019, "count": 19}
     assert lt.full_years({"released": "19"}, declared, "rock songs from the ’19") == {"released": "2019"}
     assert lt.full_years({"year": 85}, declared, "hits of '85") == {"year": 1985}
+    assert lt.full_years({"year": 19.0}, declared, asked) == {"year": 2019}, "a whole number written as a float"
     assert lt.full_years({"year": 30}, declared, "hits of '30") == {"year": 2030}, "00-30: this century"
     terms = {
         "type": "object",
