@@ -327,6 +327,11 @@ def _name_words(name: str) -> list[str]:
     return re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name).replace("_", " ").replace("-", " ").lower().split()
 
 
+def _said_of(key: str, spec: dict[str, Any]) -> str:
+    """What an argument says of itself: its name's words (:func:`_name_words`) and its description, lower-case."""
+    return f"{' '.join(_name_words(key))} {spec.get('description') or ''}".lower()
+
+
 def _tool_words(name: str) -> list[str]:
     """A tool's name in lower-case words (:func:`_name_words`), split at ``.`` too (``git.commit``)."""
     return _name_words(name.replace(".", " "))
@@ -4265,7 +4270,7 @@ def said_choices(args: dict[str, Any], parameters: dict[str, Any], messages: Seq
     for key, spec in (parameters.get("properties") or {}).items():
         if key in required or key in args or not isinstance(spec, dict):
             continue
-        about = f"{' '.join(_name_words(key))} {spec.get('description') or ''}"
+        about = _said_of(key, spec)
         window = bool(_WINDOW.search(about)) and not _NO_WINDOW.search(about)
         said = [
             c
@@ -4824,7 +4829,7 @@ def full_years(args: dict[str, Any], parameters: dict[str, Any], text: str) -> d
     out = dict(args)
     for key, value in args.items():
         spec = _spec(parameters, key)
-        about = f"{' '.join(_name_words(key))} {spec.get('description') or ''}".lower()
+        about = _said_of(key, spec)
         if not re.search(r"\byear\b", about) or re.search(r"\byy\b|two[- ]digit|%y", about):
             continue
         digits = str(int(value)) if _number(value) and float(value).is_integer() else value  # 19.0 too
